@@ -1,0 +1,59 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Settee",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "Settee", targets: ["Settee"]),
+        .executable(name: "settee", targets: ["SetteeCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // LMDB, from Debian's liblmdb-dev. Prefixed so it cannot clash with other LMDB wrappers.
+        .systemLibrary(
+            name: "CSetteeLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"])]
+        ),
+        // The SpiderMonkey 102 shim: C++17 inside, a plain C header outside.
+        // `mozjs-102` is a symlink to /usr/include/mozjs-102 (Debian's libmozjs-102-dev):
+        // a header search path keeps the package free of unsafe flags, so it stays
+        // usable as a dependency of other packages.
+        .target(
+            name: "CSetteeJS",
+            exclude: ["mozjs-102"],
+            cxxSettings: [.headerSearchPath("mozjs-102")],
+            linkerSettings: [.linkedLibrary("mozjs-102"), .linkedLibrary("m"), .linkedLibrary("pthread")]
+        ),
+        .target(
+            name: "Settee",
+            dependencies: [
+                "CSetteeLMDB",
+                "CSetteeJS",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "SetteeCLI",
+            dependencies: [
+                "Settee",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "SetteeBenchmarks",
+            dependencies: ["Settee"]
+        ),
+        .testTarget(
+            name: "SetteeTests",
+            dependencies: ["Settee"]
+        ),
+    ],
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
+)

@@ -1,0 +1,80 @@
+// The JavaScript every context evaluates once at creation: CouchDB's map
+// globals that are plain JavaScript, and the CommonJS `require` of views.lib.
+#pragma once
+
+namespace settee {
+
+// `emit` and `log` are native (see SpiderMonkeyShim.cpp); `__settee_compileModule`
+// is native too, so modules compile even while `eval` is blocked.
+static const char kPreludeSource[] = R"JS(
+var sum = function (values) {
+  var rv = 0;
+  for (var i in values) {
+    rv += values[i];
+  }
+  return rv;
+};
+var isArray = function (obj) {
+  return Object.prototype.toString.call(obj) === "[object Array]";
+};
+var toJSON = function (value) {
+  return JSON.stringify(value);
+};
+(function (global) {
+  var compileModule = global.__settee_compileModule;
+  delete global.__settee_compileModule;
+  // CouchDB's require (share/server/util.js): paths resolve inside the design
+  // document (`views/lib/name`), `.` and `..` relative to the requiring module.
+  Object.defineProperty(global, "__settee_makeRequire", { value: function (root) {
+    var cache = {};
+    function invalid(reason) {
+      return ["error", "invalid_require_path", reason];
+    }
+    function resolve(names, mod, top) {
+      if (names.length === 0) {
+        if (typeof mod.current !== "string") {
+          throw invalid("Must require a JavaScript string, not: " + (typeof mod.current));
+        }
+        return { current: mod.current, parent: mod.parent, id: mod.id, exports: {} };
+      }
+      var n = names.shift();
+      // A module's node is its place in the tree: "." is the object holding
+      // it, ".." that object's parent.
+      if (n === "..") {
+        if (!(mod && mod.parent && mod.parent.parent)) {
+          throw invalid("Object has no parent " + JSON.stringify(mod && mod.current));
+        }
+        return resolve(names, mod.parent.parent);
+      } else if (n === ".") {
+        if (!mod || !mod.parent) {
+          throw invalid("Object has no parent " + JSON.stringify(mod && mod.current));
+        }
+        return resolve(names, mod.parent);
+      } else if (top) {
+        mod = { current: top, id: "" };
+      }
+      if (mod.current === null || typeof mod.current !== "object" || mod.current[n] === undefined) {
+        throw invalid("Object has no property \"" + n + "\". " + JSON.stringify(mod.current));
+      }
+      return resolve(names, { current: mod.current[n], parent: mod, id: mod.id ? mod.id + "/" + n : n });
+    }
+    function require(name, parent) {
+      if (!name) {
+        throw invalid("require() needs a module path");
+      }
+      var module = resolve(String(name).split("/"), parent, parent ? undefined : root);
+      if (!Object.prototype.hasOwnProperty.call(cache, module.id)) {
+        // An empty exports object first stops circular requires from recursing forever.
+        cache[module.id] = {};
+        var fn = compileModule(module.current, module.id);
+        fn.call(global, module, module.exports, function (child) { return require(child, module); });
+        cache[module.id] = module.exports;
+      }
+      return cache[module.id];
+    }
+    return function (name) { return require(name); };
+  }});
+})(this);
+)JS";
+
+}  // namespace settee

@@ -1,0 +1,25 @@
+// Includes SpiderMonkey's public headers. SwiftPM debug builds define DEBUG,
+// which the release libmozjs refuses (js-config.h), so it goes first.
+#pragma once
+
+#ifdef DEBUG
+#undef DEBUG
+#endif
+
+#include <jsapi.h>
+#include <jsfriendapi.h>
+#include <js/Array.h>
+#include <js/CallAndConstruct.h>
+#include <js/CompilationAndEvaluation.h>
+#include <js/Conversions.h>
+#include <js/ErrorReport.h>
+#include <js/Exception.h>
+#include <js/Initialization.h>
+#include <js/Interrupt.h>
+#include <js/JSON.h>
+#include <js/Object.h>
+#include <js/Principals.h>
+#include <js/PropertyAndElement.h>
+#include <js/SourceText.h>
+#include <js/Stack.h>
+#include <js/String.h>

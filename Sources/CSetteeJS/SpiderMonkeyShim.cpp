@@ -1,0 +1,657 @@
+// The C interface of settee_js.h over SpiderMonkey 102.
+#include "settee_js.h"
+
+#include "JSONOutput.h"
+#include "Prelude.h"
+#include "SpiderMonkey.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using settee::ByteBuffer;
+
+struct settee_js_context {
+    JSContext *cx = nullptr;
+    std::unique_ptr<JS::PersistentRootedObject> global;
+    std::unique_ptr<JS::PersistentRootedObject> makeRequire;
+    std::vector<std::unique_ptr<JS::PersistentRootedObject>> functions;
+    std::vector<int32_t> freeHandles;
+
+    // Timeouts: the watchdog compares `deadline` (steady-clock ns, 0 = none)
+    // with the clock and interrupts the call whose number it read.
+    std::atomic<int64_t> deadline{0};
+    std::atomic<uint64_t> currentCall{0};
+    std::atomic<uint64_t> timedOutCall{0};
+    std::atomic<bool> interruptRequested{false};
+    uint32_t timeoutMilliseconds = 0;
+
+    // Output of the running call.
+    ByteBuffer output;
+    ByteBuffer *emitTarget = nullptr;  // rows of the map function running now
+    uint32_t emitCount = 0;
+    std::vector<std::string> logs;
+    std::vector<char16_t> utf16;
+
+    // Error strings handed out through settee_js_error.
+    std::string errorMessage;
+    std::string errorStack;
+};
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Process-wide state: initialisation and the watchdog thread.
+
+std::once_flag gInitOnce;
+bool gInitialized = false;
+
+int64_t nowNanoseconds() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+class Watchdog {
+public:
+    void add(settee_js_context *context) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        contexts_.push_back(context);
+        if (!thread_.joinable()) {
+            stop_ = false;
+            thread_ = std::thread([this] { run(); });
+        }
+    }
+
+    void remove(settee_js_context *context) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (size_t i = 0; i < contexts_.size(); i++) {
+            if (contexts_[i] == context) {
+                contexts_.erase(contexts_.begin() + i);
+                break;
+            }
+        }
+    }
+
+    void stop() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+
+private:
+    void run() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!stop_) {
+            // A 2 ms tick bounds how late a timeout fires; polling an atomic
+            // costs the calls nothing.
+            wake_.wait_for(lock, std::chrono::milliseconds(2));
+            int64_t now = nowNanoseconds();
+            for (settee_js_context *context : contexts_) {
+                int64_t deadline = context->deadline.load(std::memory_order_acquire);
+                if (deadline != 0 && now > deadline) {
+                    uint64_t call = context->currentCall.load(std::memory_order_acquire);
+                    if (context->timedOutCall.exchange(call) != call) {
+                        JS_RequestInterruptCallback(context->cx);
+                    }
+                }
+            }
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::vector<settee_js_context *> contexts_;
+    std::thread thread_;
+    bool stop_ = false;
+};
+
+Watchdog gWatchdog;
+
+settee_js_context *contextOf(JSContext *cx) {
+    return static_cast<settee_js_context *>(JS_GetContextPrivate(cx));
+}
+
+bool interruptCallback(JSContext *cx) {
+    settee_js_context *context = contextOf(cx);
+    if (!context) return true;
+    if (context->interruptRequested.load()) return false;
+    uint64_t call = context->currentCall.load();
+    // A stale request (the call it was meant for already ended) is ignored.
+    return !(call != 0 && context->timedOutCall.load() == call);
+}
+
+bool blockCodeGeneration(JSContext *, JS::RuntimeCode, JS::HandleString) { return false; }
+
+const JSSecurityCallbacks kBlockingSecurityCallbacks = {blockCodeGeneration, nullptr};
+
+const JSClass kGlobalClass = {"global", JSCLASS_GLOBAL_FLAGS, &JS::DefaultGlobalClassOps};
+
+// ---------------------------------------------------------------------------
+// Errors
+
+void setError(settee_js_context *context, settee_js_error *error, settee_js_status status,
+              std::string message, uint32_t line = 0, uint32_t column = 0, std::string stack = "") {
+    if (!error) return;
+    context->errorMessage = std::move(message);
+    context->errorStack = std::move(stack);
+    error->status = status;
+    error->message = context->errorMessage.c_str();
+    error->message_length = context->errorMessage.size();
+    error->stack = context->errorStack.c_str();
+    error->stack_length = context->errorStack.size();
+    error->line = line;
+    error->column = column;
+}
+
+struct Failure {
+    settee_js_status status = SETTEE_JS_RUNTIME_ERROR;
+    std::string message;
+    std::string stack;
+    uint32_t line = 0;
+    uint32_t column = 0;
+};
+
+std::string stringOf(JSContext *cx, JS::HandleValue value) {
+    std::string out;
+    if (value.isString()) {
+        if (!settee::appendUTF8(cx, value.toString(), out)) JS_ClearPendingException(cx);
+        return out;
+    }
+    ByteBuffer json;
+    if (settee::writeJSON(cx, value, json)) {
+        out.assign(reinterpret_cast<const char *>(json.data()), json.size());
+    } else {
+        JS_ClearPendingException(cx);
+        out = "(a value that cannot be shown)";
+    }
+    return out;
+}
+
+// Describes why the last engine call failed and clears the exception. `lineOneShift`
+// is how many characters of wrapper precede the user's source on line 1.
+Failure takeFailure(settee_js_context *context, uint32_t lineOneShift) {
+    JSContext *cx = context->cx;
+    Failure failure;
+    uint64_t call = context->currentCall.load();
+    if (context->interruptRequested.exchange(false)) {
+        JS_ClearPendingException(cx);
+        failure.status = SETTEE_JS_INTERRUPTED;
+        failure.message = "the call was interrupted";
+        return failure;
+    }
+    if (call != 0 && context->timedOutCall.load() == call) {
+        JS_ClearPendingException(cx);
+        failure.status = SETTEE_JS_TIMEOUT;
+        failure.message = "function timed out after " + std::to_string(context->timeoutMilliseconds) + " ms";
+        return failure;
+    }
+    if (!JS_IsExceptionPending(cx)) {
+        // Uncatchable without an interrupt: the engine gave up for lack of memory.
+        failure.status = SETTEE_JS_OUT_OF_MEMORY;
+        failure.message = "out of memory";
+        JS_GC(cx);
+        return failure;
+    }
+    JS::ExceptionStack exception(cx);
+    if (!JS::StealPendingExceptionStack(cx, &exception)) {
+        JS_ClearPendingException(cx);
+        failure.message = "an exception that could not be read";
+        return failure;
+    }
+    JS::RootedValue value(cx, exception.exception());
+    if (value.isString()) {
+        std::string text = stringOf(cx, value);
+        if (text == "out of memory") {
+            failure.status = SETTEE_JS_OUT_OF_MEMORY;
+            failure.message = text;
+            JS_GC(cx);
+            return failure;
+        }
+    }
+    bool isError = value.isObject() && JS_ErrorFromException(cx, JS::RootedObject(cx, &value.toObject()));
+    if (isError) {
+        JS::ErrorReportBuilder report(cx);
+        if (report.init(cx, exception, JS::ErrorReportBuilder::NoSideEffects)) {
+            if (report.toStringResult()) failure.message = report.toStringResult().c_str();
+            if (JSErrorReport *r = report.report()) {
+                failure.line = r->lineno;
+                uint32_t column = r->column + 1;
+                if (failure.line == 1) column = column > lineOneShift ? column - lineOneShift : 1;
+                failure.column = failure.line ? column : 0;
+            }
+        } else {
+            JS_ClearPendingException(cx);
+        }
+    } else {
+        // A thrown non-Error (CouchDB code throws arrays and objects): shown as JSON.
+        failure.message = stringOf(cx, value);
+    }
+    if (failure.message.empty()) failure.message = stringOf(cx, value);
+    JS::RootedObject stack(cx, exception.stack());
+    if (stack) {
+        JS::RootedString stackString(cx);
+        if (JS::BuildStackString(cx, nullptr, stack, &stackString) && stackString) {
+            if (!settee::appendUTF8(cx, stackString, failure.stack)) JS_ClearPendingException(cx);
+        } else {
+            JS_ClearPendingException(cx);
+        }
+    }
+    return failure;
+}
+
+void appendFailure(ByteBuffer &out, const Failure &failure) {
+    out.appendU32(static_cast<uint32_t>(failure.status));
+    out.appendU32(failure.line);
+    out.appendU32(failure.column);
+    out.appendString(failure.message.data(), failure.message.size());
+    out.appendString(failure.stack.data(), failure.stack.size());
+}
+
+void appendLogs(settee_js_context *context) {
+    context->output.appendU32(static_cast<uint32_t>(context->logs.size()));
+    for (const std::string &line : context->logs) context->output.appendString(line.data(), line.size());
+    context->logs.clear();
+}
+
+// ---------------------------------------------------------------------------
+// Calls with a deadline
+
+class CallScope {
+public:
+    explicit CallScope(settee_js_context *context) : context_(context) {
+        static std::atomic<uint64_t> nextCall{1};
+        context->currentCall.store(nextCall.fetch_add(1));
+        if (context->timeoutMilliseconds > 0) {
+            context->deadline.store(nowNanoseconds() + int64_t(context->timeoutMilliseconds) * 1000000,
+                                    std::memory_order_release);
+        }
+    }
+    ~CallScope() {
+        context_->deadline.store(0, std::memory_order_release);
+        context_->currentCall.store(0);
+    }
+
+private:
+    settee_js_context *context_;
+};
+
+// ---------------------------------------------------------------------------
+// Natives
+
+bool nativeEmit(JSContext *cx, unsigned argc, JS::Value *vp) {
+    JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
+    settee_js_context *context = contextOf(cx);
+    if (!context->emitTarget) {
+        JS_ReportErrorASCII(cx, "emit() can only be called from a map function");
+        return false;
+    }
+    ByteBuffer &out = *context->emitTarget;
+    size_t mark = out.size();
+    for (unsigned i = 0; i < 2; i++) {
+        size_t lengthAt = out.size();
+        out.appendU32(0);
+        if (!settee::writeJSON(cx, args.get(i), out)) {
+            out.truncate(mark);
+            return false;
+        }
+        out.patchU32(lengthAt, static_cast<uint32_t>(out.size() - lengthAt - 4));
+    }
+    context->emitCount++;
+    args.rval().setUndefined();
+    return true;
+}
+
+bool nativeLog(JSContext *cx, unsigned argc, JS::Value *vp) {
+    JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
+    settee_js_context *context = contextOf(cx);
+    std::string message;
+    if (args.get(0).isUndefined()) {
+        message = "Error: attempting to log message of 'undefined'.";
+    } else {
+        message = stringOf(cx, args.get(0));
+    }
+    // Bounded so a log call in a loop cannot exhaust memory.
+    if (context->logs.size() < 1000) context->logs.push_back(std::move(message));
+    args.rval().setUndefined();
+    return true;
+}
+
+// Compiles a CommonJS module body for `require` (works while eval is blocked).
+bool nativeCompileModule(JSContext *cx, unsigned argc, JS::Value *vp) {
+    JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
+    JS::RootedString source(cx, JS::ToString(cx, args.get(0)));
+    JS::RootedString id(cx, JS::ToString(cx, args.get(1)));
+    if (!source || !id) return false;
+    std::string body, name;
+    if (!settee::appendUTF8(cx, source, body) || !settee::appendUTF8(cx, id, name)) return false;
+    const char *argNames[] = {"module", "exports", "require"};
+    JS::CompileOptions options(cx);
+    options.setFileAndLine(name.c_str(), 1);
+    JS::SourceText<mozilla::Utf8Unit> text;
+    if (!text.init(cx, body.data(), body.size(), JS::SourceOwnership::Borrowed)) return false;
+    JS::RootedObjectVector envChain(cx);
+    JSFunction *fn = JS::CompileFunction(cx, envChain, options, "module", 3, argNames, text);
+    if (!fn) return false;
+    args.rval().setObject(*JS_GetFunctionObject(fn));
+    return true;
+}
+
+bool setUpGlobal(settee_js_context *context) {
+    JSContext *cx = context->cx;
+    JS::RealmOptions options;
+    JS::RootedObject global(cx, JS_NewGlobalObject(cx, &kGlobalClass, nullptr, JS::FireOnNewGlobalHook, options));
+    if (!global) return false;
+    context->global = std::make_unique<JS::PersistentRootedObject>(cx, global);
+    JSAutoRealm realm(cx, global);
+    if (!JS::InitRealmStandardClasses(cx)) return false;
+    if (!JS_DefineFunction(cx, global, "emit", nativeEmit, 2, JSPROP_ENUMERATE)) return false;
+    if (!JS_DefineFunction(cx, global, "log", nativeLog, 1, JSPROP_ENUMERATE)) return false;
+    if (!JS_DefineFunction(cx, global, "__settee_compileModule", nativeCompileModule, 2, 0)) return false;
+    JS::CompileOptions compileOptions(cx);
+    compileOptions.setFileAndLine("settee:prelude", 1);
+    JS::SourceText<mozilla::Utf8Unit> source;
+    if (!source.init(cx, settee::kPreludeSource, strlen(settee::kPreludeSource), JS::SourceOwnership::Borrowed))
+        return false;
+    JS::RootedValue ignored(cx);
+    if (!JS::Evaluate(cx, compileOptions, source, &ignored)) return false;
+    JS::RootedValue makeRequire(cx);
+    if (!JS_GetProperty(cx, global, "__settee_makeRequire", &makeRequire) || !makeRequire.isObject()) return false;
+    context->makeRequire = std::make_unique<JS::PersistentRootedObject>(cx, &makeRequire.toObject());
+    return true;
+}
+
+JSObject *functionFor(settee_js_context *context, int32_t handle) {
+    if (handle < 0 || size_t(handle) >= context->functions.size() || !context->functions[handle]) return nullptr;
+    return context->functions[handle]->get();
+}
+
+// Trailing whitespace and semicolons would break the `(` … `)` wrapper.
+size_t trimmedLength(const char *source, size_t length) {
+    while (length > 0) {
+        char c = source[length - 1];
+        if (c == ';' || c == ' ' || c == '\n' || c == '\r' || c == '\t') length--;
+        else break;
+    }
+    return length;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// The C interface
+
+extern "C" {
+
+bool settee_js_initialize(void) {
+    std::call_once(gInitOnce, [] { gInitialized = JS_Init(); });
+    return gInitialized;
+}
+
+void settee_js_shut_down(void) {
+    gWatchdog.stop();
+    if (gInitialized) {
+        JS_ShutDown();
+        gInitialized = false;
+    }
+}
+
+settee_js_context *settee_js_context_create(const settee_js_context_options *options, settee_js_error *error) {
+    auto context = std::make_unique<settee_js_context>();
+    if (!settee_js_initialize()) {
+        setError(context.get(), error, SETTEE_JS_INTERNAL_ERROR, "the JavaScript engine could not be initialised");
+        return nullptr;
+    }
+    uint64_t heapLimit = options && options->gc_heap_limit_bytes ? options->gc_heap_limit_bytes : 0;
+    JSContext *cx = JS_NewContext(JS::DefaultHeapMaxBytes);
+    if (!cx) {
+        setError(context.get(), error, SETTEE_JS_INTERNAL_ERROR, "the JavaScript engine could not create a context");
+        return nullptr;
+    }
+    context->cx = cx;
+    JS_SetContextPrivate(cx, context.get());
+    if (options && options->native_stack_quota_bytes) JS_SetNativeStackQuota(cx, options->native_stack_quota_bytes);
+    if (heapLimit) JS_SetGCParameter(cx, JSGC_MAX_BYTES, uint32_t(std::min<uint64_t>(heapLimit, 0xFFFFFFFFu)));
+    if (!JS::InitSelfHostedCode(cx)) {
+        JS_DestroyContext(cx);
+        setError(context.get(), error, SETTEE_JS_INTERNAL_ERROR, "the JavaScript engine could not start");
+        return nullptr;
+    }
+    if (!(options && options->allow_code_generation)) JS_SetSecurityCallbacks(cx, &kBlockingSecurityCallbacks);
+    JS_AddInterruptCallback(cx, interruptCallback);
+    context->timeoutMilliseconds = options ? options->timeout_milliseconds : 0;
+    if (!setUpGlobal(context.get())) {
+        Failure failure = takeFailure(context.get(), 0);
+        setError(context.get(), error, SETTEE_JS_INTERNAL_ERROR, "the JavaScript globals could not be set up: " + failure.message);
+        context->global.reset();
+        context->makeRequire.reset();
+        JS_DestroyContext(cx);
+        return nullptr;
+    }
+    gWatchdog.add(context.get());
+    return context.release();
+}
+
+void settee_js_context_destroy(settee_js_context *context) {
+    if (!context) return;
+    gWatchdog.remove(context);
+    context->functions.clear();
+    context->makeRequire.reset();
+    context->global.reset();
+    JS_DestroyContext(context->cx);
+    delete context;
+}
+
+void settee_js_context_set_timeout(settee_js_context *context, uint32_t milliseconds) {
+    context->timeoutMilliseconds = milliseconds;
+}
+
+void settee_js_context_interrupt(settee_js_context *context) {
+    context->interruptRequested.store(true);
+    JS_RequestInterruptCallback(context->cx);
+}
+
+void settee_js_context_collect_garbage(settee_js_context *context) { JS_GC(context->cx); }
+
+int32_t settee_js_compile(settee_js_context *context, const char *source, size_t source_length, const char *name,
+                          const char *library_json, size_t library_json_length, settee_js_error *error) {
+    JSContext *cx = context->cx;
+    JSAutoRealm realm(cx, *context->global);
+    CallScope scope(context);
+    size_t length = trimmedLength(source, source_length);
+    std::string prefix = library_json ? "(function (require) { return (" : "(";
+    std::string wrapped = prefix;
+    wrapped.append(source, length);
+    wrapped.append(library_json ? "\n); })" : "\n)");
+    JS::CompileOptions options(cx);
+    options.setFileAndLine(name ? name : "function", 1);
+    JS::SourceText<mozilla::Utf8Unit> text;
+    JS::RootedValue value(cx);
+    if (!text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) ||
+        !JS::Evaluate(cx, options, text, &value)) {
+        Failure failure = takeFailure(context, uint32_t(prefix.size()));
+        settee_js_status status = failure.status == SETTEE_JS_RUNTIME_ERROR ? SETTEE_JS_COMPILE_ERROR : failure.status;
+        setError(context, error, status, failure.message, failure.line, failure.column, failure.stack);
+        return -1;
+    }
+    if (library_json) {
+        // Bind `require` to this function's own module tree and cache.
+        std::vector<char16_t> &utf16 = context->utf16;
+        settee::utf8ToUTF16(library_json, library_json_length, utf16);
+        JS::RootedValue library(cx);
+        JS::RootedValue require(cx);
+        JS::RootedValue makeRequire(cx, JS::ObjectValue(**context->makeRequire));
+        JS::RootedValue factory(cx, value);
+        bool ok = JS_ParseJSON(cx, utf16.data(), uint32_t(utf16.size()), &library) &&
+                  JS::Call(cx, JS::UndefinedHandleValue, makeRequire, JS::HandleValueArray(library), &require) &&
+                  JS::Call(cx, JS::UndefinedHandleValue, factory, JS::HandleValueArray(require), &value);
+        if (!ok) {
+            Failure failure = takeFailure(context, 0);
+            setError(context, error, SETTEE_JS_COMPILE_ERROR, failure.message, failure.line, failure.column,
+                     failure.stack);
+            return -1;
+        }
+    }
+    if (!value.isObject() || !JS::IsCallable(&value.toObject())) {
+        std::string shown(source, std::min<size_t>(length, 200));
+        setError(context, error, SETTEE_JS_COMPILE_ERROR,
+                 "Expression does not eval to a function. (" + shown + ")", 1, 1);
+        return -1;
+    }
+    int32_t handle;
+    if (!context->freeHandles.empty()) {
+        handle = context->freeHandles.back();
+        context->freeHandles.pop_back();
+        context->functions[handle] = std::make_unique<JS::PersistentRootedObject>(cx, &value.toObject());
+    } else {
+        handle = int32_t(context->functions.size());
+        context->functions.push_back(std::make_unique<JS::PersistentRootedObject>(cx, &value.toObject()));
+    }
+    return handle;
+}
+
+void settee_js_release(settee_js_context *context, int32_t function) {
+    if (!functionFor(context, function)) return;
+    context->functions[function].reset();
+    context->freeHandles.push_back(function);
+}
+
+settee_js_status settee_js_map_document(settee_js_context *context, const int32_t *functions, size_t function_count,
+                                        const char *document, size_t document_length, settee_js_output *output,
+                                        settee_js_error *error) {
+    JSContext *cx = context->cx;
+    JSAutoRealm realm(cx, *context->global);
+    ByteBuffer &out = context->output;
+    out.clear();
+    context->logs.clear();
+
+    settee::utf8ToUTF16(document, document_length, context->utf16);
+    JS::RootedValue doc(cx);
+    {
+        CallScope scope(context);
+        if (!JS_ParseJSON(cx, context->utf16.data(), uint32_t(context->utf16.size()), &doc)) {
+            Failure failure = takeFailure(context, 0);
+            setError(context, error, failure.status == SETTEE_JS_RUNTIME_ERROR ? SETTEE_JS_INVALID_INPUT : failure.status,
+                     failure.message);
+            return error ? error->status : SETTEE_JS_INVALID_INPUT;
+        }
+        if (doc.isObject()) {
+            JS::RootedObject object(cx, &doc.toObject());
+            if (!JS_DeepFreezeObject(cx, object)) {
+                Failure failure = takeFailure(context, 0);
+                setError(context, error, failure.status, failure.message);
+                return failure.status;
+            }
+        }
+    }
+    JS::RootedValue fn(cx);
+    JS::RootedValue ignored(cx);
+    for (size_t i = 0; i < function_count; i++) {
+        JSObject *function = functionFor(context, functions[i]);
+        size_t start = out.size();
+        if (!function) {
+            Failure failure;
+            failure.status = SETTEE_JS_INTERNAL_ERROR;
+            failure.message = "no compiled function with handle " + std::to_string(functions[i]);
+            appendFailure(out, failure);
+            continue;
+        }
+        fn.setObject(*function);
+        out.appendU32(0);
+        out.appendU32(0);
+        context->emitTarget = &out;
+        context->emitCount = 0;
+        bool ok;
+        {
+            CallScope scope(context);
+            ok = JS::Call(cx, JS::UndefinedHandleValue, fn, JS::HandleValueArray(doc), &ignored);
+            if (!ok) {
+                // The function's rows for this doc are dropped, as CouchDB does.
+                Failure failure = takeFailure(context, 0);
+                out.truncate(start);
+                appendFailure(out, failure);
+            }
+        }
+        context->emitTarget = nullptr;
+        if (ok) out.patchU32(start + 4, context->emitCount);
+    }
+    appendLogs(context);
+    output->bytes = out.data();
+    output->length = out.size();
+    return SETTEE_JS_OK;
+}
+
+settee_js_status settee_js_call(settee_js_context *context, const int32_t *functions, size_t function_count,
+                                const char *arguments_json, size_t arguments_json_length, settee_js_output *output,
+                                settee_js_error *error) {
+    JSContext *cx = context->cx;
+    JSAutoRealm realm(cx, *context->global);
+    ByteBuffer &out = context->output;
+    out.clear();
+    context->logs.clear();
+
+    settee::utf8ToUTF16(arguments_json, arguments_json_length, context->utf16);
+    JS::RootedValue argumentsValue(cx);
+    JS::RootedValueVector arguments(cx);
+    {
+        CallScope scope(context);
+        bool ok = JS_ParseJSON(cx, context->utf16.data(), uint32_t(context->utf16.size()), &argumentsValue);
+        bool isArray = false;
+        if (ok && argumentsValue.isObject()) {
+            JS::RootedObject array(cx, &argumentsValue.toObject());
+            uint32_t length = 0;
+            ok = JS::IsArrayObject(cx, array, &isArray) && isArray && JS::GetArrayLength(cx, array, &length);
+            JS::RootedValue element(cx);
+            for (uint32_t i = 0; ok && i < length; i++) {
+                ok = JS_GetElement(cx, array, i, &element) && arguments.append(element);
+            }
+        }
+        if (!ok || !isArray) {
+            Failure failure = ok ? Failure{} : takeFailure(context, 0);
+            if (ok) failure.message = "the arguments must be a JSON array";
+            setError(context, error, SETTEE_JS_INVALID_INPUT, failure.message);
+            return SETTEE_JS_INVALID_INPUT;
+        }
+    }
+    JS::RootedValue fn(cx);
+    JS::RootedValue result(cx);
+    for (size_t i = 0; i < function_count; i++) {
+        JSObject *function = functionFor(context, functions[i]);
+        if (!function) {
+            Failure failure;
+            failure.status = SETTEE_JS_INTERNAL_ERROR;
+            failure.message = "no compiled function with handle " + std::to_string(functions[i]);
+            appendFailure(out, failure);
+            continue;
+        }
+        fn.setObject(*function);
+        CallScope scope(context);
+        size_t start = out.size();
+        out.appendU32(0);
+        out.appendU32(0);
+        bool ok = JS::Call(cx, JS::UndefinedHandleValue, fn, JS::HandleValueArray(arguments), &result) &&
+                  settee::writeJSON(cx, result, out);
+        if (ok) {
+            out.patchU32(start + 4, uint32_t(out.size() - start - 8));
+        } else {
+            Failure failure = takeFailure(context, 0);
+            out.truncate(start);
+            appendFailure(out, failure);
+        }
+    }
+    appendLogs(context);
+    output->bytes = out.data();
+    output->length = out.size();
+    return SETTEE_JS_OK;
+}
+
+}  // extern "C"

@@ -1,0 +1,134 @@
+// Settee's SpiderMonkey shim: a plain C interface to an embedded SpiderMonkey 102.
+//
+// Only UTF-8 JSON text and plain structs cross this boundary. A context belongs
+// to the thread that created it: every call taking a context must come from
+// that thread, except `settee_js_context_interrupt`.
+#ifndef SETTEE_JS_H
+#define SETTEE_JS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// What went wrong, if anything.
+typedef enum {
+    SETTEE_JS_OK = 0,
+    /// The source did not compile, or did not evaluate to a function.
+    SETTEE_JS_COMPILE_ERROR = 1,
+    /// The function threw.
+    SETTEE_JS_RUNTIME_ERROR = 2,
+    /// The call ran past its deadline and was interrupted.
+    SETTEE_JS_TIMEOUT = 3,
+    /// The engine ran out of memory (its GC heap limit).
+    SETTEE_JS_OUT_OF_MEMORY = 4,
+    /// The input JSON could not be parsed by the engine.
+    SETTEE_JS_INVALID_INPUT = 5,
+    /// The call was interrupted from another thread.
+    SETTEE_JS_INTERRUPTED = 6,
+    /// Anything else (engine could not start, bad handle).
+    SETTEE_JS_INTERNAL_ERROR = 7,
+} settee_js_status;
+
+/// A failure. Strings are UTF-8, owned by the context, valid until its next call.
+typedef struct {
+    settee_js_status status;
+    const char *message;
+    size_t message_length;
+    const char *stack;
+    size_t stack_length;
+    /// 1-based line and column in the compiled source; 0 when unknown.
+    uint32_t line;
+    uint32_t column;
+} settee_js_error;
+
+typedef struct {
+    /// Bound on the GC heap (JSGC_MAX_BYTES); 0 keeps the engine's default.
+    uint64_t gc_heap_limit_bytes;
+    /// Native stack the engine may use on this thread; must be below the
+    /// thread's real stack size. 0 keeps the engine's default.
+    uint64_t native_stack_quota_bytes;
+    /// Per-call time limit in milliseconds; 0 means none.
+    uint32_t timeout_milliseconds;
+    /// Whether `eval` and `new Function` may run (CouchDB blocks them).
+    bool allow_code_generation;
+} settee_js_context_options;
+
+/// A context's output buffer, valid until its next call. See `settee_js_map_document`
+/// and `settee_js_call` for the layout; integers are native-endian uint32.
+typedef struct {
+    const uint8_t *bytes;
+    size_t length;
+} settee_js_output;
+
+typedef struct settee_js_context settee_js_context;
+
+/// Starts the engine once per process; later calls return the first result.
+bool settee_js_initialize(void);
+/// Shuts the engine down. Every context must have been destroyed first.
+void settee_js_shut_down(void);
+
+/// Creates a context bound to the calling thread, or NULL (with `error` set).
+settee_js_context *settee_js_context_create(const settee_js_context_options *options,
+                                            settee_js_error *error);
+/// Destroys a context, on the thread that created it.
+void settee_js_context_destroy(settee_js_context *context);
+/// Changes the per-call time limit.
+void settee_js_context_set_timeout(settee_js_context *context, uint32_t milliseconds);
+/// Interrupts the call running on `context`, if any. Safe from any thread.
+void settee_js_context_interrupt(settee_js_context *context);
+/// Runs a full garbage collection.
+void settee_js_context_collect_garbage(settee_js_context *context);
+
+/// Compiles CouchDB-style function source (`function (doc) {…}`; a trailing
+/// `;` and comments are tolerated). `name` is used as the file name in errors.
+/// `library_json`, when not NULL, is a JSON object of CommonJS modules that the
+/// function can load with `require` (CouchDB's `views.lib`, keyed as in the
+/// design document: `{"views": {"lib": {…}}}`).
+/// Returns a handle >= 0, or -1 with `error` set.
+int32_t settee_js_compile(settee_js_context *context,
+                          const char *source, size_t source_length,
+                          const char *name,
+                          const char *library_json, size_t library_json_length,
+                          settee_js_error *error);
+/// Releases a compiled function.
+void settee_js_release(settee_js_context *context, int32_t function);
+
+/// Parses `document` (UTF-8 JSON) once, deep-freezes it, and runs each map
+/// function on it, collecting what they `emit`.
+///
+/// Returns SETTEE_JS_OK with `output` set, or an error when the document itself
+/// could not be used (no function ran). Output, for each function in order:
+///   u32 status; if status == 0: u32 row count, then per row
+///     u32 key length, key JSON, u32 value length, value JSON;
+///   else: u32 line, u32 column, u32 message length, message,
+///     u32 stack length, stack.
+/// then u32 log count, each u32 length + message (from `log()`).
+settee_js_status settee_js_map_document(settee_js_context *context,
+                                        const int32_t *functions, size_t function_count,
+                                        const char *document, size_t document_length,
+                                        settee_js_output *output,
+                                        settee_js_error *error);
+
+/// Parses `arguments_json` (a JSON array) once and calls each function with
+/// those arguments (e.g. `[keys, values, rereduce]` for reduce).
+///
+/// Returns SETTEE_JS_OK with `output` set, or an error when the arguments
+/// could not be parsed. Output, for each function in order:
+///   u32 status; if 0: u32 length + result JSON (`null` for undefined);
+///   else as in `settee_js_map_document`;
+/// then the log messages as there.
+settee_js_status settee_js_call(settee_js_context *context,
+                                const int32_t *functions, size_t function_count,
+                                const char *arguments_json, size_t arguments_json_length,
+                                settee_js_output *output,
+                                settee_js_error *error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,21 @@
+/// Limits and settings for the JavaScript engine's workers.
+public struct JavaScriptConfiguration: Sendable, Equatable {
+    /// The longest one function call may run before it is stopped (CouchDB's
+    /// `os_process_timeout` is 5 s).
+    public var timeout: Duration = .seconds(5)
+    /// The bound on each context's garbage-collected heap.
+    public var heapLimitBytes: Int = 256 << 20
+    /// Each worker thread's stack; the engine may use three quarters of it, so
+    /// deep recursion is an error ("too much recursion"), not a crash.
+    public var threadStackBytes: Int = 16 << 20
+    /// Whether `eval` and `new Function` may run. CouchDB blocks them.
+    public var allowsCodeGeneration: Bool = false
+
+    public init() {}
+
+    var timeoutMilliseconds: UInt32 {
+        let (seconds, attoseconds) = timeout.components
+        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        return UInt32(clamping: max(milliseconds, 1))
+    }
+}
