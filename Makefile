@@ -1,0 +1,39 @@
+# Settee: two commands set up a fresh Debian 12 machine.
+#   make demo   imports the example data and shows what the database holds
+#   make test   runs the whole test suite
+# Both install the Debian packages Settee needs when they are missing.
+
+APT_PACKAGES := libmozjs-102-dev liblmdb-dev libicu-dev pkg-config
+SWIFT ?= swift
+DEMO_DB ?= demo-db
+BENCH_DOCS ?= 1000000
+
+.PHONY: deps build test demo bench clean
+
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+demo: build
+	@bash Scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/settee" "$(DEMO_DB)"
+
+bench: deps
+	$(SWIFT) build -c release --product SetteeBenchmarks
+	"$$($(SWIFT) build -c release --show-bin-path)/SetteeBenchmarks" --docs $(BENCH_DOCS)
+
+clean:
+	rm -rf .build "$(DEMO_DB)"

@@ -1,0 +1,154 @@
+import Foundation
+import Logging
+
+/// A Settee database: a directory holding documents (and, with views, their
+/// indexes) in LMDB.
+///
+/// Open it once and share it: every method is safe to call from any thread.
+/// Reads never block; writes are serialised. Opening the same directory again
+/// in the same process shares the same storage.
+///
+/// ```swift
+/// let db = try Database(at: URL(filePath: "/tmp/books"))
+/// let result = try db.put(#"{"_id": "b1", "title": "Dune"}"#)
+/// let book = try db.document("b1")
+/// ```
+public final class Database: Sendable {
+    /// Settings for opening a database.
+    public struct Options: Sendable {
+        /// The memory map's size to start with; it doubles whenever it fills.
+        public var initialMapSize: Int = 1 << 30
+        /// A bound on the database's size; `nil` for none but the disk's.
+        public var maximumSize: Int?
+        /// Limits for the JavaScript that views run.
+        public var javaScript = JavaScriptConfiguration()
+
+        public init() {}
+    }
+
+    /// The database directory.
+    public let url: URL
+    let environment: LMDBEnvironment
+    let store: DocumentStore
+    let logger: Logger
+
+    /// Opens the database in `directory`, creating it when missing.
+    public init(at directory: URL, options: Options = Options(), logger: Logger = Logger(label: "settee")) throws {
+        self.url = directory
+        self.logger = logger
+        environment = try LMDBEnvironment.open(directory: directory, initialMapSize: options.initialMapSize, maximumMapSize: options.maximumSize)
+        store = try DocumentStore(environment: environment, logger: logger)
+    }
+
+    // MARK: Documents
+
+    /// Writes a document given as a JSON object. Without `_id` an id is
+    /// generated; to update an existing document, `_rev` must name its current
+    /// revision; `"_deleted": true` deletes.
+    /// - Throws: ``DocumentError`` for bad input or a conflict.
+    @discardableResult
+    public func put(_ json: String) throws -> WriteResult {
+        var json = json
+        return try json.withUTF8 { try put(json: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Writes a document given as UTF-8 JSON bytes.
+    @discardableResult
+    public func put(json: UnsafeRawBufferPointer) throws -> WriteResult {
+        try store.write(try DocumentEdit(json: json))
+    }
+
+    /// The document with this id, or nil when there is none or it was deleted.
+    public func document(_ id: String) throws -> Document? {
+        try store.document(id)
+    }
+
+    /// Deletes a document, leaving a tombstone that keeps its place in the
+    /// changes feed.
+    /// - Parameter revision: The current revision; `nil` deletes whatever is current.
+    @discardableResult
+    public func delete(_ id: String, revision: Revision?) throws -> WriteResult {
+        try DocumentEdit.validate(id: id)
+        return try environment.write { transaction in
+            var revision = revision
+            if revision == nil {
+                guard let current = try store.record(id, in: transaction) else { throw DocumentError(.notFound, "missing", id: id) }
+                if current.isDeleted { throw DocumentError(.notFound, "deleted", id: id) }
+                revision = current.revision
+            }
+            var scratch: [UInt8] = []
+            let edit = DocumentEdit(id: id, revision: revision, deleted: true, body: Array("{}".utf8))
+            return try store.apply(edit, sequence: try store.lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch)
+        }
+    }
+
+    /// The documents changed after sequence number `since`, oldest first; each
+    /// document appears once, at its latest change.
+    public func changes(since: UInt64 = 0, limit: Int? = nil) throws -> [Change] {
+        try store.changes(since: since, limit: limit)
+    }
+
+    /// The sequence number of the latest write.
+    public func lastSequence() throws -> UInt64 {
+        try store.lastSequence()
+    }
+
+    // MARK: Import
+
+    /// Imports documents from a file of NDJSON (one JSON object per line) or a
+    /// JSON array of objects, streamed in large transactions. Bad documents are
+    /// reported by line and skipped; the others are written.
+    public func importDocuments(from file: URL, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? nil
+        return try importDocuments(from: handle, totalBytes: size, progress: progress)
+    }
+
+    /// Imports documents read from a file handle (a pipe or standard input too).
+    public func importDocuments(from handle: FileHandle, totalBytes: Int? = nil, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
+        let importer = DocumentImporter(store: store)
+        return try importer.run(totalBytes: totalBytes, read: { try handle.read(upToCount: importer.chunkBytes) }, progress: progress)
+    }
+
+    /// Imports documents from NDJSON or JSON-array bytes in memory.
+    public func importDocuments(_ data: Data, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
+        let importer = DocumentImporter(store: store)
+        var offset = 0
+        return try importer.run(totalBytes: data.count, read: {
+            guard offset < data.count else { return nil }
+            let end = min(offset + importer.chunkBytes, data.count)
+            defer { offset = end }
+            return data.subdata(in: offset..<end)
+        }, progress: progress)
+    }
+
+    // MARK: Information
+
+    /// What the database holds.
+    public func info() throws -> DatabaseInfo {
+        let counts = try store.counts()
+        return DatabaseInfo(
+            path: environment.path,
+            documentCount: counts.documents,
+            deletedDocumentCount: counts.deleted,
+            updateSequence: try store.lastSequence(),
+            fileSize: environment.fileSize,
+            mapSize: environment.mapSize)
+    }
+}
+
+/// What a database holds, as `settee info` shows it.
+public struct DatabaseInfo: Sendable, Equatable {
+    public var path: String
+    /// Live documents.
+    public var documentCount: Int
+    /// Tombstones of deleted documents.
+    public var deletedDocumentCount: Int
+    /// The sequence number of the latest write.
+    public var updateSequence: UInt64
+    /// Bytes of the data file on disk.
+    public var fileSize: Int
+    /// The current size of the memory map (it grows when full).
+    public var mapSize: Int
+}

@@ -1,0 +1,101 @@
+/// An incoming document, validated as CouchDB validates it, before it is written.
+struct DocumentEdit: Sendable {
+    /// `_id`, or nil when the store must generate one.
+    var id: String?
+    /// `_rev` as given, or nil.
+    var revision: Revision?
+    /// Whether the edit deletes the document (`"_deleted": true`).
+    var deleted: Bool
+    /// The other members, as a JSON object.
+    var body: [UInt8]
+
+    /// The longest id the storage engine can key (LMDB's 511-byte key limit).
+    static let maximumIDBytes = 511
+
+    /// Validates one JSON document. Errors say what is wrong in CouchDB's words.
+    init(json: UnsafeRawBufferPointer) throws(DocumentError) {
+        let members: [JSONObjectMember]
+        do {
+            members = try JSONObjectScanner.scan(json)
+        } catch {
+            switch error {
+            case .notAnObject: throw DocumentError(.badRequest, "Document must be a JSON object")
+            case .malformed(let error): throw DocumentError(.badRequest, "invalid JSON: \(error)")
+            }
+        }
+        var id: String?
+        var revision: Revision?
+        var deleted = false
+        var body: [UInt8] = [UInt8(ascii: "{")]
+        body.reserveCapacity(json.count)
+        for member in members {
+            let value = UnsafeRawBufferPointer(rebasing: json[member.valueRange])
+            if member.key.utf8.first == UInt8(ascii: "_") {
+                switch member.key {
+                case "_id":
+                    id = try Self.validID(value)
+                    continue
+                case "_rev":
+                    guard case .string(let text)? = try? JSONParser.parse(value), let parsed = Revision(text) else {
+                        throw DocumentError(.badRequest, "Invalid rev format", id: id)
+                    }
+                    revision = parsed
+                    continue
+                case "_deleted":
+                    guard case .bool(let flag)? = try? JSONParser.parse(value) else {
+                        throw DocumentError(.badRequest, "_deleted must be a boolean", id: id)
+                    }
+                    deleted = flag
+                    continue
+                default:
+                    throw DocumentError(.documentValidation, "Bad special document member: \(member.key)", id: id)
+                }
+            }
+            if body.count > 1 { body.append(UInt8(ascii: ",")) }
+            body.append(contentsOf: json[member.keyRange.lowerBound..<member.keyRange.upperBound])
+            body.append(UInt8(ascii: ":"))
+            body.append(contentsOf: value)
+        }
+        body.append(UInt8(ascii: "}"))
+        self.id = id
+        self.revision = revision
+        self.deleted = deleted
+        self.body = body
+    }
+
+    init(id: String?, revision: Revision?, deleted: Bool, body: [UInt8]) {
+        self.id = id
+        self.revision = revision
+        self.deleted = deleted
+        self.body = body
+    }
+
+    /// CouchDB's rules for `_id` (couch_doc:validate_docid), plus the key-size limit.
+    static func validID(_ value: UnsafeRawBufferPointer) throws(DocumentError) -> String {
+        guard case .string(let id)? = try? JSONParser.parse(value) else {
+            throw DocumentError(.badRequest, "Document id must be a string")
+        }
+        try validate(id: id)
+        return id
+    }
+
+    static func validate(id: String) throws(DocumentError) {
+        if id.isEmpty {
+            throw DocumentError(.badRequest, "Document id must not be empty")
+        }
+        if id.utf8.count > maximumIDBytes {
+            throw DocumentError(.badRequest, "Document id must not be longer than \(maximumIDBytes) bytes", id: String(id.prefix(40)) + "…")
+        }
+        if id.utf8.first == UInt8(ascii: "_") {
+            if id.hasPrefix("_design/") {
+                if id.utf8.count == "_design/".utf8.count {
+                    throw DocumentError(.badRequest, "Illegal document id `_design/`", id: id)
+                }
+            } else if id.hasPrefix("_local/") {
+                throw DocumentError(.badRequest, "Local documents (`_local/`) are not supported", id: id)
+            } else {
+                throw DocumentError(.badRequest, "Only reserved document ids may start with underscore.", id: id)
+            }
+        }
+    }
+}

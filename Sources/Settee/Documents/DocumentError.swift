@@ -1,0 +1,36 @@
+/// Why a document operation was refused, in CouchDB's terms: an `error` code
+/// and a `reason` sentence, with the document's id when it is known.
+public struct DocumentError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable code to switch on; its raw value is CouchDB's `error` string.
+    public enum Code: String, Sendable, Equatable {
+        /// The write named a stale or missing `_rev` (HTTP 409 in CouchDB).
+        case conflict
+        /// No such document, or it was deleted.
+        case notFound = "not_found"
+        /// The input was not acceptable (bad JSON, bad `_id`, …).
+        case badRequest = "bad_request"
+        /// A top-level member starting with `_` that CouchDB does not allow.
+        case documentValidation = "doc_validation"
+    }
+
+    public var code: Code
+    /// CouchDB's reason, word for word where CouchDB has one.
+    public var reason: String
+    /// The document's id, when it is known.
+    public var id: String?
+
+    public init(_ code: Code, _ reason: String, id: String? = nil) {
+        self.code = code
+        self.reason = reason
+        self.id = id
+    }
+
+    public var description: String {
+        let subject = id.map { " (document \"\($0)\")" } ?? ""
+        return "\(code.rawValue): \(reason)\(subject)"
+    }
+
+    static func conflict(_ id: String) -> DocumentError {
+        DocumentError(.conflict, "Document update conflict.", id: id)
+    }
+}

@@ -1,0 +1,52 @@
+/// How a document revision is stored in the `docs` table:
+///
+///     u64 seq (little-endian) | u32 rev generation | 16-byte rev hash | u8 flags | body JSON
+///
+/// The body is the JSON object without `_id`, `_rev` and `_deleted`.
+struct DocumentRecord {
+    static let headerSize = 29
+    static let deletedFlag: UInt8 = 1
+
+    let bytes: UnsafeRawBufferPointer
+
+    var sequence: UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)) }
+    var generation: UInt32 { UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self)) }
+    var revision: Revision { Revision(generation: generation, hash: Array(bytes[12..<28])) }
+    var isDeleted: Bool { bytes[28] & Self.deletedFlag != 0 }
+    var body: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[Self.headerSize...]) }
+
+    static func encode(sequence: UInt64, revision: Revision, deleted: Bool, body: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
+        out.reserveCapacity(headerSize + body.count)
+        withUnsafeBytes(of: sequence.littleEndian) { out.append(contentsOf: $0) }
+        withUnsafeBytes(of: revision.generation.littleEndian) { out.append(contentsOf: $0) }
+        out.append(contentsOf: revision.hash)
+        out.append(deleted ? deletedFlag : 0)
+        out.append(contentsOf: body)
+    }
+
+    func document(id: String) -> Document {
+        Document(id: id, revision: revision, sequence: sequence, isDeleted: isDeleted, body: Array(body))
+    }
+
+    /// `{"_id":…,"_rev":…` + the body's members (+ `"_deleted":true` for a tombstone).
+    static func fullJSON(id: String, revision: Revision, deleted: Bool, body: some Collection<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + id.utf8.count + 60)
+        appendFullJSON(id: id, revision: revision, deleted: deleted, body: body, to: &out)
+        return out
+    }
+
+    static func appendFullJSON(id: String, revision: Revision, deleted: Bool, body: some Collection<UInt8>, to out: inout [UInt8]) {
+        out.append(contentsOf: #"{"_id":"#.utf8)
+        JSONWriter.writeString(id, into: &out)
+        out.append(contentsOf: #","_rev":""#.utf8)
+        out.append(contentsOf: revision.description.utf8)
+        out.append(UInt8(ascii: "\""))
+        if deleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
+        // The body is `{…}`: drop its opening brace, keep its members.
+        let members = body.dropFirst()
+        if members.first != UInt8(ascii: "}") { out.append(UInt8(ascii: ",")) }
+        out.append(contentsOf: members)
+    }
+}

@@ -1,0 +1,191 @@
+import CSetteeLMDB
+import Foundation
+import Logging
+
+/// Documents in LMDB: the current revision of each document, and the changes
+/// feed (one entry per document, at the sequence number of its latest write).
+///
+/// Tables: `docs` (id → ``DocumentRecord``) and `seqs` (big-endian u64 → id).
+final class DocumentStore: Sendable {
+    let environment: LMDBEnvironment
+    let docs: MDB_dbi
+    let seqs: MDB_dbi
+    let logger: Logger
+    private let ids = DocumentIDGenerator()
+
+    init(environment: LMDBEnvironment, logger: Logger) throws {
+        self.environment = environment
+        self.logger = logger
+        let tables = try environment.openDatabases(["docs", "seqs"])
+        docs = tables[0]
+        seqs = tables[1]
+    }
+
+    // MARK: Reading
+
+    /// The current revision of a document, tombstones included.
+    func record(_ id: String, in transaction: LMDBTransaction) throws -> Document? {
+        var key = id
+        return try key.withUTF8 { key in
+            try transaction.get(docs, UnsafeRawBufferPointer(key)).map { DocumentRecord(bytes: $0).document(id: id) }
+        }
+    }
+
+    /// The document, or nil when it does not exist or was deleted.
+    func document(_ id: String) throws -> Document? {
+        try environment.read { transaction in
+            guard let document = try record(id, in: transaction), !document.isDeleted else { return nil }
+            return document
+        }
+    }
+
+    /// The sequence number of the latest write (0 for an empty database).
+    func lastSequence(in transaction: LMDBTransaction) throws -> UInt64 {
+        try transaction.withCursor(seqs) { cursor in
+            guard let last = try cursor.last() else { return 0 }
+            return UInt64(bigEndian: last.key.loadUnaligned(as: UInt64.self))
+        }
+    }
+
+    func lastSequence() throws -> UInt64 {
+        try environment.read { try lastSequence(in: $0) }
+    }
+
+    /// Visits the documents changed after `since`, in sequence order, reading
+    /// records in place (valid only during the call).
+    func forEachChange(
+        since: UInt64, in transaction: LMDBTransaction,
+        _ body: (_ sequence: UInt64, _ id: UnsafeRawBufferPointer, _ record: DocumentRecord) throws -> Bool
+    ) throws {
+        try transaction.withCursor(seqs) { cursor in
+            let start = (since + 1).bigEndian
+            var entry = try withUnsafeBytes(of: start) { try cursor.seek(atOrAfter: $0) }
+            while let (key, id) = entry {
+                let sequence = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+                guard let record = try transaction.get(docs, id) else {
+                    throw StorageError(code: MDB_CORRUPTED, operation: "reading the changes feed: seq \(sequence) names a missing document")
+                }
+                if try !body(sequence, id, DocumentRecord(bytes: record)) { return }
+                entry = try cursor.next()
+            }
+        }
+    }
+
+    /// The documents changed after `since`, oldest first.
+    func changes(since: UInt64, limit: Int? = nil) throws -> [Change] {
+        try environment.read { transaction in
+            var changes: [Change] = []
+            try forEachChange(since: since, in: transaction) { sequence, id, record in
+                changes.append(Change(sequence: sequence, id: String(decoding: id, as: UTF8.self), revision: record.revision, isDeleted: record.isDeleted))
+                return limit.map { changes.count < $0 } ?? true
+            }
+            return changes
+        }
+    }
+
+    /// Number of live (not deleted) documents and of tombstones.
+    func counts() throws -> (documents: Int, deleted: Int) {
+        try environment.read { transaction in
+            var deleted = 0
+            try transaction.withCursor(docs) { cursor in
+                var entry = try cursor.first()
+                while let (_, value) = entry {
+                    if DocumentRecord(bytes: value).isDeleted { deleted += 1 }
+                    entry = try cursor.next()
+                }
+            }
+            return (try transaction.count(docs) - deleted, deleted)
+        }
+    }
+
+    // MARK: Writing
+
+    /// Writes one validated edit inside a write transaction: checks `_rev`
+    /// against the current revision, assigns the next sequence number.
+    func apply(_ edit: DocumentEdit, sequence: UInt64, in transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> WriteResult {
+        let id = edit.id ?? ids.next()
+        var idCopy = id
+        return try idCopy.withUTF8 { idBytes in
+            let key = UnsafeRawBufferPointer(idBytes)
+            var previous: Revision?
+            var previousSequence: UInt64?
+            if let existing = try transaction.get(docs, key) {
+                let record = DocumentRecord(bytes: existing)
+                if record.isDeleted {
+                    // A deleted document may be re-created without a _rev, as in CouchDB.
+                    if edit.revision != nil && edit.revision != record.revision { throw DocumentError.conflict(id) }
+                    if edit.deleted && edit.revision == nil { throw DocumentError(.notFound, "deleted", id: id) }
+                } else if edit.revision != record.revision {
+                    throw DocumentError.conflict(id)
+                }
+                previous = record.revision
+                previousSequence = record.sequence
+            } else if edit.revision != nil || edit.deleted {
+                throw edit.deleted ? DocumentError(.notFound, "missing", id: id) : DocumentError.conflict(id)
+            }
+            let body: [UInt8] = edit.deleted ? Array("{}".utf8) : edit.body
+            let revision = body.withUnsafeBytes { Revision.next(after: previous, deleted: edit.deleted, body: $0) }
+            body.withUnsafeBytes { DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch) }
+            try scratch.withUnsafeBytes { try transaction.put(docs, key, $0) }
+            if let previousSequence {
+                try withUnsafeBytes(of: previousSequence.bigEndian) { _ = try transaction.delete(seqs, $0) }
+            }
+            try withUnsafeBytes(of: sequence.bigEndian) { try transaction.put(seqs, $0, key, append: true) }
+            return WriteResult(id: id, revision: revision, sequence: sequence)
+        }
+    }
+
+    /// Writes one edit in its own transaction.
+    func write(_ edit: DocumentEdit) throws -> WriteResult {
+        try environment.write { transaction in
+            var scratch: [UInt8] = []
+            return try apply(edit, sequence: try lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch)
+        }
+    }
+
+    /// Writes many edits in one transaction. Each edit that is refused (a
+    /// conflict) is reported and skipped; the others land.
+    func write(_ edits: [DocumentEdit]) throws -> [Result<WriteResult, DocumentError>] {
+        try environment.write { transaction in
+            var sequence = try lastSequence(in: transaction)
+            var scratch: [UInt8] = []
+            var results: [Result<WriteResult, DocumentError>] = []
+            results.reserveCapacity(edits.count)
+            for edit in edits {
+                do {
+                    let result = try apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch)
+                    sequence += 1
+                    results.append(.success(result))
+                } catch let error as DocumentError {
+                    results.append(.failure(error))
+                }
+            }
+            return results
+        }
+    }
+}
+
+/// CouchDB's default "sequential" ids: a random 26-hex-digit prefix and a
+/// 6-digit suffix that grows by a random step, so new ids land near each other
+/// in the B-tree yet stay unguessable across prefixes.
+final class DocumentIDGenerator: @unchecked Sendable {
+    private let lock = NSLock()
+    private var prefix = DocumentIDGenerator.randomPrefix()
+    private var counter = UInt32.random(in: 0..<0x1000)
+
+    func next() -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        counter += UInt32.random(in: 1...0xFE)
+        if counter >= 0x100_0000 {
+            prefix = Self.randomPrefix()
+            counter = UInt32.random(in: 0..<0x1000)
+        }
+        let suffix = String(counter, radix: 16)
+        return prefix + String(repeating: "0", count: 6 - suffix.count) + suffix
+    }
+
+    private static func randomPrefix() -> String {
+        (0..<13).map { _ in UInt8.random(in: 0...255) }.hexString
+    }
+}

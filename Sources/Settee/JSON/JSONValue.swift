@@ -1,0 +1,140 @@
+/// A JSON value as a tree.
+///
+/// Objects keep their members in document order, duplicates included, because
+/// CouchDB collation compares objects member by member in the order written.
+public enum JSONValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    /// The members in document order.
+    case object([(key: String, value: JSONValue)])
+
+    /// Structural equality: object members are compared pairwise in order and
+    /// numbers with `Double` `==` (so `0 == -0` and `NaN != NaN`).
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null):
+            return true
+        case let (.bool(a), .bool(b)):
+            return a == b
+        case let (.number(a), .number(b)):
+            return a == b
+        case let (.string(a), .string(b)):
+            return a == b
+        case let (.array(a), .array(b)):
+            return a == b
+        case let (.object(a), .object(b)):
+            guard a.count == b.count else { return false }
+            for index in a.indices where a[index].key != b[index].key || a[index].value != b[index].value {
+                return false
+            }
+            return true
+        default:
+            return false
+        }
+    }
+}
+
+// MARK: - Accessors
+
+extension JSONValue {
+    /// The value of the first member named `key`, or `nil` if there is none or
+    /// this is not an object.
+    public subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members.first(where: { $0.key == key })?.value
+    }
+
+    /// The element at `index`, or `nil` if the index is out of bounds or this
+    /// is not an array.
+    public subscript(index: Int) -> JSONValue? {
+        guard case .array(let elements) = self, elements.indices.contains(index) else { return nil }
+        return elements[index]
+    }
+
+    /// The string, if this is a string.
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The number, if this is a number.
+    public var doubleValue: Double? {
+        if case .number(let value) = self { return value }
+        return nil
+    }
+
+    /// The Boolean, if this is `true` or `false`.
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// The elements, if this is an array.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+
+    /// The members in document order, if this is an object.
+    public var objectValue: [(key: String, value: JSONValue)]? {
+        if case .object(let value) = self { return value }
+        return nil
+    }
+
+    /// Whether this is `null`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+}
+
+// MARK: - Text
+
+extension JSONValue: CustomStringConvertible {
+    /// The compact JSON text, as `JSON.stringify` writes it.
+    public var description: String { JSONWriter.string(self) }
+
+    /// The compact JSON text, as `JSON.stringify` writes it.
+    public var jsonText: String { JSONWriter.string(self) }
+
+    /// Parses `text` as exactly one JSON value.
+    public init(parsing text: String) throws(JSONParseError) {
+        self = try JSONParser.parse(text)
+    }
+}
+
+// MARK: - Literals
+
+extension JSONValue: ExpressibleByNilLiteral {
+    public init(nilLiteral: ()) { self = .null }
+}
+
+extension JSONValue: ExpressibleByBooleanLiteral {
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+}
+
+extension JSONValue: ExpressibleByIntegerLiteral {
+    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+}
+
+extension JSONValue: ExpressibleByFloatLiteral {
+    public init(floatLiteral value: Double) { self = .number(value) }
+}
+
+extension JSONValue: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+}
+
+extension JSONValue: ExpressibleByArrayLiteral {
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+}
+
+extension JSONValue: ExpressibleByDictionaryLiteral {
+    /// Members keep the order in which the literal lists them.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(elements.map { (key: $0.0, value: $0.1) })
+    }
+}

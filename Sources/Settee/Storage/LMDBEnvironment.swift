@@ -1,0 +1,195 @@
+import CSetteeLMDB
+import Foundation
+
+/// One LMDB environment (a database directory), shared by everything in the
+/// process that opens that directory: LMDB forbids opening it twice.
+///
+/// Reads run in their own short transactions and never block; writes are
+/// serialised. The memory map grows when it fills: a write that hits the end
+/// of the map is rolled back, the map doubles, and the write runs again, so
+/// `MDB_MAP_FULL` never reaches callers while the disk has room.
+final class LMDBEnvironment: @unchecked Sendable {
+    let path: String
+    private var handle: OpaquePointer?
+    private let writeLock = NSLock()
+    /// Held shared by every transaction, exclusively while the map is resized
+    /// (LMDB allows resizing only when no transaction is active in the process).
+    private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
+    private let databasesLock = NSLock()
+    private var databases: [String: MDB_dbi] = [:]
+    private(set) var mapSize: Int
+
+    /// The largest the map may grow to; `nil` for no limit but the disk's.
+    let maximumMapSize: Int?
+
+    private static let registryLock = NSLock()
+    nonisolated(unsafe) private static var registry: [String: WeakEnvironment] = [:]
+
+    private struct WeakEnvironment {
+        weak var environment: LMDBEnvironment?
+    }
+
+    /// Opens (creating if needed) the environment in `directory`, or returns
+    /// the one this process already has open there.
+    static func open(directory: URL, initialMapSize: Int = 1 << 30, maximumMapSize: Int? = nil) throws(StorageError) -> LMDBEnvironment {
+        let path = directory.standardizedFileURL.resolvingSymlinksInPath().path
+        registryLock.lock()
+        defer { registryLock.unlock() }
+        if let existing = registry[path]?.environment { return existing }
+        let environment = try LMDBEnvironment(path: path, initialMapSize: initialMapSize, maximumMapSize: maximumMapSize)
+        registry[path] = WeakEnvironment(environment: environment)
+        return environment
+    }
+
+    private init(path: String, initialMapSize: Int, maximumMapSize: Int?) throws(StorageError) {
+        self.path = path
+        self.maximumMapSize = maximumMapSize
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw StorageError(code: Int32((error as NSError).code), operation: "creating the database directory \(path)")
+        }
+        var env: OpaquePointer?
+        try check(mdb_env_create(&env), "creating the storage environment")
+        resizeLock = .allocate(capacity: 1)
+        pthread_rwlock_init(resizeLock, nil)
+        handle = env
+        do {
+            try check(mdb_env_set_maxdbs(env, 256), "configuring \(path)")
+            try check(mdb_env_set_maxreaders(env, 512), "configuring \(path)")
+            // A map set earlier by another process (or a previous run) wins if larger.
+            let size = min(initialMapSize, maximumMapSize ?? .max)
+            try check(mdb_env_set_mapsize(env, size), "configuring \(path)")
+            // NOTLS: read transactions are not tied to a thread, so async callers can use them.
+            let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD)
+            try check(mdb_env_open(env, path, flags, 0o644), "opening the database at \(path)")
+        } catch {
+            mdb_env_close(env)
+            handle = nil
+            pthread_rwlock_destroy(resizeLock)
+            resizeLock.deallocate()
+            throw error
+        }
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        mapSize = info.me_mapsize
+    }
+
+    deinit {
+        if let handle { mdb_env_close(handle) }
+        pthread_rwlock_destroy(resizeLock)
+        resizeLock.deallocate()
+    }
+
+    var environment: OpaquePointer { handle! }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a read-only transaction (a consistent snapshot).
+    func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+        pthread_rwlock_rdlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        var txn: OpaquePointer?
+        var code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+        if code == MDB_MAP_RESIZED {
+            // Another process grew the map: adopt its size, then begin again.
+            pthread_rwlock_unlock(resizeLock)
+            adoptMapSize()
+            pthread_rwlock_rdlock(resizeLock)
+            code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+        }
+        try check(code, "beginning a read transaction on \(path)")
+        defer { mdb_txn_abort(txn) }
+        return try body(LMDBTransaction(txn: txn!, environment: self))
+    }
+
+    /// Runs `body` in the write transaction and commits it; a thrown error rolls
+    /// it back. `body` may run more than once (when the map has to grow), so it
+    /// must do nothing outside the transaction that cannot be repeated.
+    func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        while true {
+            do {
+                return try writeOnce(body)
+            } catch let error as StorageError where error.code == MDB_MAP_FULL {
+                try grow()
+            } catch let error as StorageError where error.code == MDB_MAP_RESIZED {
+                adoptMapSize()
+            }
+        }
+    }
+
+    private func writeOnce<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+        pthread_rwlock_rdlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        var txn: OpaquePointer?
+        try check(mdb_txn_begin(environment, nil, 0, &txn), "beginning a write transaction on \(path)")
+        let result: T
+        do {
+            result = try body(LMDBTransaction(txn: txn!, environment: self))
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
+        let code = mdb_txn_commit(txn)
+        if code == MDB_MAP_FULL { throw StorageError(code: code, operation: "committing to \(path)") }
+        try check(code, "committing to \(path)")
+        return result
+    }
+
+    private func grow() throws(StorageError) {
+        pthread_rwlock_wrlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        let limit = maximumMapSize ?? .max
+        guard mapSize < limit else {
+            throw StorageError(code: MDB_MAP_FULL, operation: "writing to \(path): the database reached its size limit of \(limit) bytes")
+        }
+        let newSize = mapSize > limit / 2 ? limit : mapSize * 2
+        try check(mdb_env_set_mapsize(environment, newSize), "growing the database at \(path) to \(newSize) bytes")
+        mapSize = newSize
+    }
+
+    private func adoptMapSize() {
+        pthread_rwlock_wrlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        mdb_env_set_mapsize(environment, 0)
+        var info = MDB_envinfo()
+        mdb_env_info(environment, &info)
+        mapSize = info.me_mapsize
+    }
+
+    // MARK: Named databases
+
+    /// The handle of the named database, created on first use.
+    func database(_ name: String, in transaction: LMDBTransaction) throws(StorageError) -> MDB_dbi {
+        databasesLock.lock()
+        defer { databasesLock.unlock() }
+        if let dbi = databases[name] { return dbi }
+        var dbi = MDB_dbi()
+        try check(mdb_dbi_open(transaction.txn, name, UInt32(MDB_CREATE), &dbi), "opening the table \(name) in \(path)")
+        databases[name] = dbi
+        return dbi
+    }
+
+    /// Opens named databases in their own committed transaction, so that
+    /// handles are valid for every later transaction (LMDB's rule).
+    func openDatabases(_ names: [String]) throws -> [MDB_dbi] {
+        try write { transaction in try names.map { try database($0, in: transaction) } }
+    }
+
+    /// Drops a named database and its handle.
+    func dropDatabase(_ name: String, in transaction: LMDBTransaction) throws(StorageError) {
+        let dbi = try database(name, in: transaction)
+        try check(mdb_drop(transaction.txn, dbi, 1), "removing the table \(name) from \(path)")
+        databasesLock.lock()
+        databases[name] = nil
+        databasesLock.unlock()
+    }
+
+    /// Bytes the data file takes on disk.
+    var fileSize: Int {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")
+        return (attributes?[.size] as? Int) ?? 0
+    }
+}

@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import Settee
+
+struct PutCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "put",
+        abstract: "Write one document (a JSON object; `-` reads it from standard input).",
+        discussion: "Include `_rev` to update an existing document, `\"_deleted\": true` to delete it.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: "The document as JSON, or - for standard input.")
+    var json: String
+
+    func run() throws {
+        try reportingErrors {
+            let db = try database.open()
+            let bytes = readArgument(json)
+            let result = try bytes.withUnsafeBytes { try db.put(json: $0) }
+            printJSON(["ok": true, "id": .string(result.id), "rev": .string(result.revision.description)])
+        }
+    }
+}
+
+struct GetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a document.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: "The document's id.")
+    var id: String
+
+    func run() throws {
+        try reportingErrors {
+            let db = try database.open()
+            guard let document = try db.document(id) else {
+                let deleted = try db.changes().contains { $0.id == id && $0.isDeleted }
+                throw DocumentError(.notFound, deleted ? "deleted" : "missing", id: id)
+            }
+            print(document.json)
+        }
+    }
+}
+
+struct DeleteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete a document (it leaves a tombstone in the changes feed).")
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: "The document's id.")
+    var id: String
+
+    @Option(help: "The revision to delete; by default the current one.")
+    var rev: String?
+
+    func validate() throws {
+        if let rev, Revision(rev) == nil { throw ValidationError("--rev must look like N-<32 hex digits>, not \(rev)") }
+    }
+
+    func run() throws {
+        try reportingErrors {
+            let db = try database.open()
+            let result = try db.delete(id, revision: rev.flatMap(Revision.init))
+            printJSON(["ok": true, "id": .string(result.id), "rev": .string(result.revision.description)])
+        }
+    }
+}
+
+struct ChangesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "changes", abstract: "List the documents changed after a sequence number, as CouchDB's _changes.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Only changes after this sequence number.")
+    var since: UInt64 = 0
+
+    @Option(help: "At most this many changes.")
+    var limit: Int?
+
+    func run() throws {
+        try reportingErrors {
+            let db = try database.open()
+            let changes = try db.changes(since: since, limit: limit)
+            var results: [JSONValue] = []
+            results.reserveCapacity(changes.count)
+            for change in changes {
+                var row: [(key: String, value: JSONValue)] = [
+                    ("seq", .number(Double(change.sequence))), ("id", .string(change.id)),
+                    ("changes", [["rev": .string(change.revision.description)]]),
+                ]
+                if change.isDeleted { row.append(("deleted", true)) }
+                results.append(.object(row))
+            }
+            let last = changes.last?.sequence ?? since
+            printJSON(.object([("results", .array(results)), ("last_seq", .number(Double(last)))]))
+        }
+    }
+}
+
+struct InfoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "info", abstract: "Show what the database holds.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() throws {
+        try reportingErrors {
+            let db = try database.open()
+            let info = try db.info()
+            printJSON([
+                "db_name": .string(URL(fileURLWithPath: info.path).lastPathComponent),
+                "path": .string(info.path),
+                "doc_count": .number(Double(info.documentCount)),
+                "doc_del_count": .number(Double(info.deletedDocumentCount)),
+                "update_seq": .number(Double(info.updateSequence)),
+                "sizes": ["file": .number(Double(info.fileSize)), "map": .number(Double(info.mapSize))],
+            ])
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import Settee
+
+struct ImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import documents from NDJSON (one object per line) or a JSON array.",
+        discussion: "Bad documents are listed with their line and reason; the others are written.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: "The file to import, or - for standard input.")
+    var file: String
+
+    func run() throws {
+        try reportingErrors {
+            let db = try database.open()
+            let bar = ProgressBar(label: "import", unit: "docs")
+            let started = ContinuousClock.now
+            let report: ImportReport
+            if file == "-" {
+                report = try db.importDocuments(from: FileHandle.standardInput) { bar.update($0) }
+            } else {
+                report = try db.importDocuments(from: URL(fileURLWithPath: file)) { bar.update($0) }
+            }
+            bar.finish()
+            let seconds = (ContinuousClock.now - started) / .seconds(1)
+            let rejected: [JSONValue] = report.rejected.map { rejection in
+                var row: [(key: String, value: JSONValue)] = [("line", .number(Double(rejection.line)))]
+                if let id = rejection.id { row.append(("id", .string(id))) }
+                row.append(("error", .string(rejection.error.code.rawValue)))
+                row.append(("reason", .string(rejection.error.reason)))
+                return .object(row)
+            }
+            printJSON([
+                "ok": .bool(report.rejected.isEmpty),
+                "imported": .number(Double(report.imported)),
+                "rejected_count": .number(Double(report.rejected.count)),
+                "rejected": .array(rejected),
+                "seconds": .number((seconds * 1000).rounded() / 1000),
+                "docs_per_second": .number(seconds > 0 ? (Double(report.imported) / seconds).rounded() : 0),
+            ])
+            for rejection in report.rejected.prefix(20) {
+                printError("settee: rejected \(rejection)")
+            }
+            if report.rejected.count > 20 { printError("settee: … and \(report.rejected.count - 20) more rejected") }
+        }
+    }
+}
+
+extension ProgressBar {
+    func update(_ progress: ImportProgress) {
+        update(done: progress.imported + progress.rejected, fraction: progress.totalBytes.map { Double(progress.bytesRead) / Double(max($0, 1)) })
+    }
+}

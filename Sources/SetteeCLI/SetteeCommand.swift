@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Settee
+
+@main
+struct SetteeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "settee",
+        abstract: "CouchDB-style documents and JavaScript views, embedded.",
+        discussion: """
+            Every command works on the database directory given with --db (created when missing). \
+            Results are JSON on standard output; errors go to standard error with a non-zero exit status.
+            """,
+        subcommands: [
+            ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
+            ChangesCommand.self, InfoCommand.self,
+        ])
+
+    // Declared here too so `--db` may come before the subcommand, as in `settee --db PATH import FILE`.
+    @OptionGroup var database: DatabaseOptions
+}
+
+/// Options every database command takes.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .long, help: "The database directory (created when missing).")
+    var db: String?
+
+    @Flag(name: .shortAndLong, help: "Log what the engine does to standard error.")
+    var verbose = false
+
+    func open() throws -> Database {
+        guard let db else { throw ValidationError("Missing expected option '--db <path>'") }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = verbose ? .info : .warning
+            return handler
+        }
+        return try Database(at: URL(fileURLWithPath: db), logger: Logger(label: "settee"))
+    }
+}
+
+/// Runs a command body, turning Settee's errors into a message on standard
+/// error and exit status 1.
+func reportingErrors(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let error as DocumentError {
+        printError(JSONValue.object([("error", .string(error.code.rawValue)), ("reason", .string(error.reason))] + (error.id.map { [("id", JSONValue.string($0))] } ?? [])).jsonText)
+        throw ExitCode(1)
+    } catch let error as ExitCode {
+        throw error
+    } catch let error as ValidationError {
+        throw error
+    } catch {
+        printError("settee: \(error)")
+        throw ExitCode(1)
+    }
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+func printJSON(_ value: JSONValue) {
+    print(value.jsonText)
+}
+
+/// Reads a JSON argument, or standard input for `-`.
+func readArgument(_ argument: String) -> [UInt8] {
+    if argument == "-" {
+        return Array(FileHandle.standardInput.readDataToEndOfFile())
+    }
+    return Array(argument.utf8)
+}
