@@ -19,6 +19,12 @@ let package = Package(
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"])]
         ),
+        // ICU's root collator (Debian's libicu-dev) behind a plain C header: Swift
+        // must not see ICU's headers, which clash with the copy Foundation carries.
+        .target(
+            name: "CSetteeCollation",
+            linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]
+        ),
         // The SpiderMonkey 102 shim: C++17 inside, a plain C header outside.
         // `mozjs-102` is a symlink to /usr/include/mozjs-102 (Debian's libmozjs-102-dev):
         // a header search path keeps the package free of unsafe flags, so it stays
@@ -33,6 +39,7 @@ let package = Package(
             name: "Settee",
             dependencies: [
                 "CSetteeLMDB",
+                "CSetteeCollation",
                 "CSetteeJS",
                 .product(name: "Logging", package: "swift-log"),
             ]
