@@ -11,6 +11,7 @@ public struct MD5: Sendable {
     /// The length of a digest in bytes.
     public static let digestCount = 16
 
+    /// A hasher with nothing added yet.
     public init() {}
 
     /// Adds `bytes` to the message.

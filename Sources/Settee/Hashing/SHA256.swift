@@ -10,6 +10,7 @@ public struct SHA256: Sendable {
     /// The length of a digest in bytes.
     public static let digestCount = 32
 
+    /// A hasher with nothing added yet.
     public init() {}
 
     /// Adds `bytes` to the message.

@@ -30,11 +30,14 @@ struct JSONLexer {
 
     // MARK: Errors
 
+    // Errors are built out of line: they are rare, and inlining them bloats the hot loops.
+    @inline(never)
     func error(_ reason: String, at offset: Int) -> JSONParseError {
         JSONParseError(reason, at: offset, in: bytes)
     }
 
     /// The error for whatever is at `position` when it cannot start or continue anything.
+    @inline(never)
     func unexpected() -> JSONParseError {
         guard position < count else { return error("unexpected end of input", at: count) }
         let value = byte(at: position)
@@ -45,6 +48,7 @@ struct JSONLexer {
         return error("unexpected byte 0x\(value < 0x10 ? "0" : "")\(hex)", at: position)
     }
 
+    @inline(never)
     func depthError(_ maximumDepth: Int) -> JSONParseError {
         error("nesting deeper than \(maximumDepth) levels", at: position)
     }
@@ -85,32 +89,42 @@ struct JSONLexer {
         var index = position &+ 1
         var hasEscapes = false
         while true {
-            // Most string bytes are plain ASCII: clear eight at a time.
-            while index &+ 8 <= count, Self.isPlainASCII(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
-                index &+= 8
+            // Most string bytes are plain ASCII: test eight at a time and jump
+            // straight to the first byte that needs a closer look.
+            if index &+ 8 <= count {
+                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                let special = Self.specialBytes(word)
+                if special == 0 {
+                    index &+= 8
+                    continue
+                }
+                index &+= special.trailingZeroBitCount &>> 3
+            } else {
+                guard index < count else { throw error("unterminated string", at: start) }
             }
-            guard index < count else { throw error("unterminated string", at: start) }
             let value = byte(at: index)
-            if value == UInt8(ascii: "\"") {
-                position = index &+ 1
-                return hasEscapes
-            } else if value == UInt8(ascii: "\\") {
+            if value == UInt8(ascii: "\\") {
                 index = try skipEscape(at: index, stringStart: start)
                 hasEscapes = true
+            } else if value >= 0x80 {
+                index = try skipUTF8Sequence(at: index)
+            } else if value == UInt8(ascii: "\"") {
+                position = index &+ 1
+                return hasEscapes
             } else if value < 0x20 {
                 throw error("control character in string", at: index)
-            } else if value < 0x80 {
-                index &+= 1
             } else {
-                index = try skipUTF8Sequence(at: index)
+                index &+= 1  // only in the last few bytes of the input
             }
         }
     }
 
-    /// Whether none of the eight bytes in `word` is a quote, a backslash, a control
-    /// character or non-ASCII. Each test is the classic exact "has a byte below n" trick.
+    /// The high bit of each byte of `word` (little-endian) that is a quote, a
+    /// backslash, a control character or non-ASCII — exact for the lowest such
+    /// byte, which is all that is used. Each test is the classic "has a byte
+    /// below n" trick; false positives can only appear above a true one.
     @inline(__always)
-    static func isPlainASCII(_ word: UInt64) -> Bool {
+    static func specialBytes(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highBits: UInt64 = 0x8080_8080_8080_8080
         let control = (word &- ones &* 0x20) & ~word
@@ -118,7 +132,7 @@ struct JSONLexer {
         let backslash = word ^ (ones &* 0x5C)
         let quoteFound = (quote &- ones) & ~quote
         let backslashFound = (backslash &- ones) & ~backslash
-        return (word | control | quoteFound | backslashFound) & highBits == 0
+        return (word | control | quoteFound | backslashFound) & highBits
     }
 
     /// Validates the escape at `index` and returns the offset after it.
@@ -482,7 +496,7 @@ struct JSONLexer {
 
 /// A stack of open containers, one bit each (object or array). The first 64 levels
 /// live in a single word, so shallow documents never allocate.
-struct ContainerStack {
+fileprivate struct ContainerStack {
     private var word: UInt64 = 0
     private var spilled: [UInt64] = []
     private(set) var depth = 0

@@ -7,6 +7,7 @@ public struct JSONObjectMember: Sendable, Equatable {
     /// Exactly the value's bytes, without surrounding whitespace.
     public var valueRange: Range<Int>
 
+    /// A member with the given key and byte ranges.
     public init(key: String, keyRange: Range<Int>, valueRange: Range<Int>) {
         self.key = key
         self.keyRange = keyRange
@@ -112,6 +113,7 @@ public enum JSONScanError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The input is not valid JSON.
     case malformed(JSONParseError)
 
+    /// A one-line explanation, with the position for malformed input.
     public var description: String {
         switch self {
         case .notAnObject(let found): "expected a JSON object, found \(found)"

@@ -9,6 +9,7 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The 1-based column of `offset`, counted in bytes.
     public var column: Int
 
+    /// An error with an explicit position, e.g. to compare against in tests.
     public init(reason: String, offset: Int, line: Int, column: Int) {
         self.reason = reason
         self.offset = offset

@@ -20,7 +20,7 @@ public enum JSONParser {
         maximumDepth: Int = defaultMaximumDepth
     ) throws(JSONParseError) -> JSONValue {
         var lexer = JSONLexer(bytes)
-        // Elements and keys of all open containers, flat; each frame remembers where its own begin.
+        // Elements and keys of all open containers, flat; each frame remembers where its own elements begin.
         var values: [JSONValue] = []
         var keys: [String] = []
         var frames: [Frame] = []
@@ -125,7 +125,15 @@ public enum JSONParser {
     }
 
     private static func closeArray(_ frame: Frame, values: inout [JSONValue]) -> [JSONValue] {
-        let elements = Array(values[frame.valuesStart...])
+        let count = values.count - frame.valuesStart
+        let elements = [JSONValue](unsafeUninitializedCapacity: count) { elements, initialized in
+            values.withUnsafeMutableBufferPointer { values in
+                for index in 0..<count {
+                    elements.initializeElement(at: index, to: take(&values[frame.valuesStart + index], leaving: .null))
+                }
+            }
+            initialized = count
+        }
         values.removeSubrange(frame.valuesStart...)
         return elements
     }
@@ -136,13 +144,32 @@ public enum JSONParser {
         keys: inout [String]
     ) -> [(key: String, value: JSONValue)] {
         let count = values.count - frame.valuesStart
-        var members: [(key: String, value: JSONValue)] = []
-        members.reserveCapacity(count)
-        for index in 0..<count {
-            members.append((key: keys[frame.keysStart + index], value: values[frame.valuesStart + index]))
+        let members = [(key: String, value: JSONValue)](unsafeUninitializedCapacity: count) { members, initialized in
+            values.withUnsafeMutableBufferPointer { values in
+                keys.withUnsafeMutableBufferPointer { keys in
+                    for index in 0..<count {
+                        members.initializeElement(at: index, to: (
+                            key: take(&keys[frame.keysStart + index], leaving: ""),
+                            value: take(&values[frame.valuesStart + index], leaving: .null)
+                        ))
+                    }
+                }
+            }
+            initialized = count
         }
         values.removeSubrange(frame.valuesStart...)
         keys.removeSubrange(frame.keysStart...)
         return members
     }
+
+    /// Moves `slot`'s value out, leaving a trivial placeholder that costs nothing to
+    /// destroy: closing a container then hands its elements over without retaining
+    /// and releasing each one.
+    @inline(__always)
+    private static func take<Value>(_ slot: inout Value, leaving placeholder: Value) -> Value {
+        var value = placeholder
+        swap(&slot, &value)
+        return value
+    }
+
 }

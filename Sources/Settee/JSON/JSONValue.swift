@@ -3,12 +3,17 @@
 /// Objects keep their members in document order, duplicates included, because
 /// CouchDB collation compares objects member by member in the order written.
 public enum JSONValue: Sendable, Equatable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number; JSON numbers are read as, and limited to, `Double`.
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
-    /// The members in document order.
+    /// An object, its members in document order.
     case object([(key: String, value: JSONValue)])
 
     /// Structural equality: object members are compared pairwise in order and

@@ -53,30 +53,64 @@ public enum JSONWriter {
         text.withUTF8 { utf8 in
             bytes.reserveCapacity(bytes.count + utf8.count + 2)
             bytes.append(UInt8(ascii: "\""))
+            let base = UnsafeRawPointer(utf8.baseAddress)
             var runStart = 0
-            for index in 0..<utf8.count {
+            var index = 0
+            while index < utf8.count {
+                // Find the next byte to escape, eight bytes at a time where possible.
+                if index + 8 <= utf8.count, let base {
+                    let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                    let escapes = escapedBytes(word)
+                    if escapes == 0 {
+                        index += 8
+                        continue
+                    }
+                    index += escapes.trailingZeroBitCount >> 3
+                }
                 let value = utf8[index]
-                guard value < 0x20 || value == UInt8(ascii: "\"") || value == UInt8(ascii: "\\") else { continue }
+                guard value < 0x20 || value == UInt8(ascii: "\"") || value == UInt8(ascii: "\\") else {
+                    index += 1
+                    continue
+                }
                 // Copy the plain run before the escape in one go.
                 if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
-                runStart = index + 1
-                bytes.append(UInt8(ascii: "\\"))
-                switch value {
-                case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
-                case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
-                case 0x08: bytes.append(UInt8(ascii: "b"))
-                case 0x0C: bytes.append(UInt8(ascii: "f"))
-                case 0x0A: bytes.append(UInt8(ascii: "n"))
-                case 0x0D: bytes.append(UInt8(ascii: "r"))
-                case 0x09: bytes.append(UInt8(ascii: "t"))
-                default:
-                    bytes.append(contentsOf: "u00".utf8)
-                    bytes.append(hexDigit(value >> 4))
-                    bytes.append(hexDigit(value & 0x0F))
-                }
+                appendEscape(for: value, into: &bytes)
+                index += 1
+                runStart = index
             }
             if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
             bytes.append(UInt8(ascii: "\""))
+        }
+    }
+
+    /// The high bit of each byte of `word` (little-endian) that is a quote, a
+    /// backslash or a control character; exact for the lowest such byte. Unlike
+    /// the parser's test, non-ASCII bytes pass: they are written as they are.
+    @inline(__always)
+    private static func escapedBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let control = (word &- ones &* 0x20) & ~word
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let quoteFound = (quote &- ones) & ~quote
+        let backslashFound = (backslash &- ones) & ~backslash
+        return (control | quoteFound | backslashFound) & (ones &* 0x80)
+    }
+
+    private static func appendEscape(for value: UInt8, into bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\\"))
+        switch value {
+        case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
+        case 0x08: bytes.append(UInt8(ascii: "b"))
+        case 0x0C: bytes.append(UInt8(ascii: "f"))
+        case 0x0A: bytes.append(UInt8(ascii: "n"))
+        case 0x0D: bytes.append(UInt8(ascii: "r"))
+        case 0x09: bytes.append(UInt8(ascii: "t"))
+        default:
+            bytes.append(contentsOf: "u00".utf8)
+            bytes.append(hexDigit(value >> 4))
+            bytes.append(hexDigit(value & 0x0F))
         }
     }
 
