@@ -22,6 +22,8 @@ public final class Database: Sendable {
         public var maximumSize: Int?
         /// Limits for the JavaScript that views run.
         public var javaScript = JavaScriptConfiguration()
+        /// JavaScript workers (threads, each with its own engine context) for indexing.
+        public var javaScriptWorkers = ProcessInfo.processInfo.activeProcessorCount
 
         public init() {}
     }
@@ -30,14 +32,27 @@ public final class Database: Sendable {
     public let url: URL
     let environment: LMDBEnvironment
     let store: DocumentStore
+    let indexes: ViewIndexStore
+    let designDocumentCache = DesignDocumentCache()
     let logger: Logger
+    /// One index build at a time per database.
+    let indexing = NSLock()
+    private let options: Options
+    private let workers = LazyWorkerPool()
 
     /// Opens the database in `directory`, creating it when missing.
     public init(at directory: URL, options: Options = Options(), logger: Logger = Logger(label: "settee")) throws {
         self.url = directory
         self.logger = logger
+        self.options = options
         environment = try LMDBEnvironment.open(directory: directory, initialMapSize: options.initialMapSize, maximumMapSize: options.maximumSize)
         store = try DocumentStore(environment: environment, logger: logger)
+        indexes = try ViewIndexStore(environment: environment)
+    }
+
+    /// The JavaScript workers, started on first use (about 17 ms each).
+    func javaScript() throws -> JavaScriptWorkerPool {
+        try workers.pool(count: options.javaScriptWorkers, configuration: options.javaScript)
     }
 
     // MARK: Documents
@@ -55,7 +70,9 @@ public final class Database: Sendable {
     /// Writes a document given as UTF-8 JSON bytes.
     @discardableResult
     public func put(json: UnsafeRawBufferPointer) throws -> WriteResult {
-        try store.write(try DocumentEdit(json: json))
+        let result = try store.write(try DocumentEdit(json: json))
+        if result.id.hasPrefix("_design/") { try removeUnusedIndexes() }
+        return result
     }
 
     /// The document with this id, or nil when there is none or it was deleted.
@@ -69,7 +86,7 @@ public final class Database: Sendable {
     @discardableResult
     public func delete(_ id: String, revision: Revision?) throws -> WriteResult {
         try DocumentEdit.validate(id: id)
-        return try environment.write { transaction in
+        let result = try environment.write { transaction in
             var revision = revision
             if revision == nil {
                 guard let current = try store.record(id, in: transaction) else { throw DocumentError(.notFound, "missing", id: id) }
@@ -80,6 +97,8 @@ public final class Database: Sendable {
             let edit = DocumentEdit(id: id, revision: revision, deleted: true, body: Array("{}".utf8))
             return try store.apply(edit, sequence: try store.lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch)
         }
+        if id.hasPrefix("_design/") { try removeUnusedIndexes() }
+        return result
     }
 
     /// The documents changed after sequence number `since`, oldest first; each
@@ -108,13 +127,16 @@ public final class Database: Sendable {
     /// Imports documents read from a file handle (a pipe or standard input too).
     public func importDocuments(from handle: FileHandle, totalBytes: Int? = nil, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
         let importer = DocumentImporter(store: store)
-        return try importer.run(totalBytes: totalBytes, read: { try handle.read(upToCount: importer.chunkBytes) }, progress: progress)
+        let report = try importer.run(totalBytes: totalBytes, read: { try handle.read(upToCount: importer.chunkBytes) }, progress: progress)
+        try removeUnusedIndexes()
+        return report
     }
 
     /// Imports documents from NDJSON or JSON-array bytes in memory.
     public func importDocuments(_ data: Data, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
         let importer = DocumentImporter(store: store)
         var offset = 0
+        defer { try? removeUnusedIndexes() }
         return try importer.run(totalBytes: data.count, read: {
             guard offset < data.count else { return nil }
             let end = min(offset + importer.chunkBytes, data.count)
@@ -151,4 +173,19 @@ public struct DatabaseInfo: Sendable, Equatable {
     public var fileSize: Int
     /// The current size of the memory map (it grows when full).
     public var mapSize: Int
+}
+
+/// Starts the JavaScript workers on first use.
+private final class LazyWorkerPool: @unchecked Sendable {
+    private let lock = NSLock()
+    private var pool: JavaScriptWorkerPool?
+
+    func pool(count: Int, configuration: JavaScriptConfiguration) throws -> JavaScriptWorkerPool {
+        lock.lock()
+        defer { lock.unlock() }
+        if let pool { return pool }
+        let created = try JavaScriptWorkerPool(count: count, configuration: configuration)
+        pool = created
+        return created
+    }
 }

@@ -109,6 +109,13 @@ struct InfoCommand: ParsableCommand {
         try reportingErrors {
             let db = try database.open()
             let info = try db.info()
+            let views: [JSONValue] = try db.viewInfo().map { view in
+                [
+                    "view": .string(view.path), "signature": .string(view.signature),
+                    "indexed_seq": .number(Double(view.indexedSequence)), "rows": .number(Double(view.rowCount)),
+                    "bytes": .number(Double(view.bytes)), "map_errors": .number(Double(view.mapErrors)),
+                ]
+            }
             printJSON([
                 "db_name": .string(URL(fileURLWithPath: info.path).lastPathComponent),
                 "path": .string(info.path),
@@ -116,6 +123,7 @@ struct InfoCommand: ParsableCommand {
                 "doc_del_count": .number(Double(info.deletedDocumentCount)),
                 "update_seq": .number(Double(info.updateSequence)),
                 "sizes": ["file": .number(Double(info.fileSize)), "map": .number(Double(info.mapSize))],
+                "views": .array(views),
             ])
         }
     }

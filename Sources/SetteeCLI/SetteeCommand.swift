@@ -14,7 +14,7 @@ struct SetteeCommand: ParsableCommand {
             """,
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
-            ChangesCommand.self, InfoCommand.self,
+            ChangesCommand.self, InfoCommand.self, DesignCommand.self, QueryCommand.self, AllDocsCommand.self,
         ])
 
     // Declared here too so `--db` may come before the subcommand, as in `settee --db PATH import FILE`.
@@ -47,6 +47,12 @@ func reportingErrors(_ body: () throws -> Void) throws {
         try body()
     } catch let error as DocumentError {
         printError(JSONValue.object([("error", .string(error.code.rawValue)), ("reason", .string(error.reason))] + (error.id.map { [("id", JSONValue.string($0))] } ?? [])).jsonText)
+        throw ExitCode(1)
+    } catch let error as QueryError {
+        printError(JSONValue.object([("error", .string(error.error)), ("reason", .string(error.reason))]).jsonText)
+        throw ExitCode(1)
+    } catch let error as DesignDocumentErrors {
+        for problem in error.errors { printError("settee: \(problem)") }
         throw ExitCode(1)
     } catch let error as ExitCode {
         throw error

@@ -18,6 +18,13 @@ public final class JavaScriptWorkerPool: Sendable {
         self.workers = workers
     }
 
+    private let turn = TurnCounter()
+
+    /// The worker whose turn it is, round-robin: for one-off calls such as reduce.
+    public func nextWorker() -> JavaScriptWorker {
+        workers[turn.next() % workers.count]
+    }
+
     /// Runs `body` once on every worker at the same time, each with its index,
     /// and returns the results in worker order.
     public func runOnEach<T: Sendable>(_ body: @escaping @Sendable (_ index: Int, JavaScriptContext) throws -> T) throws -> [T] {
@@ -73,5 +80,17 @@ private final class ResultSlots<T>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try slots.map { try $0!.get() }
+    }
+}
+
+private final class TurnCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+
+    func next() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        value &+= 1
+        return value & .max
     }
 }

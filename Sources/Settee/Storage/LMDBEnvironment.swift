@@ -55,7 +55,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         pthread_rwlock_init(resizeLock, nil)
         handle = env
         do {
-            try check(mdb_env_set_maxdbs(env, 256), "configuring \(path)")
+            try check(mdb_env_set_maxdbs(env, 4096), "configuring \(path)")
             try check(mdb_env_set_maxreaders(env, 512), "configuring \(path)")
             // A map set earlier by another process (or a previous run) wins if larger.
             let size = min(initialMapSize, maximumMapSize ?? .max)

@@ -1,0 +1,115 @@
+import Foundation
+
+/// Reduces a view's rows with its reduce function: a built-in, natively, or
+/// JavaScript on a worker — in chunks, whose results are then rereduced, as
+/// CouchDB does.
+struct Reducer {
+    private enum Kind {
+        case builtin(BuiltinReducer)
+        case javascript(source: String, name: String)
+    }
+
+    private let kind: Kind
+    private let workers: JavaScriptWorkerPool
+    private let chunk: Int
+
+    /// Rows being reduced into one value.
+    struct Accumulator {
+        fileprivate(set) var rowCount = 0
+        fileprivate var keys: [JSONValue] = []
+        fileprivate var values: [JSONValue] = []
+        fileprivate var partials: [JSONValue] = []
+        fileprivate var keysText: [UInt8] = []
+        fileprivate var valuesText: [UInt8] = []
+        fileprivate var chunkRows = 0
+        fileprivate var partialTexts: [String] = []
+    }
+
+    init(source: String, view: ViewDefinition, workers: JavaScriptWorkerPool, chunk: Int) throws {
+        if let builtin = try BuiltinReducer(source: source) {
+            kind = .builtin(builtin)
+        } else {
+            kind = .javascript(source: source, name: "\(view.designDocument)/\(view.name) reduce")
+        }
+        self.workers = workers
+        self.chunk = chunk
+    }
+
+    func makeAccumulator() -> Accumulator {
+        Accumulator()
+    }
+
+    func add(key: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, to accumulator: inout Accumulator) throws {
+        accumulator.rowCount += 1
+        accumulator.chunkRows += 1
+        switch kind {
+        case .builtin(let reducer):
+            if reducer == .approximateCountDistinct { accumulator.keys.append(try JSONParser.parse(key)) }
+            accumulator.values.append(try JSONParser.parse(value))
+            if accumulator.chunkRows >= chunk {
+                accumulator.partials.append(reducer.reduce(keys: accumulator.keys, values: accumulator.values))
+                accumulator.keys.removeAll(keepingCapacity: true)
+                accumulator.values.removeAll(keepingCapacity: true)
+                accumulator.chunkRows = 0
+            }
+        case .javascript(let source, let name):
+            accumulator.keysText.append(accumulator.keysText.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
+            accumulator.keysText.append(UInt8(ascii: "["))
+            accumulator.keysText.append(contentsOf: key)
+            accumulator.keysText.append(UInt8(ascii: ","))
+            JSONWriter.writeString(String(decoding: id, as: UTF8.self), into: &accumulator.keysText)
+            accumulator.keysText.append(UInt8(ascii: "]"))
+            accumulator.valuesText.append(accumulator.valuesText.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
+            accumulator.valuesText.append(contentsOf: value)
+            if accumulator.chunkRows >= chunk {
+                try reduceChunk(source: source, name: name, &accumulator)
+            }
+        }
+    }
+
+    /// The reduction of everything added, as JSON text.
+    func finish(_ accumulator: inout Accumulator) throws -> String {
+        switch kind {
+        case .builtin(let reducer):
+            if accumulator.chunkRows > 0 {
+                accumulator.partials.append(reducer.reduce(keys: accumulator.keys, values: accumulator.values))
+            }
+            let partial = accumulator.partials.count == 1 ? accumulator.partials[0] : reducer.rereduce(accumulator.partials)
+            return reducer.finalValue(partial).jsonText
+        case .javascript(let source, let name):
+            if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, &accumulator) }
+            if accumulator.partialTexts.count == 1 { return accumulator.partialTexts[0] }
+            let values = "[" + accumulator.partialTexts.joined(separator: ",") + "]"
+            return try call(source: source, name: name, keys: "null", values: values, rereduce: true)
+        }
+    }
+
+    private func reduceChunk(source: String, name: String, _ accumulator: inout Accumulator) throws {
+        accumulator.keysText.append(UInt8(ascii: "]"))
+        accumulator.valuesText.append(UInt8(ascii: "]"))
+        let result = try call(
+            source: source, name: name,
+            keys: String(decoding: accumulator.keysText, as: UTF8.self),
+            values: String(decoding: accumulator.valuesText, as: UTF8.self), rereduce: false)
+        accumulator.partialTexts.append(result)
+        accumulator.keysText.removeAll(keepingCapacity: true)
+        accumulator.valuesText.removeAll(keepingCapacity: true)
+        accumulator.chunkRows = 0
+    }
+
+    private func call(source: String, name: String, keys: String, values: String, rereduce: Bool) throws -> String {
+        let worker = workers.nextWorker()
+        let result = try worker.run { context in
+            let function = try context.compile(source, name: name)
+            return try context.reduce([function], keysJSON: keys, valuesJSON: values, rereduce: rereduce)
+        }
+        let output = try result.results[0].get()
+        // CouchDB's reduce_limit: a reduction that does not shrink is a mistake.
+        let inputSize = keys.utf8.count + values.utf8.count + 3
+        if output.utf8.count > ViewQueryRunner.reduceLimitThreshold && output.utf8.count * 2 > inputSize {
+            throw QueryError(error: "reduce_overflow_error",
+                             reason: "Reduce output must shrink more rapidly: input size: \(inputSize) output size: \(output.utf8.count)")
+        }
+        return output
+    }
+}

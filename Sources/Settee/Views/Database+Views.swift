@@ -1,0 +1,216 @@
+import Foundation
+import Logging
+
+/// What `settee info` shows of one view.
+public struct ViewInfo: Sendable, Equatable {
+    /// `DDOC/VIEW`.
+    public var path: String
+    /// The index's version: the hash of what decides its content.
+    public var signature: String
+    /// The database sequence the index reflects.
+    public var indexedSequence: UInt64
+    public var rowCount: Int
+    /// Bytes the index's tables take.
+    public var bytes: Int
+    /// Map calls that threw while building the index.
+    public var mapErrors: Int
+}
+
+extension Database {
+    // MARK: Design documents
+
+    /// Loads design documents from a `.json` file or a folder of them, checks
+    /// them (every function compiles, built-in reducers exist, the language is
+    /// javascript, every view has a map), and stores them in the database as
+    /// `_design/` documents. Nothing is stored unless all are valid.
+    ///
+    /// - Returns: The design documents loaded.
+    /// - Throws: ``DesignDocumentErrors`` naming file, design document, view and line.
+    @discardableResult
+    public func loadDesignDocuments(from url: URL) throws -> [DesignDocument] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw DesignDocumentErrors(errors: [DesignDocumentError(file: url.path, reason: "no such file or folder")])
+        }
+        let files = isDirectory.boolValue
+            ? try FileManager.default.contentsOfDirectory(at: url, includingPropertiesForKeys: nil)
+                .filter { $0.pathExtension == "json" }.sorted { $0.lastPathComponent < $1.lastPathComponent }
+            : [url]
+        var documents: [DesignDocument] = []
+        var errors: [DesignDocumentError] = []
+        for file in files {
+            do {
+                let data = try Data(contentsOf: file)
+                let json: JSONValue
+                do {
+                    json = try data.withUnsafeBytes { bytes throws(JSONParseError) in try JSONParser.parse(bytes) }
+                } catch {
+                    throw DesignDocumentError(file: file.path, reason: "invalid JSON: \(error)")
+                }
+                let document = try DesignDocument(json: json, file: file.path)
+                try check(document, file: file.path)
+                documents.append(document)
+            } catch let error as DesignDocumentError {
+                errors.append(error)
+            } catch {
+                errors.append(DesignDocumentError(file: file.path, reason: "\(error)"))
+            }
+        }
+        guard errors.isEmpty else { throw DesignDocumentErrors(errors: errors) }
+        for document in documents { try store(document) }
+        try removeUnusedIndexes()
+        return documents
+    }
+
+    /// Compiles every function of a design document on the JavaScript engine.
+    func check(_ document: DesignDocument, file: String?) throws {
+        let worker = try javaScript().nextWorker()
+        try worker.run { context in
+            for view in document.views {
+                func compile(_ source: String, _ function: String, library: String?) throws {
+                    do {
+                        _ = try context.compile(source, name: "\(document.id)/\(view.name) \(function)", library: library)
+                    } catch {
+                        throw DesignDocumentError(file: file, designDocument: document.id, view: view.name, function: function,
+                                                  line: error.line, column: error.column, reason: error.message)
+                    }
+                }
+                try compile(view.map, "map", library: view.library?.jsonText)
+                if let reduce = view.reduce, !reduce.hasPrefix("_") {
+                    try compile(reduce, "reduce", library: nil)
+                }
+            }
+        }
+    }
+
+    /// Writes a design document unless the database already holds the same content.
+    private func store(_ document: DesignDocument) throws {
+        var members = (document.json.objectValue ?? []).filter { $0.key != "_rev" }
+        if let current = try self.document(document.id) {
+            let stored = (try current.value.objectValue ?? []).filter { $0.key != "_rev" }
+            if JSONValue.object(stored) == JSONValue.object(members) { return }
+            members.append((key: "_rev", value: .string(current.revision.description)))
+        }
+        try put(JSONValue.object(members).jsonText)
+    }
+
+    /// The design document `_design/NAME` stored in the database.
+    public func designDocument(_ name: String) throws -> DesignDocument? {
+        let id = name.hasPrefix("_design/") ? name : "_design/" + name
+        guard let document = try document(id) else { return nil }
+        return try designDocumentCache.parsed(document)
+    }
+
+    /// Every design document stored in the database.
+    public func designDocuments() throws -> [DesignDocument] {
+        try store.designDocumentRecords().compactMap { try? designDocumentCache.parsed($0) }
+    }
+
+    // MARK: Queries
+
+    /// Queries a view (`DDOC/VIEW`) with CouchDB's options, updating its index
+    /// first unless `update` says otherwise.
+    ///
+    /// - Throws: ``QueryError`` for invalid options (CouchDB's messages),
+    ///   ``DocumentError`` (`not_found`) for a missing design document or view.
+    public func query(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
+        let parts = path.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else {
+            throw QueryError(error: "bad_request", reason: "a view is named DESIGN/VIEW, not \"\(path)\"")
+        }
+        return try query(designDocument: parts[0], view: parts[1], options: options, progress: progress)
+    }
+
+    /// Queries the view `view` of the design document `designDocument`.
+    public func query(designDocument name: String, view viewName: String, options: ViewQueryOptions = ViewQueryOptions(),
+                      progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
+        guard let design = try designDocument(name) else {
+            throw DocumentError(.notFound, "missing", id: name.hasPrefix("_design/") ? name : "_design/" + name)
+        }
+        guard let view = design.view(viewName) else {
+            throw DocumentError(.notFound, "missing_named_view", id: design.id)
+        }
+        let validated = try options.validated(viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
+        let indexer = try makeIndexer()
+        if validated.update == .true {
+            // All views of the design document share one pass over the changes.
+            try indexing.withLock { try indexer.update(design.views, progress: progress) }
+        }
+        let tables = try indexes.tables(for: view.signature)
+        let result = try ViewQueryRunner(store: store, indexes: indexes, workers: try javaScript()).run(view, validated, tables: tables)
+        if validated.update == .lazy {
+            try indexing.withLock { try indexer.update(design.views) }
+        }
+        return result
+    }
+
+    /// Brings every view's index up to date.
+    public func updateIndexes(progress: (IndexProgress) -> Void = { _ in }) throws {
+        let views = try designDocuments().flatMap(\.views)
+        let indexer = try makeIndexer()
+        try indexing.withLock { try indexer.update(views, progress: progress) }
+    }
+
+    /// CouchDB's `_all_docs`: every live document by id (raw order), with
+    /// `{"rev": …}` as value; key, keys, start/end keys, descending, limit, skip,
+    /// inclusive_end and include_docs as for views.
+    public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
+        let validated = try options.validatedForAllDocs()
+        return try store.allDocuments(validated)
+    }
+
+    // MARK: Indexes
+
+    /// Per view: its signature, how far its index is built, rows, bytes, map errors.
+    public func viewInfo() throws -> [ViewInfo] {
+        let views = try designDocuments().flatMap(\.views)
+        // Tables are opened before the read transaction: LMDB handles opened later are not valid in it.
+        let tables = try views.map { try indexes.tables(for: $0.signature) }
+        return try environment.read { transaction in
+            try zip(views, tables).map { view, tables in
+                let state = try indexes.state(view.signature, in: transaction)
+                return ViewInfo(
+                    path: view.path, signature: view.signature, indexedSequence: state?.sequence ?? 0,
+                    rowCount: state?.rowCount ?? 0, bytes: try indexes.bytes(of: tables, in: transaction),
+                    mapErrors: state?.mapErrors ?? 0)
+            }
+        }
+    }
+
+    /// Removes the indexes no design document references any more.
+    func removeUnusedIndexes() throws {
+        let used = Set(try designDocuments().flatMap(\.views).map(\.signature))
+        try indexing.withLock {
+            try environment.write { transaction in
+                for (signature, state) in try indexes.allStates(in: transaction) where !used.contains(signature) {
+                    logger.info("removing an index no design document uses", metadata: ["view.signature": "\(signature)", "view.name": "\(state.designDocument)/\(state.view)"])
+                    try indexes.drop(signature, in: transaction)
+                }
+            }
+        }
+    }
+
+    private func makeIndexer() throws -> ViewIndexer {
+        ViewIndexer(store: store, indexes: indexes, workers: try javaScript(), logger: logger)
+    }
+}
+
+/// Parsed design documents, by id and revision, so queries do not re-parse them.
+final class DesignDocumentCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var parsed: [String: (Revision, DesignDocument)] = [:]
+
+    func parsed(_ document: Document) throws -> DesignDocument {
+        lock.lock()
+        if let (revision, design) = parsed[document.id], revision == document.revision {
+            lock.unlock()
+            return design
+        }
+        lock.unlock()
+        let design = try DesignDocument(json: try document.value)
+        lock.lock()
+        parsed[document.id] = (document.revision, design)
+        lock.unlock()
+        return design
+    }
+}

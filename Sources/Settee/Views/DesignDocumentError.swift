@@ -1,0 +1,47 @@
+/// A design document that cannot be used, with where the problem is.
+public struct DesignDocumentError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file it was loaded from, or nil for a design document in the database.
+    public var file: String?
+    /// The design document's id (`_design/NAME`), when known.
+    public var designDocument: String?
+    /// The view, when the problem is in one.
+    public var view: String?
+    /// The function (`map` or `reduce`), when the problem is in one.
+    public var function: String?
+    /// The line in that function's source, when known.
+    public var line: Int?
+    /// The column in that function's source, when known.
+    public var column: Int?
+    /// What is wrong.
+    public var reason: String
+
+    public init(file: String? = nil, designDocument: String? = nil, view: String? = nil, function: String? = nil,
+                line: Int? = nil, column: Int? = nil, reason: String) {
+        self.file = file
+        self.designDocument = designDocument
+        self.view = view
+        self.function = function
+        self.line = line
+        self.column = column
+        self.reason = reason
+    }
+
+    public var description: String {
+        var place: [String] = []
+        if let file { place.append(file) }
+        if let designDocument { place.append(designDocument) }
+        if let view { place.append("view \"\(view)\"") }
+        if let function { place.append(function) }
+        if let line { place.append("line \(line)" + (column.map { ", column \($0)" } ?? "")) }
+        return (place.isEmpty ? "" : place.joined(separator: ", ") + ": ") + reason
+    }
+}
+
+/// Several design documents that cannot be used.
+public struct DesignDocumentErrors: Error, Sendable, CustomStringConvertible {
+    public var errors: [DesignDocumentError]
+
+    public var description: String {
+        errors.map(\.description).joined(separator: "\n")
+    }
+}

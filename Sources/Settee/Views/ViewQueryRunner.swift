@@ -1,0 +1,201 @@
+import Foundation
+
+/// Answers a query on an up-to-date index: range scans for map queries,
+/// grouping and reduction for reduce queries, documents for include_docs.
+struct ViewQueryRunner {
+    let store: DocumentStore
+    let indexes: ViewIndexStore
+    let workers: JavaScriptWorkerPool
+
+    /// Rows per call of a JavaScript reduce function before results are rereduced.
+    var reduceChunk = 1000
+
+    /// CouchDB's reduce_limit: output past this many bytes must be under half its input.
+    static let reduceLimitThreshold = 5000
+
+    func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables) throws -> ViewResult {
+        try store.environment.read { transaction in
+            let state = try indexes.state(view.signature, in: transaction) ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
+            let scanner = IndexScanner(transaction: transaction, rows: tables.rows)
+            var result: ViewResult
+            if options.reduce ?? (view.reduce != nil), let reduce = view.reduce {
+                result = try reduceQuery(view, reduce: reduce, options, scanner: scanner)
+            } else {
+                result = try mapQuery(view, options, scanner: scanner, transaction: transaction)
+                result.totalRows = state.rowCount
+            }
+            if options.updateSeq { result.updateSequence = state.sequence }
+            return result
+        }
+    }
+
+    // MARK: Ranges
+
+    /// The ranges to scan, in the order to scan them.
+    func ranges(_ options: ViewQueryOptions, collation: CollationMode) -> [IndexRange] {
+        if let keys = options.keys {
+            return keys.map { exactRange(CollationKey.encode($0, mode: collation)) }
+        }
+        if let key = options.key {
+            return [exactRange(CollationKey.encode(key, mode: collation))]
+        }
+        let start = options.startKey.map { bound(CollationKey.encode($0, mode: collation), docID: options.startKeyDocID) }
+        let end = options.endKey.map { bound(CollationKey.encode($0, mode: collation), docID: options.endKeyDocID) }
+        // `start` is where the scan begins: the lower bound ascending, the upper descending.
+        if options.descending {
+            let upper = start.map { IndexBound(bytes: $0.afterAll, inclusive: true) }
+            let lower = end.map { options.inclusiveEnd ? IndexBound(bytes: $0.first, inclusive: true) : IndexBound(bytes: $0.afterAll, inclusive: false) }
+            return [IndexRange(lower: lower, upper: upper)]
+        }
+        let lower = start.map { IndexBound(bytes: $0.first, inclusive: true) }
+        let upper = end.map { options.inclusiveEnd ? IndexBound(bytes: $0.afterAll, inclusive: true) : IndexBound(bytes: $0.first, inclusive: false) }
+        return [IndexRange(lower: lower, upper: upper)]
+    }
+
+    /// Full keys from the first row of a key (and doc id) to past its last.
+    private struct KeyBound {
+        var first: [UInt8]
+        var afterAll: [UInt8]
+    }
+
+    private func bound(_ encodedKey: [UInt8], docID: String?) -> KeyBound {
+        guard let docID else {
+            // Doc ids are UTF-8, which never holds 0xFF: past every row of this key.
+            return KeyBound(first: encodedKey, afterAll: encodedKey + [0xFF])
+        }
+        var first = encodedKey
+        var id = docID
+        id.withUTF8 { IndexRow.appendStuffed(UnsafeRawBufferPointer($0), to: &first) }
+        first.append(0)
+        return KeyBound(first: first, afterAll: first + [0xFF])
+    }
+
+    private func exactRange(_ encodedKey: [UInt8]) -> IndexRange {
+        IndexRange(lower: IndexBound(bytes: encodedKey, inclusive: true), upper: IndexBound(bytes: encodedKey + [0xFF], inclusive: true))
+    }
+
+    // MARK: Map queries
+
+    private func mapQuery(_ view: ViewDefinition, _ options: ViewQueryOptions, scanner: IndexScanner, transaction: LMDBTransaction) throws -> ViewResult {
+        let ranges = ranges(options, collation: view.collation)
+        var rows: [ViewRow] = []
+        var skip = options.skip
+        let limit = options.limit ?? .max
+        if limit > 0 {
+            scan: for range in ranges {
+                var more = true
+                try scanner.scan(range, descending: options.descending) { row in
+                    if skip > 0 {
+                        skip -= 1
+                        return true
+                    }
+                    var viewRow = ViewRow(
+                        id: String(decoding: row.id, as: UTF8.self),
+                        keyJSON: String(decoding: row.keyJSON, as: UTF8.self),
+                        valueJSON: String(decoding: row.valueJSON, as: UTF8.self))
+                    if options.includeDocs {
+                        viewRow.documentJSON = try includedDocument(for: row, transaction: transaction)
+                    }
+                    rows.append(viewRow)
+                    more = rows.count < limit
+                    return more
+                }
+                if !more { break scan }
+            }
+        }
+        let offset = try rowsBefore(ranges.first, descending: options.descending, scanner: scanner) + options.skip
+        return ViewResult(totalRows: nil, offset: offset, updateSequence: nil, rows: rows)
+    }
+
+    /// Rows that sort before the range in the scan's direction.
+    private func rowsBefore(_ range: IndexRange?, descending: Bool, scanner: IndexScanner) throws -> Int {
+        guard let range else { return 0 }
+        var count = 0
+        let before: IndexRange
+        if descending {
+            guard let upper = range.upper else { return 0 }
+            before = IndexRange(lower: IndexBound(bytes: upper.bytes, inclusive: !upper.inclusive), upper: nil)
+        } else {
+            guard let lower = range.lower else { return 0 }
+            before = IndexRange(lower: nil, upper: IndexBound(bytes: lower.bytes, inclusive: !lower.inclusive))
+        }
+        try scanner.scan(before, descending: descending) { _ in
+            count += 1
+            return true
+        }
+        return count
+    }
+
+    /// The emitting document, or the one named by a value `{"_id": …}` (CouchDB's linked documents).
+    private func includedDocument(for row: IndexRow, transaction: LMDBTransaction) throws -> String {
+        var id = String(decoding: row.id, as: UTF8.self)
+        if row.valueJSON.first == UInt8(ascii: "{"), case .string(let linked)? = (try? JSONParser.parse(row.valueJSON))?["_id"] {
+            id = linked
+        }
+        guard let document = try store.record(id, in: transaction), !document.isDeleted else { return "null" }
+        return document.json
+    }
+
+    // MARK: Reduce queries
+
+    private func reduceQuery(_ view: ViewDefinition, reduce: String, _ options: ViewQueryOptions, scanner: IndexScanner) throws -> ViewResult {
+        let grouping = options.grouping
+        let reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: reduceChunk)
+        var rows: [ViewRow] = []
+        var skip = options.skip
+        let limit = options.limit ?? .max
+        var groupKey: [UInt8]?
+        var groupKeyJSON = "null"
+        var accumulator = reducer.makeAccumulator()
+        var done = limit == 0
+
+        func flush() throws {
+            guard accumulator.rowCount > 0 else { return }
+            let value = try reducer.finish(&accumulator)
+            accumulator = reducer.makeAccumulator()
+            if skip > 0 {
+                skip -= 1
+                return
+            }
+            rows.append(ViewRow(id: nil, keyJSON: groupKeyJSON, valueJSON: value))
+            done = rows.count >= limit
+        }
+
+        for range in ranges(options, collation: view.collation) where !done {
+            try scanner.scan(range, descending: options.descending) { row in
+                switch grouping {
+                case .none:
+                    break
+                case .exact:
+                    if groupKey == nil || compareBytes(row.encodedKey, groupKey!) != 0 {
+                        try flush()
+                        if done { return false }
+                        groupKey = Array(row.encodedKey)
+                        groupKeyJSON = String(decoding: row.keyJSON, as: UTF8.self)
+                    }
+                case .level(let level):
+                    let prefix = CollationKey.prefix(ofEncodedArray: row.encodedKey, level: level)
+                    if groupKey == nil || groupKey! != prefix {
+                        try flush()
+                        if done { return false }
+                        groupKey = prefix
+                        groupKeyJSON = Self.truncatedKeyJSON(row.keyJSON, level: level)
+                    }
+                }
+                try reducer.add(key: row.keyJSON, id: row.id, value: row.valueJSON, to: &accumulator)
+                return true
+            }
+        }
+        // An empty range gives no rows, as in CouchDB (not a null reduction).
+        if !done { try flush() }
+        return ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: rows)
+    }
+
+    /// An array key cut to its first `level` elements; other keys unchanged.
+    static func truncatedKeyJSON(_ keyJSON: UnsafeRawBufferPointer, level: Int) -> String {
+        guard keyJSON.first == UInt8(ascii: "["), case .array(let elements)? = try? JSONParser.parse(keyJSON) else {
+            return String(decoding: keyJSON, as: UTF8.self)
+        }
+        return JSONValue.array(Array(elements.prefix(level))).jsonText
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+
+/// A row of a view or `_all_docs` result. Keys, values and documents are kept
+/// as the JSON text the view produced; decode them with ``key(as:)`` and
+/// ``value(as:)``, or read them as ``JSONValue``s.
+public struct ViewRow: Sendable, Equatable {
+    /// The emitting document's id (nil for reduce rows).
+    public var id: String?
+    /// The key as JSON text.
+    public var keyJSON: String
+    /// The value as JSON text.
+    public var valueJSON: String
+    /// With `include_docs`: the document as JSON text (`null` when it is missing).
+    public var documentJSON: String?
+    /// For `_all_docs` with `keys`: `not_found` for an id with no document.
+    public var error: String?
+
+    public init(id: String?, keyJSON: String, valueJSON: String, documentJSON: String? = nil, error: String? = nil) {
+        self.id = id
+        self.keyJSON = keyJSON
+        self.valueJSON = valueJSON
+        self.documentJSON = documentJSON
+        self.error = error
+    }
+
+    public var key: JSONValue { (try? JSONParser.parse(keyJSON)) ?? .null }
+    public var value: JSONValue { (try? JSONParser.parse(valueJSON)) ?? .null }
+    public var document: JSONValue? { documentJSON.flatMap { try? JSONParser.parse($0) } }
+
+    /// The key decoded into the caller's type.
+    public func key<T: Decodable>(as type: T.Type) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(keyJSON.utf8))
+    }
+
+    /// The value decoded into the caller's type.
+    public func value<T: Decodable>(as type: T.Type) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(valueJSON.utf8))
+    }
+
+    /// The included document decoded into the caller's type (nil without include_docs or when missing).
+    public func document<T: Decodable>(as type: T.Type) throws -> T? {
+        guard let documentJSON, documentJSON != "null" else { return nil }
+        return try JSONDecoder().decode(T.self, from: Data(documentJSON.utf8))
+    }
+}
+
+/// A view query's result, in CouchDB's shape.
+public struct ViewResult: Sendable, Equatable {
+    /// Rows in the index (map queries; nil for reduce).
+    public var totalRows: Int?
+    /// Rows before the first one returned (map queries; nil for reduce).
+    public var offset: Int?
+    /// The database sequence the index reflects, when asked for (`update_seq`).
+    public var updateSequence: UInt64?
+    public var rows: [ViewRow]
+
+    /// CouchDB's response body: `{"total_rows":…,"offset":…,"rows":[…]}`.
+    public var json: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + rows.count * 64)
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        func member(_ name: String, _ body: () -> Void) {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            JSONWriter.writeString(name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            body()
+        }
+        if let totalRows { member("total_rows") { out.append(contentsOf: String(totalRows).utf8) } }
+        if let offset { member("offset") { out.append(contentsOf: String(offset).utf8) } }
+        if let updateSequence { member("update_seq") { out.append(contentsOf: String(updateSequence).utf8) } }
+        member("rows") {
+            out.append(UInt8(ascii: "["))
+            for (index, row) in rows.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(UInt8(ascii: "{"))
+                if let id = row.id {
+                    out.append(contentsOf: #""id":"#.utf8)
+                    JSONWriter.writeString(id, into: &out)
+                    out.append(UInt8(ascii: ","))
+                }
+                out.append(contentsOf: #""key":"#.utf8)
+                out.append(contentsOf: row.keyJSON.utf8)
+                if let error = row.error {
+                    out.append(contentsOf: #","error":"#.utf8)
+                    JSONWriter.writeString(error, into: &out)
+                    out.append(UInt8(ascii: "}"))
+                    continue
+                }
+                out.append(contentsOf: #","value":"#.utf8)
+                out.append(contentsOf: row.valueJSON.utf8)
+                if let document = row.documentJSON {
+                    out.append(contentsOf: #","doc":"#.utf8)
+                    out.append(contentsOf: document.utf8)
+                }
+                out.append(UInt8(ascii: "}"))
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+}

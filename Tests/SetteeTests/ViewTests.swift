@@ -1,0 +1,353 @@
+import Foundation
+import Testing
+@testable import Settee
+
+/// A database with a design document loaded from a file, for view tests.
+private struct ViewFixture {
+    let directory = TemporaryDirectory()
+    let db: Database
+
+    init(_ designDocuments: [String] = []) throws {
+        var options = Database.Options()
+        options.javaScriptWorkers = 2
+        db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        for (index, design) in designDocuments.enumerated() {
+            try db.loadDesignDocuments(from: directory.file("design\(index).json", contents: design))
+        }
+    }
+
+    func query(_ view: String, _ parameters: [(String, String)] = []) throws -> ViewResult {
+        try db.query(view, options: ViewQueryOptions(parameters: parameters.map { (name: $0.0, value: $0.1) }))
+    }
+
+    func keys(_ view: String, _ parameters: [(String, String)] = []) throws -> [String] {
+        try query(view, parameters).rows.map(\.keyJSON)
+    }
+}
+
+private func design(_ name: String, _ views: String, options: String = "{}") -> String {
+    #"{"_id": "_design/\#(name)", "options": \#(options), "views": \#(views)}"#
+}
+
+private let numbersDesign = design("numbers", #"""
+    {
+      "by_n": {"map": "function (doc) { if (typeof doc.n === 'number') emit(doc.n, doc._id); }"},
+      "count": {"map": "function (doc) { if (typeof doc.n === 'number') emit(doc.n, 1); }", "reduce": "_count"},
+      "sum": {"map": "function (doc) { if (typeof doc.n === 'number') emit([doc.n % 2, doc.n % 3, doc.n], doc.n); }", "reduce": "_sum"},
+      "js_sum": {"map": "function (doc) { if (typeof doc.n === 'number') emit(doc.n % 2, doc.n); }",
+                 "reduce": "function (keys, values, rereduce) { return sum(values); }"}
+    }
+    """#)
+
+private func putNumbers(_ db: Database, _ range: ClosedRange<Int>) throws {
+    let lines = range.map { #"{"_id": "n\#(String(format: "%04d", $0))", "n": \#($0)}"# }
+    _ = try db.importDocuments(Data(lines.joined(separator: "\n").utf8))
+}
+
+@Suite("Views")
+struct ViewTests {
+    @Test("A map view returns rows in key order with CouchDB's response shape")
+    func mapQuery() throws {
+        let fixture = try ViewFixture([numbersDesign])
+        try putNumbers(fixture.db, 1...5)
+        let result = try fixture.query("numbers/by_n")
+        #expect(result.json == #"{"total_rows":5,"offset":0,"rows":[{"id":"n0001","key":1,"value":"n0001"},{"id":"n0002","key":2,"value":"n0002"},{"id":"n0003","key":3,"value":"n0003"},{"id":"n0004","key":4,"value":"n0004"},{"id":"n0005","key":5,"value":"n0005"}]}"#)
+    }
+
+    @Test("Each query parameter on a map view")
+    func mapParameters() throws {
+        let fixture = try ViewFixture([numbersDesign])
+        try putNumbers(fixture.db, 1...10)
+        let view = "numbers/by_n"
+        #expect(try fixture.keys(view, [("key", "3")]) == ["3"])
+        #expect(try fixture.keys(view, [("keys", "[7,2,99,2]")]) == ["7", "2", "2"])
+        #expect(try fixture.keys(view, [("startkey", "8")]) == ["8", "9", "10"])
+        #expect(try fixture.keys(view, [("start_key", "8")]) == ["8", "9", "10"])
+        #expect(try fixture.keys(view, [("endkey", "2")]) == ["1", "2"])
+        #expect(try fixture.keys(view, [("end_key", "2"), ("inclusive_end", "false")]) == ["1"])
+        #expect(try fixture.keys(view, [("descending", "true"), ("limit", "3")]) == ["10", "9", "8"])
+        #expect(try fixture.keys(view, [("descending", "true"), ("startkey", "3")]) == ["3", "2", "1"])
+        #expect(try fixture.keys(view, [("descending", "true"), ("startkey", "5"), ("endkey", "3"), ("inclusive_end", "false")]) == ["5", "4"])
+        #expect(try fixture.keys(view, [("skip", "8")]) == ["9", "10"])
+        #expect(try fixture.keys(view, [("limit", "0")]) == [])
+        let skipped = try fixture.query(view, [("startkey", "4"), ("skip", "2"), ("limit", "2")])
+        #expect(skipped.rows.map(\.keyJSON) == ["6", "7"])
+        #expect(skipped.offset == 5, "offset counts the rows before the first returned, skipped ones included")
+        #expect(skipped.totalRows == 10)
+        #expect(try fixture.query(view, [("update_seq", "true")]).updateSequence == 11, "10 documents and the design document")
+    }
+
+    @Test("startkey_docid and endkey_docid pick among rows with equal keys")
+    func docIDBounds() throws {
+        let fixture = try ViewFixture([design("same", #"{"all": {"map": "function (doc) { emit('k', null); }"}}"#)])
+        for id in ["a", "b", "c", "d"] { try fixture.db.put(#"{"_id": "\#(id)"}"#) }
+        let ids = { (parameters: [(String, String)]) in try fixture.query("same/all", parameters).rows.compactMap(\.id) }
+        #expect(try ids([("startkey", #""k""#), ("startkey_docid", "b")]) == ["b", "c", "d"])
+        #expect(try ids([("endkey", #""k""#), ("endkey_docid", "c")]) == ["a", "b", "c"])
+        #expect(try ids([("endkey", #""k""#), ("endkey_docid", "c"), ("inclusive_end", "false")]) == ["a", "b"])
+        #expect(try ids([("descending", "true"), ("startkey", #""k""#), ("startkey_docid", "c")]) == ["c", "b", "a"])
+    }
+
+    @Test("Validation errors are CouchDB's, word for word")
+    func validationErrors() throws {
+        let fixture = try ViewFixture([numbersDesign])
+        func reason(_ view: String, _ parameters: [(String, String)]) throws -> String {
+            try #require(throws: QueryError.self) { try fixture.query(view, parameters) }.reason
+        }
+        #expect(try reason("numbers/by_n", [("reduce", "true")]) == "Reduce is invalid for map-only views.")
+        #expect(try reason("numbers/by_n", [("group", "true")]) == "Invalid use of grouping on a map view.")
+        #expect(try reason("numbers/by_n", [("key", "1"), ("keys", "[1,2]")]) == "`keys` is incompatible with `key`, `start_key` and `end_key`")
+        #expect(try reason("numbers/count", [("include_docs", "true")]) == "`include_docs` is invalid for reduce")
+        #expect(try reason("numbers/count", [("group", "false"), ("group_level", "1")]) == "Can't specify group=false and group_level>0 at the same time")
+        #expect(try reason("numbers/by_n", [("startkey", "5"), ("endkey", "1")]) == "No rows can match your key range, reverse your start_key and end_key or set descending=true")
+        let missing = try #require(throws: DocumentError.self) { try fixture.query("numbers/nope") }
+        #expect(missing.reason == "missing_named_view")
+    }
+
+    @Test("Built-in reduce, group and group_level on array keys")
+    func reduceAndGrouping() throws {
+        let fixture = try ViewFixture([numbersDesign])
+        try putNumbers(fixture.db, 1...12)
+        #expect(try fixture.query("numbers/count").json == #"{"rows":[{"key":null,"value":12}]}"#)
+        #expect(try fixture.query("numbers/count", [("startkey", "3"), ("endkey", "5")]).rows.map(\.valueJSON) == ["3"])
+        #expect(try fixture.query("numbers/count", [("reduce", "false"), ("limit", "2")]).rows.map(\.keyJSON) == ["1", "2"])
+        let level1 = try fixture.query("numbers/sum", [("group_level", "1")])
+        #expect(level1.rows.map { [$0.keyJSON, $0.valueJSON] } == [["[0]", "42"], ["[1]", "36"]])
+        let level2 = try fixture.query("numbers/sum", [("group_level", "2")])
+        #expect(level2.rows.map(\.keyJSON) == ["[0,0]", "[0,1]", "[0,2]", "[1,0]", "[1,1]", "[1,2]"])
+        #expect(level2.rows.map(\.valueJSON) == ["18", "14", "10", "12", "8", "16"])
+        let exact = try fixture.query("numbers/sum", [("group", "true"), ("limit", "2")])
+        #expect(exact.rows.map(\.keyJSON) == ["[0,0,6]", "[0,0,12]"])
+        let descending = try fixture.query("numbers/sum", [("group_level", "1"), ("descending", "true")])
+        #expect(descending.rows.map(\.keyJSON) == ["[1]", "[0]"])
+    }
+
+    @Test("A JavaScript reduce is rereduced over chunks of rows")
+    func javaScriptRereduce() throws {
+        let fixture = try ViewFixture([numbersDesign])
+        try putNumbers(fixture.db, 1...2500)
+        let total = try fixture.query("numbers/js_sum")
+        #expect(total.rows.map(\.valueJSON) == ["\(2500 * 2501 / 2)"])
+        let grouped = try fixture.query("numbers/js_sum", [("group", "true")])
+        #expect(grouped.rows.map(\.valueJSON) == ["\(2 * (1...1250).reduce(0, +))", "\((1...1250).reduce(0) { $0 + 2 * $1 - 1 })"])
+    }
+
+    @Test("A reduce whose output does not shrink fails with reduce_overflow_error")
+    func reduceLimit() throws {
+        let fixture = try ViewFixture([design("grow", #"{"all": {"map": "function (doc) { emit(doc._id, doc.pad); }", "reduce": "function (k, values) { return values.join('') + values.join(''); }"}}"#)])
+        let pad = String(repeating: "x", count: 200)
+        for n in 0..<50 { try fixture.db.put(#"{"_id": "d\#(n)", "pad": "\#(pad)"}"#) }
+        let error = try #require(throws: QueryError.self) { try fixture.query("grow/all") }
+        #expect(error.error == "reduce_overflow_error")
+        #expect(error.reason.hasPrefix("Reduce output must shrink more rapidly"))
+    }
+
+    @Test("include_docs returns the emitting document, or the one a value {_id} links to")
+    func includeDocs() throws {
+        let fixture = try ViewFixture([design("links", #"{"orders": {"map": "function (doc) { if (doc.customer) { emit(doc._id, null); emit([doc._id, 'customer'], {_id: doc.customer}); } }"}}"#)])
+        try fixture.db.put(#"{"_id": "alice", "name": "Alice"}"#)
+        try fixture.db.put(#"{"_id": "o1", "customer": "alice"}"#)
+        try fixture.db.put(#"{"_id": "o2", "customer": "nobody"}"#)
+        let rows = try fixture.query("links/orders", [("include_docs", "true")]).rows
+        #expect(rows.map(\.id) == ["o1", "o2", "o1", "o2"])
+        #expect(rows[0].document?["_id"] == "o1")
+        #expect(rows[2].document?["name"] == "Alice")
+        #expect(rows[2].id == "o1", "the row's id stays the emitting document")
+        #expect(rows[3].documentJSON == "null")
+    }
+
+    @Test("Incremental updates (edit, delete, re-create) equal a rebuild from scratch")
+    func incrementalEqualsRebuild() throws {
+        let map = #"{"by_tag": {"map": "function (doc) { (doc.tags || []).forEach(function (t, i) { emit([t, i], doc.v); }); }"}}"#
+        let fixture = try ViewFixture([design("tags", map)])
+        var revisions: [String: Revision] = [:]
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<6 {
+            for n in 0..<40 {
+                let id = "doc\(n)"
+                let action = Int.random(in: 0..<4, using: &generator)
+                let tags = (0..<Int.random(in: 0..<4, using: &generator)).map { _ in #""t\#(Int.random(in: 0..<5, using: &generator))""# }
+                if action == 0, let revision = revisions[id] {
+                    try fixture.db.delete(id, revision: revision)
+                    revisions[id] = nil
+                } else {
+                    let rev = revisions[id].map { #", "_rev": "\#($0)""# } ?? ""
+                    revisions[id] = try fixture.db.put(#"{"_id": "\#(id)"\#(rev), "v": \#(round), "tags": [\#(tags.joined(separator: ","))]}"#).revision
+                }
+            }
+            _ = try fixture.query("tags/by_tag")
+        }
+        let incremental = try fixture.query("tags/by_tag")
+        let fresh = try ViewFixture()
+        for document in try fixture.db.allDocuments(options: ViewQueryOptions(parameters: [(name: "include_docs", value: "true")])).rows {
+            var members = document.document!.objectValue!.filter { $0.key != "_rev" }
+            members.append((key: "copied", value: true))
+            try fresh.db.put(JSONValue.object(members).jsonText)
+        }
+        try fresh.db.loadDesignDocuments(from: fresh.directory.file("d.json", contents: design("tags", map)))
+        let rebuilt = try fresh.query("tags/by_tag")
+        #expect(incremental.rows.map { [$0.id!, $0.keyJSON, $0.valueJSON] } == rebuilt.rows.map { [$0.id!, $0.keyJSON, $0.valueJSON] })
+        #expect(incremental.totalRows == rebuilt.totalRows)
+    }
+
+    @Test("Editing one view rebuilds that view only; the other keeps its rows")
+    func editOneView() throws {
+        // `stamp` emits a random value: if its rows were rewritten, they would change.
+        let before = design("pair", #"{"stamp": {"map": "function (doc) { emit(doc._id, Math.random()); }"}, "plain": {"map": "function (doc) { emit(doc._id, 1); }"}}"#)
+        let after = design("pair", #"{"stamp": {"map": "function (doc) { emit(doc._id, Math.random()); }"}, "plain": {"map": "function (doc) { emit(doc._id, 2); }"}}"#)
+        let fixture = try ViewFixture([before])
+        for n in 0..<20 { try fixture.db.put(#"{"_id": "d\#(n)"}"#) }
+        let stamps = try fixture.query("pair/stamp").rows.map(\.valueJSON)
+        #expect(try fixture.query("pair/plain").rows.allSatisfy { $0.valueJSON == "1" })
+        let oldInfo = try fixture.db.viewInfo()
+
+        try fixture.db.loadDesignDocuments(from: fixture.directory.file("edited.json", contents: after))
+        #expect(try fixture.query("pair/plain").rows.allSatisfy { $0.valueJSON == "2" })
+        #expect(try fixture.query("pair/stamp").rows.map(\.valueJSON) == stamps)
+        let newInfo = try fixture.db.viewInfo()
+        func signature(_ info: [ViewInfo], _ path: String) -> String? { info.first { $0.path == path }?.signature }
+        #expect(signature(newInfo, "pair/stamp") == signature(oldInfo, "pair/stamp"))
+        #expect(signature(newInfo, "pair/plain") != signature(oldInfo, "pair/plain"))
+        // The old index of `plain` is gone.
+        let states = try fixture.db.environment.read { try fixture.db.indexes.allStates(in: $0) }
+        #expect(Set(states.map(\.signature)) == Set(newInfo.map(\.signature)))
+    }
+
+    @Test("Equal views share one index, across design documents")
+    func sharedIndex() throws {
+        let view = #"{"v": {"map": "function (doc) { emit(doc._id, null); }"}}"#
+        let fixture = try ViewFixture([design("one", view), design("two", view)])
+        try fixture.db.put(#"{"_id": "x"}"#)
+        _ = try fixture.query("one/v")
+        let info = try fixture.db.viewInfo()
+        #expect(info.count == 2)
+        #expect(info[0].signature == info[1].signature)
+        #expect(info.allSatisfy { $0.indexedSequence == 3 })
+        let states = try fixture.db.environment.read { try fixture.db.indexes.allStates(in: $0) }
+        #expect(states.count == 1)
+    }
+
+    @Test("A map function that throws skips that document, and the error is counted")
+    func throwingMap() throws {
+        let fixture = try ViewFixture([design("t", #"{"v": {"map": "function (doc) { emit(doc.a.b, null); }"}}"#)])
+        try fixture.db.put(#"{"_id": "good", "a": {"b": 1}}"#)
+        try fixture.db.put(#"{"_id": "bad"}"#)
+        #expect(try fixture.query("t/v").rows.map(\.id) == ["good"])
+        #expect(try fixture.db.viewInfo().first?.mapErrors == 1)
+    }
+
+    @Test("Design documents are not mapped unless include_design")
+    func includeDesign() throws {
+        let map = #"{"ids": {"map": "function (doc) { emit(doc._id, null); }"}}"#
+        let fixture = try ViewFixture([design("plain", map), design("all", map, options: #"{"include_design": true}"#)])
+        try fixture.db.put(#"{"_id": "x"}"#)
+        #expect(try fixture.query("plain/ids").rows.map(\.id) == ["x"])
+        #expect(try fixture.query("all/ids").rows.map(\.id) == ["_design/all", "_design/plain", "x"])
+    }
+
+    @Test("Keys past LMDB's 511-byte limit still sort and match")
+    func longKeys() throws {
+        let fixture = try ViewFixture([design("long", #"{"v": {"map": "function (doc) { emit([doc.p, doc.n], null); }"}}"#)])
+        let prefix = String(repeating: "k", count: 700)
+        for n in [5, 1, 3, 2, 4] {
+            try fixture.db.put(#"{"_id": "d\#(n)", "p": "\#(prefix)", "n": \#(n)}"#)
+        }
+        try fixture.db.put(#"{"_id": "short", "p": "a", "n": 0}"#)
+        try fixture.db.put(#"{"_id": "after", "p": "z", "n": 0}"#)
+        #expect(try fixture.query("long/v").rows.compactMap(\.id) == ["short", "d1", "d2", "d3", "d4", "d5", "after"])
+        #expect(try fixture.query("long/v", [("descending", "true")]).rows.compactMap(\.id) == ["after", "d5", "d4", "d3", "d2", "d1", "short"])
+        #expect(try fixture.query("long/v", [("key", #"["\#(prefix)",3]"#)]).rows.compactMap(\.id) == ["d3"])
+        #expect(try fixture.query("long/v", [("startkey", #"["\#(prefix)",2]"#), ("endkey", #"["\#(prefix)",4]"#)]).rows.compactMap(\.id) == ["d2", "d3", "d4"])
+        // Edits remove the old long rows too.
+        let rev = try #require(try fixture.db.document("d3")).revision
+        try fixture.db.put(#"{"_id": "d3", "_rev": "\#(rev)", "p": "b", "n": 3}"#)
+        #expect(try fixture.query("long/v").rows.compactMap(\.id) == ["short", "d3", "d1", "d2", "d4", "d5", "after"])
+    }
+
+    @Test("The same key emitted twice by one document gives two rows")
+    func duplicateEmits() throws {
+        let fixture = try ViewFixture([design("dup", #"{"v": {"map": "function (doc) { emit('k', 1); emit('k', 2); }"}}"#)])
+        try fixture.db.put(#"{"_id": "x"}"#)
+        #expect(try fixture.query("dup/v").rows.map(\.valueJSON) == ["1", "2"])
+    }
+
+    @Test("Keys follow CouchDB's collation in a real index")
+    func collationInIndex() throws {
+        let keys = [#"null"#, "false", "true", "1", "2", "3.5", #""a""#, #""A""#, #""aa""#, #""b""#, #""B""#, #"["a"]"#, #"["b","c"]"#, #"{"a":1}"#]
+        let fixture = try ViewFixture([design("c", #"{"v": {"map": "function (doc) { emit(doc.k, null); }"}}"#)])
+        for (n, key) in keys.shuffled().enumerated() { try fixture.db.put(#"{"_id": "d\#(n)", "k": \#(key)}"#) }
+        #expect(try fixture.keys("c/v") == keys)
+    }
+
+    @Test("require loads views.lib modules in map functions")
+    func requireInViews() throws {
+        let fixture = try ViewFixture([design("lib", #"{"lib": {"text": "exports.up = function (s) { return s.toUpperCase(); };"}, "v": {"map": "function (doc) { emit(require('views/lib/text').up(doc.name), null); }"}}"#)])
+        try fixture.db.put(#"{"_id": "x", "name": "ann"}"#)
+        #expect(try fixture.keys("lib/v") == [#""ANN""#])
+    }
+
+    @Test("Invalid design documents are refused with file, design doc, view and line; nothing is stored")
+    func invalidDesignDocuments() throws {
+        let fixture = try ViewFixture()
+        func problems(_ text: String) throws -> [DesignDocumentError] {
+            try #require(throws: DesignDocumentErrors.self) {
+                try fixture.db.loadDesignDocuments(from: fixture.directory.file("bad.json", contents: text))
+            }.errors
+        }
+        let syntax = try problems(design("s", #"{"v": {"map": "function (doc) {\n  emit(doc.a,, 1);\n}"}}"#))[0]
+        #expect(syntax.file?.hasSuffix("bad.json") == true)
+        #expect(syntax.designDocument == "_design/s")
+        #expect(syntax.view == "v")
+        #expect(syntax.function == "map")
+        #expect(syntax.line == 2)
+        #expect(syntax.reason.contains("SyntaxError"))
+        #expect(try problems(design("f", #"{"v": {"map": "42"}}"#))[0].reason.hasPrefix("Expression does not eval to a function."))
+        #expect(try problems(design("r", #"{"v": {"map": "function (doc) {}", "reduce": "_frob"}}"#))[0].function == "reduce")
+        #expect(try problems(#"{"_id": "_design/l", "language": "python", "views": {}}"#)[0].reason.contains("python"))
+        #expect(try problems(design("m", #"{"v": {"reduce": "_count"}}"#))[0].reason == "the view has no \"map\" function")
+        #expect(try fixture.db.designDocuments().isEmpty)
+    }
+
+    @Test("update=false answers from the index as it is; lazy updates after")
+    func updateModes() throws {
+        let fixture = try ViewFixture([numbersDesign])
+        try putNumbers(fixture.db, 1...3)
+        #expect(try fixture.query("numbers/by_n").rows.count == 3)
+        try fixture.db.put(#"{"_id": "late", "n": 4}"#)
+        #expect(try fixture.query("numbers/by_n", [("update", "false")]).rows.count == 3)
+        #expect(try fixture.query("numbers/by_n", [("stale", "ok")]).rows.count == 3)
+        #expect(try fixture.query("numbers/by_n", [("update", "lazy")]).rows.count == 3)
+        #expect(try fixture.query("numbers/by_n", [("update", "false")]).rows.count == 4)
+    }
+
+    @Test("A reopened database keeps its indexes")
+    func reopen() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.url.appendingPathComponent("db")
+        do {
+            let db = try Database(at: path)
+            try db.loadDesignDocuments(from: directory.file("d.json", contents: numbersDesign))
+            try putNumbers(db, 1...5)
+            #expect(try db.query("numbers/count").rows.first?.valueJSON == "5")
+        }
+        let db = try Database(at: path)
+        #expect(try db.query("numbers/by_n", options: ViewQueryOptions(parameters: [(name: "update", value: "false")])).rows.count == 5)
+    }
+
+    @Test("_all_docs lists live documents by id with the same options")
+    func allDocs() throws {
+        let fixture = try ViewFixture()
+        for id in ["c", "a", "b", "d"] { try fixture.db.put(#"{"_id": "\#(id)"}"#) }
+        try fixture.db.delete("d", revision: nil)
+        let all = try fixture.db.allDocuments()
+        #expect(all.rows.compactMap(\.id) == ["a", "b", "c"])
+        #expect(all.totalRows == 3)
+        let options = { (parameters: [(String, String)]) in try ViewQueryOptions(parameters: parameters.map { (name: $0.0, value: $0.1) }) }
+        #expect(try fixture.db.allDocuments(options: options([("startkey", #""b""#)])).rows.compactMap(\.id) == ["b", "c"])
+        #expect(try fixture.db.allDocuments(options: options([("descending", "true"), ("limit", "2")])).rows.compactMap(\.id) == ["c", "b"])
+        let keyed = try fixture.db.allDocuments(options: options([("keys", #"["c","zz"]"#), ("include_docs", "true")]))
+        #expect(keyed.rows.count == 2)
+        #expect(keyed.rows[0].document?["_id"] == "c")
+        #expect(keyed.rows[1].error == "not_found")
+    }
+}
