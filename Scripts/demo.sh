@@ -18,6 +18,7 @@ run() {
 run import SampleData/addressbook.ndjson
 run import SampleData/orders.ndjson
 run design load DesignDocs/
+run index
 run query addressbook/by_name --startkey '"D"' --endkey '"H"'
 run query addressbook/by_phone --key '"417660791"'
 run query addressbook/by_phone --startkey '"41"' --endkey '"42"' --limit 3

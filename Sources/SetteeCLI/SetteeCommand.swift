@@ -14,7 +14,7 @@ struct SetteeCommand: ParsableCommand {
             """,
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
-            ChangesCommand.self, InfoCommand.self, DesignCommand.self, QueryCommand.self, AllDocsCommand.self,
+            ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self,
         ])
 
     // Declared here too so `--db` may come before the subcommand, as in `settee --db PATH import FILE`.

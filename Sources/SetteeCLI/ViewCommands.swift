@@ -129,3 +129,27 @@ struct AllDocsCommand: ParsableCommand {
         }
     }
 }
+
+struct IndexCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "index", abstract: "Bring every view's index up to date (queries do this too, view by view).")
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() throws {
+        try reportingErrors {
+            let db = try database.open()
+            let bar = ProgressBar(label: "indexing", unit: "docs")
+            let started = ContinuousClock.now
+            try db.updateIndexes { progress in
+                bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+            }
+            bar.finish()
+            let seconds = (ContinuousClock.now - started) / .seconds(1)
+            let views: [JSONValue] = try db.viewInfo().map { view in
+                ["view": .string(view.path), "indexed_seq": .number(Double(view.indexedSequence)), "rows": .number(Double(view.rowCount))]
+            }
+            printJSON(["ok": true, "seconds": .number((seconds * 1000).rounded() / 1000), "views": .array(views)])
+        }
+    }
+}

@@ -351,3 +351,52 @@ struct ViewTests {
         #expect(keyed.rows[1].error == "not_found")
     }
 }
+
+@Suite("Database from many threads")
+struct ConcurrencyTests {
+    @Test("Async queries from many tasks while another task writes")
+    func concurrentQueries() async throws {
+        let directory = TemporaryDirectory()
+        let db = try Database(at: directory.url.appendingPathComponent("db"))
+        try await db.loadDesignDocuments(from: directory.file("d.json", contents: #"{"_id": "_design/c", "views": {"n": {"map": "function (doc) { emit(doc.n, null); }", "reduce": "_count"}}}"#))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for n in 0..<200 { try await db.put(#"{"_id": "d\#(n)", "n": \#(n)}"#) }
+            }
+            for _ in 0..<4 {
+                group.addTask {
+                    var last = 0
+                    for _ in 0..<20 {
+                        let count = Int(try await db.query("c/n").rows.first?.valueJSON ?? "0") ?? 0
+                        #expect(count >= last, "a reader never sees the index go back")
+                        last = count
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await db.query("c/n").rows.first?.valueJSON == "200")
+    }
+
+    @Test("Rows decode into the caller's Decodable types")
+    func typedRows() async throws {
+        struct Order: Decodable, Equatable { var total: Double }
+        let directory = TemporaryDirectory()
+        let db = try Database(at: directory.url.appendingPathComponent("db"))
+        try await db.loadDesignDocuments(from: directory.file("d.json", contents: #"{"_id": "_design/o", "views": {"by": {"map": "function (doc) { emit([doc.c, doc.y], {total: doc.t}); }"}}}"#))
+        try await db.put(#"{"_id": "o1", "c": "ann", "y": 2025, "t": 9.5}"#)
+        let row = try #require(try await db.query("o/by").rows.first)
+        #expect(try row.value(as: Order.self) == Order(total: 9.5))
+        #expect(try row.key(as: [JSONKeyPart].self) == [.text("ann"), .number(2025)])
+        #expect(throws: DecodingError.self) { try row.value(as: [Int].self) }
+    }
+}
+
+/// An element of a mixed array key, for decoding tests.
+private enum JSONKeyPart: Decodable, Equatable {
+    case text(String), number(Double)
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let text = try? container.decode(String.self) { self = .text(text) } else { self = .number(try container.decode(Double.self)) }
+    }
+}

@@ -47,7 +47,7 @@ struct Reducer {
             if reducer == .approximateCountDistinct { accumulator.keys.append(try JSONParser.parse(key)) }
             accumulator.values.append(try JSONParser.parse(value))
             if accumulator.chunkRows >= chunk {
-                accumulator.partials.append(reducer.reduce(keys: accumulator.keys, values: accumulator.values))
+                accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, values: accumulator.values) })
                 accumulator.keys.removeAll(keepingCapacity: true)
                 accumulator.values.removeAll(keepingCapacity: true)
                 accumulator.chunkRows = 0
@@ -72,15 +72,25 @@ struct Reducer {
         switch kind {
         case .builtin(let reducer):
             if accumulator.chunkRows > 0 {
-                accumulator.partials.append(reducer.reduce(keys: accumulator.keys, values: accumulator.values))
+                accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, values: accumulator.values) })
             }
-            let partial = accumulator.partials.count == 1 ? accumulator.partials[0] : reducer.rereduce(accumulator.partials)
-            return reducer.finalValue(partial).jsonText
+            let partials = accumulator.partials
+            let partial = partials.count == 1 ? partials[0] : try checked { () throws(BuiltinReduceFailure) in try reducer.checkedRereduce(partials) }
+            return try checked { () throws(BuiltinReduceFailure) in try reducer.checkedFinalValue(partial) }.jsonText
         case .javascript(let source, let name):
             if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, &accumulator) }
             if accumulator.partialTexts.count == 1 { return accumulator.partialTexts[0] }
             let values = "[" + accumulator.partialTexts.joined(separator: ",") + "]"
             return try call(source: source, name: name, keys: "null", values: values, rereduce: true)
+        }
+    }
+
+    /// A built-in reducer's failure fails the query, as in CouchDB.
+    private func checked(_ body: () throws(BuiltinReduceFailure) -> JSONValue) throws -> JSONValue {
+        do {
+            return try body()
+        } catch {
+            throw QueryError(error: error.error, reason: error.reason)
         }
     }
 

@@ -131,6 +131,11 @@ extension Database {
             throw DocumentError(.notFound, "missing_named_view", id: design.id)
         }
         let validated = try options.validated(viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
+        // A design document written with put() was never compiled: say so with its id and view, not mid-indexing.
+        if !designDocumentCache.isChecked(design) {
+            try check(design, file: nil)
+            designDocumentCache.markChecked(design)
+        }
         let indexer = try makeIndexer()
         if validated.update == .true {
             // All views of the design document share one pass over the changes.
@@ -146,7 +151,9 @@ extension Database {
 
     /// Brings every view's index up to date.
     public func updateIndexes(progress: (IndexProgress) -> Void = { _ in }) throws {
-        let views = try designDocuments().flatMap(\.views)
+        let designs = try designDocuments()
+        for design in designs { try check(design, file: nil) }
+        let views = designs.flatMap(\.views)
         let indexer = try makeIndexer()
         try indexing.withLock { try indexer.update(views, progress: progress) }
     }
@@ -195,10 +202,23 @@ extension Database {
     }
 }
 
-/// Parsed design documents, by id and revision, so queries do not re-parse them.
+/// Parsed design documents, by id and revision, so queries do not re-parse them,
+/// and which of them compiled.
 final class DesignDocumentCache: @unchecked Sendable {
     private let lock = NSLock()
     private var parsed: [String: (Revision, DesignDocument)] = [:]
+    private var checked: [DesignDocument] = []
+
+    func isChecked(_ design: DesignDocument) -> Bool {
+        lock.withLock { checked.contains(design) }
+    }
+
+    func markChecked(_ design: DesignDocument) {
+        lock.withLock {
+            checked.removeAll { $0.id == design.id }
+            checked.append(design)
+        }
+    }
 
     func parsed(_ document: Document) throws -> DesignDocument {
         lock.lock()

@@ -1,0 +1,55 @@
+import Foundation
+
+/// Async forms of ``Database``'s methods. They run the work on a background
+/// thread, so an index build or a large import never blocks Swift's
+/// cooperative thread pool; from async code, they are the ones called.
+extension Database {
+    private func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// Writes a document given as a JSON object (see ``put(_:)-swift.method``).
+    @discardableResult
+    public func put(_ json: String) async throws -> WriteResult {
+        try await background { try self.put(json) }
+    }
+
+    /// The document with this id, or nil.
+    public func document(_ id: String) async throws -> Document? {
+        try await background { try self.document(id) }
+    }
+
+    /// Deletes a document.
+    @discardableResult
+    public func delete(_ id: String, revision: Revision?) async throws -> WriteResult {
+        try await background { try self.delete(id, revision: revision) }
+    }
+
+    /// The documents changed after `since`.
+    public func changes(since: UInt64 = 0, limit: Int? = nil) async throws -> [Change] {
+        try await background { try self.changes(since: since, limit: limit) }
+    }
+
+    /// Imports NDJSON or a JSON array of documents from a file.
+    public func importDocuments(from file: URL) async throws -> ImportReport {
+        try await background { try self.importDocuments(from: file) }
+    }
+
+    /// Loads design documents from a file or folder.
+    @discardableResult
+    public func loadDesignDocuments(from url: URL) async throws -> [DesignDocument] {
+        try await background { try self.loadDesignDocuments(from: url) }
+    }
+
+    /// Queries a view (`DDOC/VIEW`).
+    public func query(_ path: String, options: ViewQueryOptions = ViewQueryOptions()) async throws -> ViewResult {
+        try await background { try self.query(path, options: options) }
+    }
+
+    /// CouchDB's `_all_docs`.
+    public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) async throws -> ViewResult {
+        try await background { try self.allDocuments(options: options) }
+    }
+}
