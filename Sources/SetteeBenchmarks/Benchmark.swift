@@ -7,13 +7,15 @@ struct Benchmark {
     static func main() throws {
         var documentCount = 1_000_000
         var workerCount = ProcessInfo.processInfo.activeProcessorCount
+        var skipImport = false
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
             case "--docs": documentCount = Int(arguments.popFirst() ?? "") ?? documentCount
             case "--workers": workerCount = Int(arguments.popFirst() ?? "") ?? workerCount
+            case "--map-only": skipImport = true
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--map-only]")
                 return
             }
         }
@@ -29,12 +31,14 @@ struct Benchmark {
         var table: [(String, String)] = []
 
         // Bulk import.
-        let db = try Database(at: directory.appendingPathComponent("db"))
-        let importTime = try measure {
-            let report = try db.importDocuments(from: file)
-            precondition(report.imported == documentCount && report.rejected.isEmpty, "import failed: \(report.rejected.prefix(3))")
+        if !skipImport {
+            let db = try Database(at: directory.appendingPathComponent("db"))
+            let importTime = try measure {
+                let report = try db.importDocuments(from: file)
+                precondition(report.imported == documentCount && report.rejected.isEmpty, "import failed: \(report.rejected.prefix(3))")
+            }
+            table.append(("bulk import (NDJSON file → LMDB)", rate(documentCount, importTime)))
         }
-        table.append(("bulk import (NDJSON file → LMDB)", rate(documentCount, importTime)))
 
         // Map-only: the engine alone, one map function, no storage.
         let map = "function (doc) { if (doc.type === 'order') emit([doc.customer, doc.date], doc.total); }"
@@ -43,11 +47,11 @@ struct Benchmark {
             var rows = 0
             let time = try measure {
                 rows = try pool.runOnEach { index, context in
-                    let function = try context.compile(map)
+                    let functions = [try context.compile(map)]
                     var rows = 0
                     for document in stride(from: index, to: corpus.count, by: workers) {
                         try corpus.withDocument(document) { bytes in
-                            _ = try context.map(bytes, functions: [function]).forEach(
+                            _ = try context.map(bytes, functions: functions).forEach(
                                 rows: { _, _, _ in rows += 1 }, failure: { _, error in throw error })
                         }
                     }
