@@ -94,7 +94,7 @@ public final class Database: Sendable {
                 revision = current.revision
             }
             var scratch: [UInt8] = []
-            let edit = DocumentEdit(id: id, revision: revision, deleted: true, body: Array("{}".utf8))
+            let edit = DocumentEdit(deleting: id, revision: revision)
             return try store.apply(edit, sequence: try store.lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch)
         }
         if id.hasPrefix("_design/") { try removeUnusedIndexes() }

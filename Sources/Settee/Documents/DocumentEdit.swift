@@ -8,6 +8,8 @@ struct DocumentEdit: Sendable {
     var deleted: Bool
     /// The other members, as a JSON object.
     var body: [UInt8]
+    /// MD5 of `body`, for the revision.
+    var bodyDigest: [UInt8]
 
     /// The longest id the storage engine can key (LMDB's 511-byte key limit).
     static let maximumIDBytes = 511
@@ -60,15 +62,20 @@ struct DocumentEdit: Sendable {
         self.id = id
         self.revision = revision
         self.deleted = deleted
-        self.body = body
+        self.body = deleted ? Self.emptyBody : body
+        self.bodyDigest = MD5.hash(self.body)
     }
 
-    init(id: String?, revision: Revision?, deleted: Bool, body: [UInt8]) {
+    /// A deletion: its tombstone keeps no members.
+    init(deleting id: String, revision: Revision?) {
         self.id = id
         self.revision = revision
-        self.deleted = deleted
-        self.body = body
+        self.deleted = true
+        self.body = Self.emptyBody
+        self.bodyDigest = MD5.hash(Self.emptyBody)
     }
+
+    static let emptyBody: [UInt8] = Array("{}".utf8)
 
     /// CouchDB's rules for `_id` (couch_doc:validate_docid), plus the key-size limit.
     static func validID(_ value: UnsafeRawBufferPointer) throws(DocumentError) -> String {

@@ -53,39 +53,48 @@ struct DocumentImporter {
         totalBytes: Int?, read: () throws -> Data?, progress: (ImportProgress) -> Void
     ) throws -> ImportReport {
         var report = ImportReport()
-        var pending: [(line: Int, edit: DocumentEdit)] = []
-        var pendingBytes = 0
+        // The batch's documents, raw: validated in parallel when the batch is written.
+        var batch: [UInt8] = []
+        var batchDocuments: [(line: Int, range: Range<Int>)] = []
         var buffer: [UInt8] = []
         var format = Format.undecided
         var splitter = ArraySplitter()
         var line = 1  // line number of buffer[0]
 
         func flush() throws {
-            guard !pending.isEmpty else { return }
-            let results = try store.write(pending.map(\.edit))
+            guard !batchDocuments.isEmpty else { return }
+            let prepared = batch.withUnsafeBytes { bytes in
+                Self.prepare(batchDocuments.map(\.range), in: bytes)
+            }
+            var rejections: [ImportRejection] = []
+            var edits: [(line: Int, edit: DocumentEdit)] = []
+            edits.reserveCapacity(prepared.count)
+            for (index, outcome) in prepared.enumerated() {
+                switch outcome {
+                case .success(let edit): edits.append((batchDocuments[index].line, edit))
+                case .failure(let error): rejections.append(ImportRejection(line: batchDocuments[index].line, id: error.id, error: error))
+                }
+            }
+            let results = try store.write(edits.map(\.edit))
             for (index, result) in results.enumerated() {
                 switch result {
                 case .success: report.imported += 1
                 case .failure(let error):
                     var error = error
-                    if error.id == nil { error.id = pending[index].edit.id }
-                    report.rejected.append(ImportRejection(line: pending[index].line, id: error.id, error: error))
+                    if error.id == nil { error.id = edits[index].edit.id }
+                    rejections.append(ImportRejection(line: edits[index].line, id: error.id, error: error))
                 }
             }
-            pending.removeAll(keepingCapacity: true)
-            pendingBytes = 0
+            report.rejected += rejections.sorted { $0.line < $1.line }
+            batch.removeAll(keepingCapacity: true)
+            batchDocuments.removeAll(keepingCapacity: true)
             progress(ImportProgress(bytesRead: report.bytesRead, totalBytes: totalBytes, imported: report.imported, rejected: report.rejected.count))
         }
 
         func accept(_ document: UnsafeRawBufferPointer, line: Int) throws {
-            switch Result(catching: { () throws(DocumentError) in try DocumentEdit(json: document) }) {
-            case .success(let edit):
-                pending.append((line, edit))
-                pendingBytes += document.count
-            case .failure(let error):
-                report.rejected.append(ImportRejection(line: line, id: error.id, error: error))
-            }
-            if pending.count >= batchDocuments || pendingBytes >= batchBytes { try flush() }
+            batchDocuments.append((line, batch.count..<batch.count + document.count))
+            batch.append(contentsOf: document)
+            if batchDocuments.count >= self.batchDocuments || batch.count >= batchBytes { try flush() }
         }
 
         var finished = false
@@ -134,6 +143,27 @@ struct DocumentImporter {
         }
         try flush()
         return report
+    }
+}
+
+extension DocumentImporter {
+    /// Validates documents on every core (CouchDB's rules, body and its digest).
+    static func prepare(_ ranges: [Range<Int>], in bytes: UnsafeRawBufferPointer) -> [Result<DocumentEdit, DocumentError>] {
+        let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, ranges.count / 256))
+        let slice = (ranges.count + parts - 1) / parts
+        var results = [Result<DocumentEdit, DocumentError>](repeating: .failure(DocumentError(.badRequest, "")), count: ranges.count)
+        results.withUnsafeMutableBufferPointer { results in
+            // Each iteration writes its own slice; the input outlives the call.
+            nonisolated(unsafe) let results = results
+            nonisolated(unsafe) let bytes = bytes
+            DispatchQueue.concurrentPerform(iterations: parts) { part in
+                for index in part * slice..<min(ranges.count, (part + 1) * slice) {
+                    let document = UnsafeRawBufferPointer(rebasing: bytes[ranges[index]])
+                    results[index] = Result { () throws(DocumentError) in try DocumentEdit(json: document) }
+                }
+            }
+        }
+        return results
     }
 }
 

@@ -123,9 +123,8 @@ final class DocumentStore: Sendable {
             } else if edit.revision != nil || edit.deleted {
                 throw edit.deleted ? DocumentError(.notFound, "missing", id: id) : DocumentError.conflict(id)
             }
-            let body: [UInt8] = edit.deleted ? Array("{}".utf8) : edit.body
-            let revision = body.withUnsafeBytes { Revision.next(after: previous, deleted: edit.deleted, body: $0) }
-            body.withUnsafeBytes { DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch) }
+            let revision = Revision.next(after: previous, deleted: edit.deleted, bodyDigest: edit.bodyDigest)
+            edit.body.withUnsafeBytes { DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch) }
             try scratch.withUnsafeBytes { try transaction.put(docs, key, $0) }
             if let previousSequence {
                 try withUnsafeBytes(of: previousSequence.bigEndian) { _ = try transaction.delete(seqs, $0) }

@@ -34,12 +34,14 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
     }
 
     /// The revision that follows this one (or the first, after `nil`) for an edit
-    /// with this body: MD5 over the previous revision, the deleted flag and the body.
-    static func next(after previous: Revision?, deleted: Bool, body: UnsafeRawBufferPointer) -> Revision {
+    /// whose body hashes to `bodyDigest`: MD5 over the previous revision, the
+    /// deleted flag and the body's MD5. The body's digest needs no transaction,
+    /// so bulk imports compute it in parallel.
+    static func next(after previous: Revision?, deleted: Bool, bodyDigest: [UInt8]) -> Revision {
         var md5 = MD5()
-        if let previous { md5.update(Array(previous.description.utf8)) }
+        if let previous { md5.update(previous.description) }
         md5.update([deleted ? 1 : 0] as [UInt8])
-        md5.update(body)
+        md5.update(bodyDigest)
         return Revision(generation: (previous?.generation ?? 0) + 1, hash: md5.finalize())
     }
 
