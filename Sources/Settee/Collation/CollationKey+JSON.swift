@@ -47,7 +47,7 @@ extension CollationKey {
     ) throws(JSONParseError) {
         let tags = Tags(mode)
         var lexer = JSONLexer(json)
-        var open = OpenContainers()
+        var open = ContainerStack()
 
         nextValue: while true {
             lexer.skipWhitespace()
@@ -154,32 +154,3 @@ extension CollationKey {
     }
 }
 
-/// The arrays and objects open around the encoder's position, one bit each
-/// (object or array). The first 64 levels live in one word, so view keys never
-/// allocate here.
-private struct OpenContainers {
-    private var word: UInt64 = 0
-    private var spilled: [UInt64] = []
-    private(set) var depth = 0
-
-    @inline(__always)
-    mutating func push(isObject: Bool) {
-        if depth & 63 == 0 && depth > 0 {
-            spilled.append(word)
-            word = 0
-        }
-        word = word << 1 | (isObject ? 1 : 0)
-        depth &+= 1
-    }
-
-    @inline(__always)
-    mutating func pop() {
-        word >>= 1
-        depth &-= 1
-        if depth & 63 == 0 && depth > 0 {
-            word = spilled.removeLast()
-        }
-    }
-
-    var topIsObject: Bool { word & 1 == 1 }
-}

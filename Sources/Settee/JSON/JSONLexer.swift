@@ -495,8 +495,8 @@ struct JSONLexer {
 }
 
 /// A stack of open containers, one bit each (object or array). The first 64 levels
-/// live in a single word, so shallow documents never allocate.
-fileprivate struct ContainerStack {
+/// live in a single word, so shallow documents (and view keys) never allocate.
+struct ContainerStack {
     private var word: UInt64 = 0
     private var spilled: [UInt64] = []
     private(set) var depth = 0

@@ -30,14 +30,7 @@ struct IndexScanner {
         while let current = entry {
             let row = IndexRow(storedKey: current.key, value: current.value)
             if row.isInPrefixGroup {
-                var group = [row]
-                entry = try cursor.next()
-                while let next = entry, next.key.count >= IndexRow.prefixLength,
-                      memcmp(next.key.baseAddress!, row.storedKey.baseAddress!, IndexRow.prefixLength) == 0 {
-                    group.append(IndexRow(storedKey: next.key, value: next.value))
-                    entry = try cursor.next()
-                }
-                group.sort { compareBytes($0.fullKey, $1.fullKey) < 0 }
+                let group = try Self.prefixGroup(startingWith: row, entry: &entry, step: cursor.next, descending: false)
                 for member in group where range.isAboveLower(member.fullKey) {
                     guard range.isBelowUpper(member.fullKey) else { return }
                     if try !body(member) { return }
@@ -66,14 +59,7 @@ struct IndexScanner {
         while let current = entry {
             let row = IndexRow(storedKey: current.key, value: current.value)
             if row.isInPrefixGroup {
-                var group = [row]
-                entry = try cursor.previous()
-                while let next = entry, next.key.count >= IndexRow.prefixLength,
-                      memcmp(next.key.baseAddress!, row.storedKey.baseAddress!, IndexRow.prefixLength) == 0 {
-                    group.append(IndexRow(storedKey: next.key, value: next.value))
-                    entry = try cursor.previous()
-                }
-                group.sort { compareBytes($0.fullKey, $1.fullKey) > 0 }
+                let group = try Self.prefixGroup(startingWith: row, entry: &entry, step: cursor.previous, descending: true)
                 for member in group where range.isBelowUpper(member.fullKey) {
                     guard range.isAboveLower(member.fullKey) else { return }
                     if try !body(member) { return }
@@ -86,5 +72,22 @@ struct IndexScanner {
             }
             entry = try cursor.previous()
         }
+    }
+
+    /// The rows whose stored keys share `row`'s 480-byte prefix, read by stepping
+    /// the cursor (leaving `entry` on the first row past them), in full-key order.
+    private static func prefixGroup(
+        startingWith row: IndexRow, entry: inout LMDBCursor.Entry?,
+        step: () throws(StorageError) -> LMDBCursor.Entry?, descending: Bool
+    ) throws -> [IndexRow] {
+        var group = [row]
+        entry = try step()
+        while let next = entry, next.key.count >= IndexRow.prefixLength,
+              memcmp(next.key.baseAddress!, row.storedKey.baseAddress!, IndexRow.prefixLength) == 0 {
+            group.append(IndexRow(storedKey: next.key, value: next.value))
+            entry = try step()
+        }
+        group.sort { compareBytes($0.fullKey, $1.fullKey) * (descending ? -1 : 1) < 0 }
+        return group
     }
 }
