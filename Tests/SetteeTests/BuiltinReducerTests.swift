@@ -1,18 +1,6 @@
 import Testing
 @testable import Settee
 
-/// A small deterministic generator (SplitMix64) for the property tests.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 private func json(_ text: String) -> JSONValue {
     try! JSONValue(parsing: text)
@@ -340,7 +328,7 @@ struct BuiltinReducerTests {
 
     @Test("rereduce of random splits equals reduce of the whole", arguments: [BuiltinReducer.count, .sum, .stats])
     func rereduceEqualsReduce(reducer: BuiltinReducer) {
-        var rng = SplitMix64(state: 0x5E77EE + UInt64(reducer.rawValue.utf8.count))
+        var rng = SplitMix64(seed: 0x5E77EE + UInt64(reducer.rawValue.utf8.count))
         for trial in 0..<300 {
             let kind = trial % 3
             let count = Int.random(in: 1...40, using: &rng)
@@ -415,7 +403,7 @@ struct BuiltinReducerTests {
     @Test("_approx_count_distinct rereduce of split inputs equals reducing everything at once")
     func approximateRereduce() {
         let reducer = BuiltinReducer.approximateCountDistinct
-        var rng = SplitMix64(state: 42)
+        var rng = SplitMix64(seed: 42)
         for n in [0, 1, 7, 300, 700, 5_000] {
             let keys = Self.distinctKeys(n) + Self.distinctKeys(n / 3)  // with duplicates
             let whole = reducer.reduce(keys: keys, values: keys)

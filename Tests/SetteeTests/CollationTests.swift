@@ -37,7 +37,7 @@ struct CollationTests {
                 #expect(byCompare == expected, "compare: \(describe(values[i])) vs \(describe(values[j]))", sourceLocation: sourceLocation)
             }
         }
-        var generator = CollationTestRandom(seed: 0xC0FFEE)
+        var generator = SplitMix64(seed: 0xC0FFEE)
         for _ in 0..<5 {
             let shuffled = Array(values.indices).shuffled(using: &generator)
             let byBytes = shuffled.sorted { keys[$0].lexicographicallyPrecedes(keys[$1]) }
@@ -293,7 +293,7 @@ struct CollationTests {
 
     @Test("Random values: memcmp of encodings matches the comparator", arguments: [CollationMode.unicode, .raw])
     func randomized(mode: CollationMode) throws {
-        var generator = CollationTestRandom(seed: mode == .unicode ? 20250314 : 19700101)
+        var generator = SplitMix64(seed: mode == .unicode ? 20250314 : 19700101)
         let values = (0..<2000).map { _ in CollationRandomJSON.value(using: &generator, depth: 0) }
         let keys = values.map { CollationKey.encode($0, mode: mode) }
         var equalPairs = 0
@@ -396,18 +396,6 @@ struct CollationTests {
 
 // MARK: - Random JSON
 
-/// A small deterministic generator (CollationTestRandom), so failures reproduce.
-struct CollationTestRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 enum CollationRandomJSON {
     /// Pieces that exercise case, accents, ignorables, canonical equivalence,
@@ -423,12 +411,12 @@ enum CollationRandomJSON {
         1.7976931348623157e308, -1.7976931348623157e308, Double.leastNonzeroMagnitude,
     ]
 
-    static func string(using generator: inout CollationTestRandom) -> String {
+    static func string(using generator: inout SplitMix64) -> String {
         let length = Int.random(in: 0...4, using: &generator)
         return (0..<length).map { _ in pieces.randomElement(using: &generator)! }.joined()
     }
 
-    static func value(using generator: inout CollationTestRandom, depth: Int) -> JSONValue {
+    static func value(using generator: inout SplitMix64, depth: Int) -> JSONValue {
         let choice = Int.random(in: 0..<(depth >= 3 ? 8 : 12), using: &generator)
         switch choice {
         case 0: return .null
