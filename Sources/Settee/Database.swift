@@ -80,6 +80,12 @@ public final class Database: Sendable {
         try store.document(id)
     }
 
+    /// The document's current revision, deleted or not (a tombstone has
+    /// ``Document/isDeleted`` set), or nil when the id was never written.
+    public func documentIncludingDeleted(_ id: String) throws -> Document? {
+        try environment.read { try store.record(id, in: $0) }
+    }
+
     /// Deletes a document, leaving a tombstone that keeps its place in the
     /// changes feed.
     /// - Parameter revision: The current revision; `nil` deletes whatever is current.

@@ -34,9 +34,8 @@ struct GetCommand: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let db = try database.open()
-            guard let document = try db.document(id) else {
-                let deleted = try db.changes().contains { $0.id == id && $0.isDeleted }
-                throw DocumentError(.notFound, deleted ? "deleted" : "missing", id: id)
+            guard let document = try db.documentIncludingDeleted(id), !document.isDeleted else {
+                throw DocumentError(.notFound, try db.documentIncludingDeleted(id) == nil ? "missing" : "deleted", id: id)
             }
             print(document.json)
         }
