@@ -61,6 +61,30 @@ struct DocumentImporter {
         var splitter = ArraySplitter()
         var line = 1  // line number of buffer[0]
 
+        // Batches are written on a background thread while the next one is read
+        // and validated; `inFlight` is the batch being written.
+        let writer = BatchWriter(store: store)
+        var inFlight: (edits: [(line: Int, edit: DocumentEdit)], rejections: [ImportRejection])?
+        // Never return (or throw) while a batch is still being written.
+        defer { if inFlight != nil { _ = try? writer.wait() } }
+
+        func collectWritten() throws {
+            guard let written = inFlight else { return }
+            inFlight = nil
+            var rejections = written.rejections
+            for (index, result) in try writer.wait().enumerated() {
+                switch result {
+                case .success: report.imported += 1
+                case .failure(let error):
+                    var error = error
+                    if error.id == nil { error.id = written.edits[index].edit.id }
+                    rejections.append(ImportRejection(line: written.edits[index].line, id: error.id, error: error))
+                }
+            }
+            report.rejected += rejections.sorted { $0.line < $1.line }
+            progress(ImportProgress(bytesRead: report.bytesRead, totalBytes: totalBytes, imported: report.imported, rejected: report.rejected.count))
+        }
+
         func flush() throws {
             guard !batchDocuments.isEmpty else { return }
             let prepared = batch.withUnsafeBytes { bytes in
@@ -75,20 +99,11 @@ struct DocumentImporter {
                 case .failure(let error): rejections.append(ImportRejection(line: batchDocuments[index].line, id: error.id, error: error))
                 }
             }
-            let results = try store.write(edits.map(\.edit))
-            for (index, result) in results.enumerated() {
-                switch result {
-                case .success: report.imported += 1
-                case .failure(let error):
-                    var error = error
-                    if error.id == nil { error.id = edits[index].edit.id }
-                    rejections.append(ImportRejection(line: edits[index].line, id: error.id, error: error))
-                }
-            }
-            report.rejected += rejections.sorted { $0.line < $1.line }
             batch.removeAll(keepingCapacity: true)
             batchDocuments.removeAll(keepingCapacity: true)
-            progress(ImportProgress(bytesRead: report.bytesRead, totalBytes: totalBytes, imported: report.imported, rejected: report.rejected.count))
+            try collectWritten()
+            writer.start(edits.map(\.edit))
+            inFlight = (edits, rejections)
         }
 
         func accept(_ document: UnsafeRawBufferPointer, line: Int) throws {
@@ -142,7 +157,34 @@ struct DocumentImporter {
             if consumed > 0 { buffer.removeFirst(consumed) }
         }
         try flush()
+        try collectWritten()
         return report
+    }
+}
+
+/// Writes one batch at a time on its own thread (each write transaction begins
+/// and commits inside one block, as LMDB requires).
+private final class BatchWriter: @unchecked Sendable {
+    private let store: DocumentStore
+    private let queue = DispatchQueue(label: "settee.import.writer")
+    private let done = DispatchSemaphore(value: 0)
+    private var outcome: Result<[Result<WriteResult, DocumentError>], any Error>?
+
+    init(store: DocumentStore) {
+        self.store = store
+    }
+
+    func start(_ edits: [DocumentEdit]) {
+        queue.async {
+            self.outcome = Result { try self.store.write(edits) }
+            self.done.signal()
+        }
+    }
+
+    func wait() throws -> [Result<WriteResult, DocumentError>] {
+        done.wait()
+        defer { outcome = nil }
+        return try outcome!.get()
     }
 }
 
