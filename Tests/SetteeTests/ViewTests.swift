@@ -308,6 +308,25 @@ struct ViewTests {
         #expect(try fixture.db.designDocuments().isEmpty)
     }
 
+    @Test("A design document stored with put is checked at its first query, with its id and view")
+    func storedDesignDocumentErrors() throws {
+        let fixture = try ViewFixture()
+        try fixture.db.put(#"{"_id": "_design/raw", "views": {"v": {"map": "function (doc) { emit(doc._id,, 1); }"}}}"#)
+        let error = try #require(throws: DesignDocumentError.self) { try fixture.query("raw/v") }
+        #expect(error.designDocument == "_design/raw")
+        #expect(error.view == "v")
+        #expect(error.line == 1)
+        #expect(error.reason.contains("SyntaxError"))
+    }
+
+    @Test("options.local_seq gives map functions the document's sequence number")
+    func localSequence() throws {
+        let fixture = try ViewFixture([design("seq", #"{"v": {"map": "function (doc) { emit(doc._id, doc._local_seq); }"}}"#, options: #"{"local_seq": true}"#)])
+        try fixture.db.put(#"{"_id": "a"}"#)
+        try fixture.db.put(#"{"_id": "b"}"#)
+        #expect(try fixture.query("seq/v").rows.map(\.valueJSON) == ["2", "3"])
+    }
+
     @Test("update=false answers from the index as it is; lazy updates after")
     func updateModes() throws {
         let fixture = try ViewFixture([numbersDesign])
