@@ -134,6 +134,7 @@ public final class Database: Sendable {
     public func importDocuments(from handle: FileHandle, totalBytes: Int? = nil, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
         let importer = DocumentImporter(store: store)
         let report = try importer.run(totalBytes: totalBytes, read: { try handle.read(upToCount: importer.chunkBytes) }, progress: progress)
+        // Imported design documents may have replaced views.
         try removeUnusedIndexes()
         return report
     }
@@ -142,13 +143,15 @@ public final class Database: Sendable {
     public func importDocuments(_ data: Data, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
         let importer = DocumentImporter(store: store)
         var offset = 0
-        defer { try? removeUnusedIndexes() }
-        return try importer.run(totalBytes: data.count, read: {
+        let report = try importer.run(totalBytes: data.count, read: {
             guard offset < data.count else { return nil }
             let end = min(offset + importer.chunkBytes, data.count)
             defer { offset = end }
             return data.subdata(in: offset..<end)
         }, progress: progress)
+        // Imported design documents may have replaced views.
+        try removeUnusedIndexes()
+        return report
     }
 
     // MARK: Information

@@ -33,11 +33,6 @@ struct DocumentRecord {
     static func fullJSON(id: String, revision: Revision, deleted: Bool, body: some Collection<UInt8>) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(body.count + id.utf8.count + 60)
-        appendFullJSON(id: id, revision: revision, deleted: deleted, body: body, to: &out)
-        return out
-    }
-
-    static func appendFullJSON(id: String, revision: Revision, deleted: Bool, body: some Collection<UInt8>, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"_id":"#.utf8)
         JSONWriter.writeString(id, into: &out)
         out.append(contentsOf: #","_rev":""#.utf8)
@@ -48,5 +43,6 @@ struct DocumentRecord {
         let members = body.dropFirst()
         if members.first != UInt8(ascii: "}") { out.append(UInt8(ascii: ",")) }
         out.append(contentsOf: members)
+        return out
     }
 }
