@@ -29,6 +29,7 @@ struct Benchmark {
         try corpus.ndjson().write(to: file)
         print("average document: \(corpus.bytes.count / documentCount) bytes")
         var table: [(String, String)] = []
+        let map = "function (doc) { if (doc.type === 'order') emit([doc.customer, doc.date], doc.total); }"
 
         // Bulk import.
         if !skipImport {
@@ -38,10 +39,22 @@ struct Benchmark {
                 precondition(report.imported == documentCount && report.rejected.isEmpty, "import failed: \(report.rejected.prefix(3))")
             }
             table.append(("bulk import (NDJSON file → LMDB)", rate(documentCount, importTime)))
+
+            // Full index build of one view, end to end (read, map on all workers, collate, write).
+            let design = directory.appendingPathComponent("bench.json")
+            try Data(#"{"_id":"_design/bench","views":{"by_customer":{"map":"\#(map)"}}}"#.utf8).write(to: design)
+            try db.loadDesignDocuments(from: design)
+            let buildTime = try measure { try db.updateIndexes() }
+            table.append(("index build, one view (\(workerCount) workers)", rate(documentCount, buildTime)))
+            var keyOptions = ViewQueryOptions()
+            keyOptions.key = ["cust-123", "2024-05-05"]
+            keyOptions.update = .false
+            let lookups = 2000
+            let lookupTime = try measure { for _ in 0..<lookups { _ = try db.query("bench/by_customer", options: keyOptions) } }
+            table.append(("key lookup (update=false)", String(format: "%.1f µs per query", lookupTime / .microseconds(1) / Double(lookups))))
         }
 
-        // Map-only: the engine alone, one map function, no storage.
-        let map = "function (doc) { if (doc.type === 'order') emit([doc.customer, doc.date], doc.total); }"
+        // Map-only: the engine alone, the same map function, no storage.
         for workers in Set([1, workerCount]).sorted() {
             let pool = try JavaScriptWorkerPool(count: workers)
             var rows = 0

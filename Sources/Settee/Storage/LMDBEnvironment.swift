@@ -175,7 +175,12 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Opens named databases in their own committed transaction, so that
     /// handles are valid for every later transaction (LMDB's rule).
     func openDatabases(_ names: [String]) throws -> [MDB_dbi] {
-        try write { transaction in try names.map { try database($0, in: transaction) } }
+        let known: [MDB_dbi]? = databasesLock.withLock {
+            let handles = names.compactMap { databases[$0] }
+            return handles.count == names.count ? handles : nil
+        }
+        if let known { return known }
+        return try write { transaction in try names.map { try database($0, in: transaction) } }
     }
 
     /// Drops a named database and its handle.
