@@ -2,7 +2,7 @@
 ///
 /// Not for security: CouchDB uses it for revision ids and attachment digests, so
 /// Settee must produce the same values.
-public struct MD5: Sendable {
+public struct MD5: BlockHash {
     typealias State = (UInt32, UInt32, UInt32, UInt32)
 
     private var state: State = (0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476)
@@ -19,28 +19,6 @@ public struct MD5: Sendable {
         buffer.absorb(bytes, into: &state, Self.compress)
     }
 
-    /// Adds `bytes` to the message.
-    public mutating func update(_ bytes: some Sequence<UInt8>) {
-        if bytes.withContiguousStorageIfAvailable({ update(UnsafeRawBufferPointer($0)) }) != nil { return }
-        // Not contiguous: hash through a small reused chunk rather than byte by byte.
-        var chunk: [UInt8] = []
-        chunk.reserveCapacity(256)
-        for value in bytes {
-            chunk.append(value)
-            if chunk.count == 256 {
-                chunk.withUnsafeBytes { update($0) }
-                chunk.removeAll(keepingCapacity: true)
-            }
-        }
-        chunk.withUnsafeBytes { update($0) }
-    }
-
-    /// Adds the UTF-8 of `text` to the message.
-    public mutating func update(_ text: String) {
-        var text = text
-        text.withUTF8 { update(UnsafeRawBufferPointer($0)) }
-    }
-
     /// The 16-byte digest of everything added so far. The hasher is left as it was,
     /// so more may still be added.
     public func finalize() -> [UInt8] {
@@ -49,42 +27,6 @@ public struct MD5: Sendable {
         return withUnsafeBytes(of: (state.0.littleEndian, state.1.littleEndian, state.2.littleEndian, state.3.littleEndian)) {
             Array($0)
         }
-    }
-
-    /// The digest of `bytes`.
-    public static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        var hasher = MD5()
-        hasher.update(bytes)
-        return hasher.finalize()
-    }
-
-    /// The digest of `bytes`.
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
-        var hasher = MD5()
-        hasher.update(bytes)
-        return hasher.finalize()
-    }
-
-    /// The digest of the UTF-8 of `text`.
-    public static func hash(_ text: String) -> [UInt8] {
-        var hasher = MD5()
-        hasher.update(text)
-        return hasher.finalize()
-    }
-
-    /// The digest of `bytes` in lowercase hexadecimal.
-    public static func hexDigest(_ bytes: UnsafeRawBufferPointer) -> String {
-        hash(bytes).hexString
-    }
-
-    /// The digest of `bytes` in lowercase hexadecimal.
-    public static func hexDigest(_ bytes: some Sequence<UInt8>) -> String {
-        hash(bytes).hexString
-    }
-
-    /// The digest of the UTF-8 of `text` in lowercase hexadecimal.
-    public static func hexDigest(_ text: String) -> String {
-        hash(text).hexString
     }
 
     // MARK: Compression

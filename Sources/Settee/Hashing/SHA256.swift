@@ -1,5 +1,5 @@
 /// SHA-256 (FIPS 180-4), incremental.
-public struct SHA256: Sendable {
+public struct SHA256: BlockHash {
     typealias State = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
 
     private var state: State = (
@@ -18,28 +18,6 @@ public struct SHA256: Sendable {
         buffer.absorb(bytes, into: &state, Self.compress)
     }
 
-    /// Adds `bytes` to the message.
-    public mutating func update(_ bytes: some Sequence<UInt8>) {
-        if bytes.withContiguousStorageIfAvailable({ update(UnsafeRawBufferPointer($0)) }) != nil { return }
-        // Not contiguous: hash through a small reused chunk rather than byte by byte.
-        var chunk: [UInt8] = []
-        chunk.reserveCapacity(256)
-        for value in bytes {
-            chunk.append(value)
-            if chunk.count == 256 {
-                chunk.withUnsafeBytes { update($0) }
-                chunk.removeAll(keepingCapacity: true)
-            }
-        }
-        chunk.withUnsafeBytes { update($0) }
-    }
-
-    /// Adds the UTF-8 of `text` to the message.
-    public mutating func update(_ text: String) {
-        var text = text
-        text.withUTF8 { update(UnsafeRawBufferPointer($0)) }
-    }
-
     /// The 32-byte digest of everything added so far. The hasher is left as it was,
     /// so more may still be added.
     public func finalize() -> [UInt8] {
@@ -50,42 +28,6 @@ public struct SHA256: Sendable {
             state.4.bigEndian, state.5.bigEndian, state.6.bigEndian, state.7.bigEndian
         )
         return withUnsafeBytes(of: words) { Array($0) }
-    }
-
-    /// The digest of `bytes`.
-    public static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        var hasher = SHA256()
-        hasher.update(bytes)
-        return hasher.finalize()
-    }
-
-    /// The digest of `bytes`.
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
-        var hasher = SHA256()
-        hasher.update(bytes)
-        return hasher.finalize()
-    }
-
-    /// The digest of the UTF-8 of `text`.
-    public static func hash(_ text: String) -> [UInt8] {
-        var hasher = SHA256()
-        hasher.update(text)
-        return hasher.finalize()
-    }
-
-    /// The digest of `bytes` in lowercase hexadecimal.
-    public static func hexDigest(_ bytes: UnsafeRawBufferPointer) -> String {
-        hash(bytes).hexString
-    }
-
-    /// The digest of `bytes` in lowercase hexadecimal.
-    public static func hexDigest(_ bytes: some Sequence<UInt8>) -> String {
-        hash(bytes).hexString
-    }
-
-    /// The digest of the UTF-8 of `text` in lowercase hexadecimal.
-    public static func hexDigest(_ text: String) -> String {
-        hash(text).hexString
     }
 
     // MARK: Compression

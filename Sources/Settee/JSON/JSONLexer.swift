@@ -299,6 +299,25 @@ struct JSONLexer {
 
     // MARK: Numbers
 
+    /// Reads a run of decimal digits into `significand` while it stays below
+    /// 2^53 (past that the value is no longer exact); returns how many there were.
+    @inline(__always)
+    private func scanDigits(_ index: inout Int, into significand: inout UInt64, exact: inout Bool) -> Int {
+        var digits = 0
+        while index < count {
+            let digit = byte(at: index) &- UInt8(ascii: "0")
+            guard digit < 10 else { break }
+            if significand <= 900_719_925_474_098 {
+                significand = significand &* 10 &+ UInt64(digit)
+            } else {
+                exact = false
+            }
+            digits &+= 1
+            index &+= 1
+        }
+        return digits
+    }
+
     /// Validates the number at `position` and moves past it.
     ///
     /// Returns its value when `materialize` is true. Otherwise the value is only
@@ -322,17 +341,7 @@ struct JSONLexer {
             index &+= 1
             if index < count, byte(at: index) &- UInt8(ascii: "0") < 10 { throw error("invalid number", at: start) }
         } else if first &- UInt8(ascii: "0") < 10 {
-            while index < count {
-                let digit = byte(at: index) &- UInt8(ascii: "0")
-                guard digit < 10 else { break }
-                if significand <= 900_719_925_474_098 {
-                    significand = significand &* 10 &+ UInt64(digit)
-                } else {
-                    significandIsExact = false
-                }
-                integerDigits &+= 1
-                index &+= 1
-            }
+            integerDigits = scanDigits(&index, into: &significand, exact: &significandIsExact)
         } else {
             throw error("invalid number", at: index)
         }
@@ -340,17 +349,7 @@ struct JSONLexer {
         var fractionDigits = 0
         if index < count, byte(at: index) == UInt8(ascii: ".") {
             index &+= 1
-            while index < count {
-                let digit = byte(at: index) &- UInt8(ascii: "0")
-                guard digit < 10 else { break }
-                if significand <= 900_719_925_474_098 {
-                    significand = significand &* 10 &+ UInt64(digit)
-                } else {
-                    significandIsExact = false
-                }
-                fractionDigits &+= 1
-                index &+= 1
-            }
+            fractionDigits = scanDigits(&index, into: &significand, exact: &significandIsExact)
             guard fractionDigits > 0 else { throw error("invalid number", at: index) }
         }
 

@@ -24,6 +24,8 @@ struct ViewIndexer {
     /// Changed documents per batch (one write transaction each).
     var batchSize = 8192
 
+    private static let designPrefix = Array("_design/".utf8)
+
     /// One index to bring up to date: the views sharing its signature.
     private struct Target {
         let view: ViewDefinition
@@ -91,11 +93,11 @@ struct ViewIndexer {
             batch.reserveCapacity(batchSize)
             try store.forEachChange(since: since, in: transaction) { sequence, idBytes, record in
                 guard sequence <= latest else { return false }
-                let id = String(decoding: idBytes, as: UTF8.self)
-                let isDesign = id.hasPrefix("_design/")
+                let isDesign = idBytes.starts(with: Self.designPrefix)
                 var json: [UInt8]?
                 var jsonWithSequence: [UInt8]?
                 if !record.isDeleted {
+                    let id = String(decoding: idBytes, as: UTF8.self)
                     let full = DocumentRecord.fullJSON(id: id, revision: record.revision, deleted: false, body: record.body)
                     json = full
                     if withSequence {
