@@ -54,7 +54,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "SetteeBenchmarks",
-            dependencies: ["Settee"]
+            dependencies: ["Settee", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "SetteeTests",

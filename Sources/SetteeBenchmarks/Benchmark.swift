@@ -1,21 +1,22 @@
 import Foundation
+import Logging
 import Settee
 
-/// `make bench`: bulk import and map-only throughput on generated documents.
+/// `make bench`: one table of Settee's figures on generated documents —
+/// import, index builds against the engine's own upper bound measured in the
+/// same run, incremental update, lookups, ranges and full-range reductions.
 @main
 struct Benchmark {
     static func main() throws {
         var documentCount = 1_000_000
         var workerCount = ProcessInfo.processInfo.activeProcessorCount
-        var skipImport = false
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
             case "--docs": documentCount = Int(arguments.popFirst() ?? "") ?? documentCount
             case "--workers": workerCount = Int(arguments.popFirst() ?? "") ?? workerCount
-            case "--map-only": skipImport = true
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--map-only]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N]")
                 return
             }
         }
@@ -24,63 +25,138 @@ struct Benchmark {
         defer { try? FileManager.default.removeItem(at: directory) }
 
         print("Settee benchmark: \(documentCount) generated documents, \(workerCount) JavaScript workers, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-        let corpus = GeneratedCorpus(count: documentCount)
+        var table = Table()
         let file = directory.appendingPathComponent("docs.ndjson")
-        try corpus.ndjson().write(to: file)
-        print("average document: \(corpus.bytes.count / documentCount) bytes")
-        var table: [(String, String)] = []
-        let map = "function (doc) { if (doc.type === 'order') emit([doc.customer, doc.date], doc.total); }"
+        let oneView = "function (doc) { if (doc.type === 'order') emit([doc.customer, doc.date], doc.total); }"
 
-        // Bulk import.
-        if !skipImport {
-            let db = try Database(at: directory.appendingPathComponent("db"))
-            let importTime = try measure {
-                let report = try db.importDocuments(from: file)
-                precondition(report.imported == documentCount && report.rejected.isEmpty, "import failed: \(report.rejected.prefix(3))")
+        // The pure-engine upper bound: the same map function over the same documents, no storage.
+        var upperBound = 0.0
+        do {
+            let corpus = GeneratedCorpus(count: documentCount)
+            try corpus.ndjson().write(to: file)
+            print("average document: \(corpus.bytes.count / documentCount) bytes")
+            for workers in Set([1, workerCount]).sorted() {
+                let time = try mapOnly(corpus, function: oneView, workers: workers)
+                table.add("engine upper bound: map only, \(workers) worker\(workers == 1 ? "" : "s")", rate(documentCount, time))
+                if workers == workerCount { upperBound = Double(documentCount) / (time / .seconds(1)) }
             }
-            table.append(("bulk import (NDJSON file → LMDB)", rate(documentCount, importTime)))
-
-            // Full index build of one view, end to end (read, map on all workers, collate, write).
-            let design = directory.appendingPathComponent("bench.json")
-            try Data(#"{"_id":"_design/bench","views":{"by_customer":{"map":"\#(map)"}}}"#.utf8).write(to: design)
-            try db.loadDesignDocuments(from: design)
-            let buildTime = try measure { try db.updateIndexes() }
-            table.append(("index build, one view (\(workerCount) workers)", rate(documentCount, buildTime)))
-            var keyOptions = ViewQueryOptions()
-            keyOptions.key = ["cust-123", "2024-05-05"]
-            keyOptions.update = .false
-            let lookups = 2000
-            let lookupTime = try measure { for _ in 0..<lookups { _ = try db.query("bench/by_customer", options: keyOptions) } }
-            table.append(("key lookup (update=false)", String(format: "%.1f µs per query", lookupTime / .microseconds(1) / Double(lookups))))
         }
 
-        // Map-only: the engine alone, the same map function, no storage.
-        for workers in Set([1, workerCount]).sorted() {
-            let pool = try JavaScriptWorkerPool(count: workers)
-            var rows = 0
-            let time = try measure {
-                rows = try pool.runOnEach { index, context in
-                    let functions = [try context.compile(map)]
-                    var rows = 0
-                    for document in stride(from: index, to: corpus.count, by: workers) {
-                        try corpus.withDocument(document) { bytes in
-                            _ = try context.map(bytes, functions: functions).forEach(
-                                rows: { _, _, _ in rows += 1 }, failure: { _, error in throw error })
-                        }
+        var logger = Logger(label: "settee-bench")
+        logger.logLevel = .warning
+        let db = try Database(at: directory.appendingPathComponent("db"), logger: logger)
+        let importTime = try measure {
+            let report = try db.importDocuments(from: file)
+            precondition(report.imported == documentCount && report.rejected.isEmpty, "import failed: \(report.rejected.prefix(3))")
+        }
+        try? FileManager.default.removeItem(at: file)
+        table.add("bulk import (NDJSON file → LMDB)", rate(documentCount, importTime))
+
+        // (a) One view, one emit per order.
+        try design(#"{"_id":"_design/one","views":{"by_customer":{"map":"\#(oneView)"}}}"#, in: directory, db: db)
+        var peak = PeakMemory()
+        let oneTime = try measure { try db.updateIndexes() }
+        let onePeak = peak.megabytes()
+        let oneRate = Double(documentCount) / (oneTime / .seconds(1))
+        table.add("index build, one view (\(workerCount) workers)", rate(documentCount, oneTime) + String(format: "  = %.2f × upper bound", oneRate / upperBound))
+        table.add("peak resident memory during that build", "\(onePeak) MB")
+
+        // (b) Three views, one row per document each, with _count, _sum and a JS sum.
+        try design(#"""
+            {"_id":"_design/three","views":{
+              "count":{"map":"function (doc) { emit(doc._id, null); }","reduce":"_count"},
+              "total":{"map":"function (doc) { emit([doc.type, doc._id], doc.total || 1); }","reduce":"_sum"},
+              "js_sum":{"map":"function (doc) { emit(doc.type, 1); }","reduce":"function (keys, values, rereduce) { return sum(values); }"}}}
+            """#, in: directory, db: db)
+        peak = PeakMemory()
+        let threeTime = try measure { try db.updateIndexes() }
+        let threePeak = peak.megabytes()
+        table.add("index build, design doc of three views", rate(documentCount, threeTime) + "  (peak \(threePeak) MB)")
+
+        // Incremental: change one document, then query (the index catches up first).
+        var generator = SplitMix64(seed: 7)
+        var incremental: [Duration] = []
+        var keyOptions = ViewQueryOptions()
+        for _ in 0..<200 {
+            let id = String(format: "doc%08d", Int(generator.next() % UInt64(documentCount)))
+            let document = try db.document(id)!
+            var members = try document.value.objectValue!
+            members.removeAll { $0.key == "note" }
+            members.append((key: "note", value: .string("edited \(generator.next())")))
+            keyOptions.key = members.first { $0.key == "customer" }?.value ?? "cust-1"
+            let json = JSONValue.object(members).jsonText
+            incremental.append(try measure {
+                _ = try db.put(json)
+                _ = try db.query("one/by_customer", options: keyOptions)
+            })
+        }
+        table.add("change one doc, then query (update=true)", percentiles(incremental))
+
+        // Lookups and ranges on the up-to-date index.
+        var lookups: [Duration] = []
+        var ranges: [Duration] = []
+        var options = ViewQueryOptions()
+        options.update = .false
+        for _ in 0..<5000 {
+            // A key that exists: an order's [customer, date].
+            var document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
+            while try document.value["type"] != "order" {
+                document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
+            }
+            let value = try document.value
+            var lookup = options
+            lookup.key = [value["customer"]!, value["date"]!]
+            lookups.append(try measure {
+                let result = try db.query("one/by_customer", options: lookup)
+                precondition(!result.rows.isEmpty, "no rows for \(lookup.key!)")
+            })
+            var range = options
+            range.startKey = [value["customer"]!]
+            range.limit = 100
+            ranges.append(try measure {
+                let result = try db.query("one/by_customer", options: range)
+                precondition(!result.rows.isEmpty)
+            })
+        }
+        table.add("key lookup (update=false, in process)", percentiles(lookups))
+        table.add("100-row range (update=false)", percentiles(ranges))
+
+        for (view, name) in [("count", "_count"), ("total", "_sum"), ("js_sum", "JS sum")] {
+            var times: [Duration] = []
+            var value = ""
+            for _ in 0..<200 {
+                times.append(try measure { value = try db.query("three/\(view)", options: options).rows[0].valueJSON })
+            }
+            table.add("reduce, full range (\(documentCount) rows), \(name) = \(value.prefix(14))", percentiles(times))
+        }
+        table.add("peak resident memory (whole run)", "\(PeakMemory.processPeakMegabytes()) MB")
+        table.print()
+    }
+
+    static func design(_ json: String, in directory: URL, db: Database) throws {
+        let file = directory.appendingPathComponent("design.json")
+        try Data(json.utf8).write(to: file)
+        try db.loadDesignDocuments(from: file)
+    }
+
+    static func mapOnly(_ corpus: GeneratedCorpus, function: String, workers: Int) throws -> Duration {
+        let pool = try JavaScriptWorkerPool(count: workers)
+        var rows = 0
+        let time = try measure {
+            rows = try pool.runOnEach { index, context in
+                let functions = [try context.compile(function)]
+                var rows = 0
+                for document in stride(from: index, to: corpus.count, by: workers) {
+                    try corpus.withDocument(document) { bytes in
+                        _ = try context.map(bytes, functions: functions).forEach(
+                            rows: { _, _, _ in rows += 1 }, failure: { _, error in throw error })
                     }
-                    return rows
-                }.reduce(0, +)
-            }
-            precondition(rows > 0)
-            table.append(("map-only, \(workers) worker\(workers == 1 ? "" : "s") (\(rows) rows)", rate(documentCount, time)))
+                }
+                return rows
+            }.reduce(0, +)
         }
-        table.append(("peak resident memory", "\(peakResidentMegabytes()) MB"))
-
-        let width = table.map(\.0.count).max() ?? 0
-        print("")
-        for (name, value) in table {
-            print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value)
-        }
+        precondition(rows > 0)
+        return time
     }
 
     static func measure(_ body: () throws -> Void) rethrows -> Duration {
@@ -94,7 +170,48 @@ struct Benchmark {
         return "\(Int(Double(count) / seconds)) docs/s  (\(String(format: "%.2f", seconds)) s)"
     }
 
-    static func peakResidentMegabytes() -> Int {
+    static func percentiles(_ times: [Duration]) -> String {
+        let sorted = times.sorted()
+        func micros(_ fraction: Double) -> String {
+            String(format: "%.1f", sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))] / .microseconds(1))
+        }
+        return "p50 \(micros(0.5)) µs, p99 \(micros(0.99)) µs  (\(times.count) runs)"
+    }
+}
+
+/// The figures, printed as one aligned table.
+struct Table {
+    private var rows: [(String, String)] = []
+
+    mutating func add(_ name: String, _ value: String) {
+        rows.append((name, value))
+        Swift.print("  \(name): \(value)")
+    }
+
+    func print() {
+        let width = rows.map(\.0.count).max() ?? 0
+        Swift.print("")
+        for (name, value) in rows {
+            Swift.print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value)
+        }
+    }
+}
+
+/// The process's peak resident memory from now on (Linux resets the
+/// high-water mark when 5 is written to /proc/self/clear_refs).
+struct PeakMemory {
+    init() {
+        try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
+    }
+
+    func megabytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return Self.processPeakMegabytes() }
+        return kilobytes / 1024
+    }
+
+    static func processPeakMegabytes() -> Int {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return usage.ru_maxrss / 1024

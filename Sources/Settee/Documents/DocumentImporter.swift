@@ -63,7 +63,7 @@ struct DocumentImporter {
 
         // Batches are written on a background thread while the next one is read
         // and validated; `inFlight` is the batch being written.
-        let writer = BatchWriter(store: store)
+        let writer = BackgroundWriter<[Result<WriteResult, DocumentError>]>(label: "settee.import.writer")
         var inFlight: (edits: [(line: Int, edit: DocumentEdit)], rejections: [ImportRejection])?
         // Never return (or throw) while a batch is still being written.
         defer { if inFlight != nil { _ = try? writer.wait() } }
@@ -102,7 +102,9 @@ struct DocumentImporter {
             batch.removeAll(keepingCapacity: true)
             batchDocuments.removeAll(keepingCapacity: true)
             try collectWritten()
-            writer.start(edits.map(\.edit))
+            let store = store
+            let batchEdits = edits.map(\.edit)
+            writer.start { try store.write(batchEdits) }
             inFlight = (edits, rejections)
         }
 
@@ -164,30 +166,6 @@ struct DocumentImporter {
 
 /// Writes one batch at a time on its own thread (each write transaction begins
 /// and commits inside one block, as LMDB requires).
-private final class BatchWriter: @unchecked Sendable {
-    private let store: DocumentStore
-    private let queue = DispatchQueue(label: "settee.import.writer")
-    private let done = DispatchSemaphore(value: 0)
-    private var outcome: Result<[Result<WriteResult, DocumentError>], any Error>?
-
-    init(store: DocumentStore) {
-        self.store = store
-    }
-
-    func start(_ edits: [DocumentEdit]) {
-        queue.async {
-            self.outcome = Result { try self.store.write(edits) }
-            self.done.signal()
-        }
-    }
-
-    func wait() throws -> [Result<WriteResult, DocumentError>] {
-        done.wait()
-        defer { outcome = nil }
-        return try outcome!.get()
-    }
-}
-
 extension DocumentImporter {
     /// Validates documents on every core (CouchDB's rules, body and its digest).
     static func prepare(_ ranges: [Range<Int>], in bytes: UnsafeRawBufferPointer) -> [Result<DocumentEdit, DocumentError>] {

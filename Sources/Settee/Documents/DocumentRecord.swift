@@ -29,6 +29,28 @@ struct DocumentRecord {
         Document(id: id, revision: revision, sequence: sequence, isDeleted: isDeleted, body: Array(body))
     }
 
+    /// Appends the document as map functions see it — `{"_id":…,"_rev":…` and the
+    /// body's members — without building strings on the way.
+    func appendFullJSON(id: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        let body = self.body
+        out.reserveCapacity(out.count + body.count + id.count + 60)
+        out.append(contentsOf: #"{"_id":"#.utf8)
+        JSONWriter.writeString(utf8: id.assumingMemoryBound(to: UInt8.self), into: &out)
+        out.append(contentsOf: #","_rev":""#.utf8)
+        JSONWriter.writeNumber(Double(generation), into: &out)
+        out.append(UInt8(ascii: "-"))
+        let digits: StaticString = "0123456789abcdef"
+        for byte in bytes[12..<28] {
+            out.append(digits.utf8Start[Int(byte >> 4)])
+            out.append(digits.utf8Start[Int(byte & 15)])
+        }
+        out.append(UInt8(ascii: "\""))
+        if isDeleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
+        // The body is `{…}`: drop its opening brace, keep its members.
+        if body.dropFirst().first != UInt8(ascii: "}") { out.append(UInt8(ascii: ",")) }
+        out.append(contentsOf: body.dropFirst())
+    }
+
     /// `{"_id":…,"_rev":…` + the body's members (+ `"_deleted":true` for a tombstone).
     static func fullJSON(id: String, revision: Revision, deleted: Bool, body: some Collection<UInt8>) -> [UInt8] {
         var out: [UInt8] = []

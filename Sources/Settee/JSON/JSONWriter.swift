@@ -50,7 +50,12 @@ public enum JSONWriter {
     /// everything else (including `/` and DEL) as literal UTF-8.
     public static func writeString(_ text: String, into bytes: inout [UInt8]) {
         var text = text
-        text.withUTF8 { utf8 in
+        text.withUTF8 { writeString(utf8: $0, into: &bytes) }
+    }
+
+    /// ``writeString(_:into:)`` for text already in UTF-8.
+    static func writeString(utf8: UnsafeBufferPointer<UInt8>, into bytes: inout [UInt8]) {
+        do {
             bytes.reserveCapacity(bytes.count + utf8.count + 2)
             bytes.append(UInt8(ascii: "\""))
             let base = UnsafeRawPointer(utf8.baseAddress)

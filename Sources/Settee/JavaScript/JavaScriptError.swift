@@ -4,7 +4,7 @@ import CSetteeJS
 /// threw, ran too long or ran out of memory.
 public struct JavaScriptError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What kind of failure this is.
-    public enum Kind: String, Sendable, Equatable {
+    public enum Kind: String, Sendable, Equatable, CaseIterable {
         /// The source did not compile, or did not evaluate to a function.
         case compile
         /// The function threw.

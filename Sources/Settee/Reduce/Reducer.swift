@@ -3,7 +3,7 @@ import Foundation
 /// Reduces a view's rows with its reduce function: a built-in, natively, or
 /// JavaScript on a worker — in chunks, whose results are then rereduced, as
 /// CouchDB does.
-struct Reducer {
+struct Reducer: Sendable {
     private enum Kind {
         case builtin(BuiltinReducer)
         case javascript(source: String, name: String)
@@ -44,14 +44,13 @@ struct Reducer {
         accumulator.chunkRows += 1
         switch kind {
         case .builtin(let reducer):
-            if reducer == .approximateCountDistinct { accumulator.keys.append(try JSONParser.parse(key)) }
-            accumulator.values.append(try JSONParser.parse(value))
-            if accumulator.chunkRows >= chunk {
-                accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, values: accumulator.values) })
-                accumulator.keys.removeAll(keepingCapacity: true)
-                accumulator.values.removeAll(keepingCapacity: true)
-                accumulator.chunkRows = 0
+            switch reducer {
+            case .approximateCountDistinct: accumulator.keys.append(try JSONParser.parse(key))
+            // _count reads neither keys nor values: only how many there are.
+            case .count: accumulator.values.append(.null)
+            case .sum, .stats: accumulator.values.append(try JSONParser.parse(value))
             }
+            if accumulator.chunkRows >= chunk { try reduceRows(reducer, &accumulator) }
         case .javascript(let source, let name):
             accumulator.keysText.append(accumulator.keysText.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
             accumulator.keysText.append(UInt8(ascii: "["))
@@ -67,22 +66,57 @@ struct Reducer {
         }
     }
 
+    /// Adds a stored partial reduction (see ``StoredReductions``) of `rows` rows.
+    func add(partial: UnsafeRawBufferPointer, rows: Int, to accumulator: inout Accumulator) throws {
+        accumulator.rowCount += rows
+        switch kind {
+        case .builtin(let reducer):
+            try reduceRows(reducer, &accumulator)
+            accumulator.partials.append(try JSONParser.parse(partial))
+        case .javascript(let source, let name):
+            if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, &accumulator) }
+            accumulator.partialTexts.append(String(decoding: partial, as: UTF8.self))
+        }
+    }
+
     /// The reduction of everything added, as JSON text.
     func finish(_ accumulator: inout Accumulator) throws -> String {
         switch kind {
         case .builtin(let reducer):
-            if accumulator.chunkRows > 0 {
-                accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, values: accumulator.values) })
-            }
-            let partials = accumulator.partials
-            let partial = partials.count == 1 ? partials[0] : try checked { () throws(BuiltinReduceFailure) in try reducer.checkedRereduce(partials) }
+            let partial = try builtinPartial(reducer, &accumulator)
             return try checked { () throws(BuiltinReduceFailure) in try reducer.checkedFinalValue(partial) }.jsonText
+        case .javascript:
+            return try partial(&accumulator)
+        }
+    }
+
+    /// The reduction of everything added before a built-in's final step (what
+    /// rereduce combines), as JSON text.
+    func partial(_ accumulator: inout Accumulator) throws -> String {
+        switch kind {
+        case .builtin(let reducer):
+            return try builtinPartial(reducer, &accumulator).jsonText
         case .javascript(let source, let name):
             if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, &accumulator) }
             if accumulator.partialTexts.count == 1 { return accumulator.partialTexts[0] }
             let values = "[" + accumulator.partialTexts.joined(separator: ",") + "]"
             return try call(source: source, name: name, keys: "null", values: values, rereduce: true)
         }
+    }
+
+    private func builtinPartial(_ reducer: BuiltinReducer, _ accumulator: inout Accumulator) throws -> JSONValue {
+        try reduceRows(reducer, &accumulator)
+        let partials = accumulator.partials
+        return partials.count == 1 ? partials[0] : try checked { () throws(BuiltinReduceFailure) in try reducer.checkedRereduce(partials) }
+    }
+
+    /// Reduces the rows added since the last partial into one more partial.
+    private func reduceRows(_ reducer: BuiltinReducer, _ accumulator: inout Accumulator) throws {
+        guard accumulator.chunkRows > 0 else { return }
+        accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, values: accumulator.values) })
+        accumulator.keys.removeAll(keepingCapacity: true)
+        accumulator.values.removeAll(keepingCapacity: true)
+        accumulator.chunkRows = 0
     }
 
     /// A built-in reducer's failure fails the query, as in CouchDB.

@@ -67,6 +67,11 @@ struct LMDBTransaction {
         return try body(&wrapped)
     }
 
+    /// Removes every entry of `dbi`, keeping the table.
+    func clear(_ dbi: MDB_dbi) throws(StorageError) {
+        try check(mdb_drop(txn, dbi, 0), "clearing a table of \(environment.path)")
+    }
+
     /// Number of entries in `dbi`.
     func count(_ dbi: MDB_dbi) throws(StorageError) -> Int {
         var stat = MDB_stat()
@@ -104,6 +109,17 @@ struct LMDBCursor {
     func previous() throws(StorageError) -> Entry? { try get(MDB_PREV) }
     /// The first entry whose key is at or after `key`.
     func seek(atOrAfter key: UnsafeRawBufferPointer) throws(StorageError) -> Entry? { try get(MDB_SET_RANGE, key: key) }
+    func seek(atOrAfter key: [UInt8]) throws(StorageError) -> Entry? {
+        var k = MDB_val(mv_size: key.count, mv_data: nil)
+        var v = MDB_val()
+        let code = key.withUnsafeBytes { key in
+            k.mv_data = UnsafeMutableRawPointer(mutating: key.baseAddress)
+            return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
+        }
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "reading from \(path)")
+        return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size), UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+    }
 
     /// Deletes the entry under the cursor.
     func deleteCurrent() throws(StorageError) {

@@ -124,6 +124,13 @@ extension Database {
     /// Queries the view `view` of the design document `designDocument`.
     public func query(designDocument name: String, view viewName: String, options: ViewQueryOptions = ViewQueryOptions(),
                       progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
+        try query(designDocument: name, view: viewName, options: options, progress: progress, storedReductions: true)
+    }
+
+    /// A query that may be told to walk every row instead of reading stored
+    /// chunk reductions (what tests compare the chunks with).
+    func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
+               progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
         guard let design = try designDocument(name) else {
             throw DocumentError(.notFound, "missing", id: name.hasPrefix("_design/") ? name : "_design/" + name)
         }
@@ -142,7 +149,9 @@ extension Database {
             try indexing.withLock { try indexer.update(design.views, progress: progress) }
         }
         let tables = try indexes.tables(for: view.signature)
-        let result = try ViewQueryRunner(store: store, indexes: indexes, workers: try javaScript()).run(view, validated, tables: tables)
+        var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try javaScript())
+        runner.storedReductions = storedReductions
+        let result = try runner.run(view, validated, tables: tables)
         if validated.update == .lazy {
             try indexing.withLock { try indexer.update(design.views) }
         }

@@ -4,71 +4,206 @@ import Foundation
 /// Walks an index's rows in full-key order (either direction) within a range,
 /// sorting the rare groups of long keys that share a stored prefix (see
 /// ``IndexRow``). Rows point into the memory map: valid during the transaction.
+///
+/// With the index's ``StoredReductions`` (when they are current), a fold hands
+/// over whole chunks that lie inside the range instead of their rows, so counts
+/// and reductions over long ranges read a few stored partials.
 struct IndexScanner {
     let transaction: LMDBTransaction
     let rows: MDB_dbi
+    /// The index's chunk table, when its chunks reflect the rows.
+    var chunks: MDB_dbi?
+
+    /// What a fold hands over: a row, or a stored chunk of rows.
+    enum Item {
+        case row(IndexRow)
+        /// A chunk, with the key part of its entry: its last row's stored key (``StoredReductions/tailKey`` for a level's last chunk).
+        case chunk(StoredChunk, boundary: UnsafeRawBufferPointer)
+    }
+
+    /// The last row of the chunk whose entry's key part is `boundary`.
+    func lastRow(ofChunk boundary: UnsafeRawBufferPointer) throws -> IndexRow? {
+        if boundary.elementsEqual(StoredReductions.tailKey) {
+            return try transaction.withCursor(rows) { cursor in try cursor.last().map { IndexRow(storedKey: $0.key, value: $0.value) } }
+        }
+        return try transaction.get(rows, boundary).map { IndexRow(storedKey: boundary, value: $0) }
+    }
 
     /// Calls `body` for each row in `range`, ascending or descending, until it returns false.
     func scan(_ range: IndexRange, descending: Bool, _ body: (IndexRow) throws -> Bool) throws {
-        try transaction.withCursor(rows) { cursor in
-            if descending {
-                try scanDescending(range, cursor: cursor, body)
-            } else {
-                try scanAscending(range, cursor: cursor, body)
+        try fold(range, descending: descending, chunksWhere: nil) { item in
+            guard case .row(let row) = item else { return true }
+            return try body(row)
+        }
+    }
+
+    /// Calls `body` for the rows in `range` in order, handing over instead a
+    /// whole stored chunk wherever one lies inside the range and `accept` takes
+    /// it (nil: rows only). Stops when `body` returns false.
+    func fold(_ range: IndexRange, descending: Bool, chunksWhere accept: ((StoredChunk) throws -> Bool)?,
+              _ body: (Item) throws -> Bool) throws {
+        try transaction.withCursor(rows) { rowCursor in
+            guard let chunks, let accept else {
+                return descending
+                    ? try foldDescending(range, rowCursor: rowCursor, chunks: nil, body)
+                    : try foldAscending(range, rowCursor: rowCursor, chunks: nil, body)
+            }
+            try transaction.withCursor(chunks) { chunkCursor in
+                let skipping = ChunkSkipping(cursor: chunkCursor, accept: accept)
+                descending
+                    ? try foldDescending(range, rowCursor: rowCursor, chunks: skipping, body)
+                    : try foldAscending(range, rowCursor: rowCursor, chunks: skipping, body)
             }
         }
     }
 
-    private func scanAscending(_ range: IndexRange, cursor: LMDBCursor, _ body: (IndexRow) throws -> Bool) throws {
+    private struct ChunkSkipping {
+        let cursor: LMDBCursor
+        let accept: (StoredChunk) throws -> Bool
+        /// Chunks above this level reach past the range: no later one can fit.
+        var usefulLevel = StoredReductions.maximumLevel
+
+        /// The level's first chunk after `boundary` (from the index's start when nil).
+        func chunk(level: Int, after boundary: [UInt8]?) throws -> LMDBCursor.Entry? {
+            let key = StoredReductions.entryKey(level: level, boundary ?? [])
+            guard var entry = try cursor.seek(atOrAfter: key), entry.key.first == UInt8(level) else { return nil }
+            if boundary != nil && entry.key.elementsEqual(key) {
+                guard let next = try cursor.next(), next.key.first == UInt8(level) else { return nil }
+                entry = next
+            }
+            return entry
+        }
+    }
+
+    private func foldAscending(_ range: IndexRange, rowCursor cursor: LMDBCursor, chunks: ChunkSkipping?,
+                               _ body: (Item) throws -> Bool) throws {
+        var chunks = chunks
         var entry: LMDBCursor.Entry?
         if let lower = range.lower {
-            let seekKey = Array(lower.bytes.prefix(IndexRow.prefixLength))
-            entry = try seekKey.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
+            entry = try cursor.seek(atOrAfter: Array(lower.bytes.prefix(IndexRow.prefixLength)))
         } else {
             entry = try cursor.first()
         }
-        while let current = entry {
+        // The last chunk boundary passed and its height; the index's start is a boundary of every level.
+        var boundary: [UInt8]?
+        var height = range.lower == nil ? StoredReductions.maximumLevel : 0
+        while true {
+            if chunks != nil && height > 0 {
+                var skipped = false
+                for level in stride(from: min(height, chunks!.usefulLevel), through: 1, by: -1) {
+                    guard let (key, value) = try chunks!.chunk(level: level, after: boundary) else { break }
+                    let chunk = StoredChunk(value: value)
+                    let part = UnsafeRawBufferPointer(rebasing: key.dropFirst())
+                    guard chunk.isTail ? range.upper == nil : range.isBelowUpper(part) else {
+                        chunks!.usefulLevel = level - 1
+                        continue
+                    }
+                    guard try chunks!.accept(chunk) else { continue }
+                    if chunk.rowCount > 0, try !body(.chunk(chunk, boundary: part)) { return }
+                    if chunk.isTail { return }
+                    boundary = Array(part)
+                    height = chunk.height
+                    skipped = true
+                    break
+                }
+                if skipped {
+                    entry = try cursor.seek(atOrAfter: boundary! + [0])
+                    continue
+                }
+                height = 0
+            }
+            guard let current = entry else { return }
             let row = IndexRow(storedKey: current.key, value: current.value)
             if row.isInPrefixGroup {
                 let group = try Self.prefixGroup(startingWith: row, entry: &entry, step: cursor.next, descending: false)
                 for member in group where range.isAboveLower(member.fullKey) {
                     guard range.isBelowUpper(member.fullKey) else { return }
-                    if try !body(member) { return }
+                    if try !body(.row(member)) { return }
                 }
                 continue
             }
             if range.isAboveLower(row.fullKey) {
                 guard range.isBelowUpper(row.fullKey) else { return }
-                if try !body(row) { return }
+                if try !body(.row(row)) { return }
+                if chunks != nil {
+                    height = StoredReductions.height(of: current.key)
+                    if height > 0 { boundary = Array(current.key) }
+                }
             }
             entry = try cursor.next()
         }
     }
 
-    private func scanDescending(_ range: IndexRange, cursor: LMDBCursor, _ body: (IndexRow) throws -> Bool) throws {
+    private func foldDescending(_ range: IndexRange, rowCursor cursor: LMDBCursor, chunks: ChunkSkipping?,
+                                _ body: (Item) throws -> Bool) throws {
+        var chunks = chunks
         var entry: LMDBCursor.Entry?
         if let upper = range.upper {
             // Land past every row that could be at or below the bound, then walk back.
             var seekKey = Array(upper.bytes.prefix(IndexRow.prefixLength))
             if upper.bytes.count >= IndexRow.prefixLength { seekKey += [UInt8](repeating: 0xFF, count: 32) }
-            entry = try seekKey.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
+            entry = try cursor.seek(atOrAfter: seekKey)
             entry = entry == nil ? try cursor.last() : entry
         } else {
             entry = try cursor.last()
         }
-        while let current = entry {
+        // At the index's end, each level's last chunk comes first.
+        var atEnd = range.upper == nil
+        while true {
+            if chunks != nil {
+                // The boundary the next row (or the end) is, and its height.
+                var boundary: [UInt8]?
+                var height = 0
+                let wasAtEnd = atEnd
+                if atEnd {
+                    boundary = StoredReductions.tailKey
+                    height = StoredReductions.maximumLevel
+                    atEnd = false
+                } else if let current = entry, current.key.count < IndexRow.prefixLength,
+                          range.isBelowUpper(current.key), range.isAboveLower(current.key) {
+                    height = StoredReductions.height(of: current.key)
+                    if height > 0 { boundary = Array(current.key) }
+                }
+                if let boundary {
+                    var skipped = false
+                    for level in stride(from: min(height, chunks!.usefulLevel), through: 1, by: -1) {
+                        let key = StoredReductions.entryKey(level: level, boundary)
+                        guard let (found, value) = try chunks!.cursor.seek(atOrAfter: key), found.elementsEqual(key) else { break }
+                        let chunk = StoredChunk(value: value)
+                        var previous: [UInt8]?
+                        if let before = try chunks!.cursor.previous(), before.key.first == UInt8(level) {
+                            previous = Array(before.key.dropFirst())
+                        }
+                        // The chunk holds the rows after `previous`: inside when `previous` is.
+                        let inside = if let previous { range.lower.map { lower in previous.withUnsafeBytes { compareBytes($0, lower.bytes) >= 0 } } ?? true } else { range.lower == nil }
+                        guard inside else {
+                            chunks!.usefulLevel = level - 1
+                            continue
+                        }
+                        guard try chunks!.accept(chunk) else { continue }
+                        if chunk.rowCount > 0, try !body(.chunk(chunk, boundary: UnsafeRawBufferPointer(rebasing: found.dropFirst()))) { return }
+                        guard let previous else { return }
+                        entry = try cursor.seek(atOrAfter: previous)
+                        skipped = true
+                        break
+                    }
+                    // Past the end's chunks, the last row may still end chunks of its own.
+                    if skipped || wasAtEnd { continue }
+                }
+            }
+            guard let current = entry else { return }
             let row = IndexRow(storedKey: current.key, value: current.value)
             if row.isInPrefixGroup {
                 let group = try Self.prefixGroup(startingWith: row, entry: &entry, step: cursor.previous, descending: true)
                 for member in group where range.isBelowUpper(member.fullKey) {
                     guard range.isAboveLower(member.fullKey) else { return }
-                    if try !body(member) { return }
+                    if try !body(.row(member)) { return }
                 }
                 continue
             }
             if range.isBelowUpper(row.fullKey) {
                 guard range.isAboveLower(row.fullKey) else { return }
-                if try !body(row) { return }
+                if try !body(.row(row)) { return }
             }
             entry = try cursor.previous()
         }

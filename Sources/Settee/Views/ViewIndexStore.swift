@@ -9,6 +9,9 @@ struct ViewIndexState: Sendable, Equatable {
     var rowCount = 0
     /// Map calls that threw, since the index was created.
     var mapErrors = 0
+    /// Whether the stored chunk reductions reflect the rows (see ``StoredReductions``);
+    /// false while a bulk build is under way, which rebuilds them at its end.
+    var chunksCurrent = true
     /// A view that produced it (for `settee info`).
     var designDocument = ""
     var view = ""
@@ -16,7 +19,7 @@ struct ViewIndexState: Sendable, Equatable {
     var json: JSONValue {
         [
             "seq": .number(Double(sequence)), "rows": .number(Double(rowCount)), "map_errors": .number(Double(mapErrors)),
-            "ddoc": .string(designDocument), "view": .string(view),
+            "ddoc": .string(designDocument), "view": .string(view), "chunks": .bool(chunksCurrent),
         ]
     }
 
@@ -31,15 +34,19 @@ struct ViewIndexState: Sendable, Equatable {
         mapErrors = Int(json["map_errors"]?.doubleValue ?? 0)
         designDocument = json["ddoc"]?.stringValue ?? ""
         view = json["view"]?.stringValue ?? ""
+        // Indexes written before chunks existed have none yet.
+        chunksCurrent = json["chunks"] == true
     }
 }
 
-/// The tables of one view index: rows by full key, and the back index (doc id →
-/// the stored keys of its rows) that lets a changed document's old rows go.
+/// The tables of one view index: rows by full key, the back index (doc id →
+/// the stored keys of its rows) that lets a changed document's old rows go, and
+/// the rows' stored chunk reductions.
 struct ViewIndexTables: Sendable {
     let signature: String
     let rows: MDB_dbi
     let back: MDB_dbi
+    let chunks: MDB_dbi
 }
 
 /// View indexes in LMDB, one per signature. Knows rows, not JavaScript.
@@ -55,11 +62,12 @@ final class ViewIndexStore: Sendable {
 
     private static func rowsTable(_ signature: String) -> String { "rows:" + signature }
     private static func backTable(_ signature: String) -> String { "back:" + signature }
+    private static func chunksTable(_ signature: String) -> String { "chunks:" + signature }
 
     /// The tables of an index, created when missing.
     func tables(for signature: String) throws -> ViewIndexTables {
-        let handles = try environment.openDatabases([Self.rowsTable(signature), Self.backTable(signature)])
-        return ViewIndexTables(signature: signature, rows: handles[0], back: handles[1])
+        let handles = try environment.openDatabases([Self.rowsTable(signature), Self.backTable(signature), Self.chunksTable(signature)])
+        return ViewIndexTables(signature: signature, rows: handles[0], back: handles[1], chunks: handles[2])
     }
 
     func state(_ signature: String, in transaction: LMDBTransaction) throws -> ViewIndexState? {
@@ -90,38 +98,44 @@ final class ViewIndexStore: Sendable {
     func drop(_ signature: String, in transaction: LMDBTransaction) throws {
         try environment.dropDatabase(Self.rowsTable(signature), in: transaction)
         try environment.dropDatabase(Self.backTable(signature), in: transaction)
+        try environment.dropDatabase(Self.chunksTable(signature), in: transaction)
         try transaction.delete(states, Array(signature.utf8))
     }
 
-    /// Replaces a document's rows in one index: removes the rows its back index
-    /// lists, writes `rows` (sorted by stored key) and records their keys.
-    /// Returns the change in the index's row count.
-    func replaceRows(of id: UnsafeRawBufferPointer, with rows: ArraySlice<EncodedRow>, in tables: ViewIndexTables,
-                     transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> Int {
-        var removed = 0
-        if let old = try transaction.get(tables.back, id) {
-            // Copy first: deleting rows may move the page the back entry is on.
-            let keys = Array(old)
-            try keys.withUnsafeBytes { keys in
-                var offset = 0
-                while offset < keys.count {
-                    let length = Int(keys.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
-                    try transaction.delete(tables.rows, UnsafeRawBufferPointer(rebasing: keys[offset + 2..<offset + 2 + length]))
-                    offset += 2 + length
-                    removed += 1
-                }
+    /// Removes a document's rows from one index (those its back index lists)
+    /// and its back-index entry, adding their stored keys to `removed` when
+    /// given. Returns how many rows went.
+    func removeRows(of id: UnsafeRawBufferPointer, in tables: ViewIndexTables, transaction: LMDBTransaction,
+                    removed: inout [[UInt8]]?) throws -> Int {
+        guard let old = try transaction.get(tables.back, id) else { return 0 }
+        var count = 0
+        // Copy first: deleting rows may move the page the back entry is on.
+        let keys = Array(old)
+        try keys.withUnsafeBytes { keys in
+            var offset = 0
+            while offset < keys.count {
+                let length = Int(keys.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+                let key = UnsafeRawBufferPointer(rebasing: keys[offset + 2..<offset + 2 + length])
+                _ = try transaction.delete(tables.rows, key)
+                removed?.append(Array(key))
+                offset += 2 + length
+                count += 1
             }
-            if rows.isEmpty { try transaction.delete(tables.back, id) }
         }
-        guard !rows.isEmpty else { return -removed }
+        _ = try transaction.delete(tables.back, id)
+        return count
+    }
+
+    /// Records the stored keys of a document's new rows in the back index.
+    func setBackIndex(of id: UnsafeRawBufferPointer, to keys: some Sequence<[UInt8]>, in tables: ViewIndexTables,
+                      transaction: LMDBTransaction, scratch: inout [UInt8]) throws {
         scratch.removeAll(keepingCapacity: true)
-        for row in rows {
-            try transaction.put(tables.rows, row.storedKey, row.value)
-            withUnsafeBytes(of: UInt16(row.storedKey.count)) { scratch.append(contentsOf: $0) }
-            scratch.append(contentsOf: row.storedKey)
+        for key in keys {
+            withUnsafeBytes(of: UInt16(key.count)) { scratch.append(contentsOf: $0) }
+            scratch.append(contentsOf: key)
         }
+        guard !scratch.isEmpty else { return }
         try scratch.withUnsafeBytes { try transaction.put(tables.back, id, $0) }
-        return rows.count - removed
     }
 
     /// Bytes the index's tables take.

@@ -11,11 +11,13 @@ public struct IndexProgress: Sendable {
 
 /// Brings view indexes up to date with the documents, incrementally: from the
 /// changes after each index's sequence, a changed document's old rows go and
-/// its new rows come, in large write transactions that commit the rows and the
-/// sequence checkpoint together.
+/// its new rows come, in large write transactions that commit the rows, their
+/// stored chunk reductions and the sequence checkpoint together.
 ///
-/// All the views being updated are mapped from one parse of each document. JS
-/// work runs on the worker pool, outside any write transaction.
+/// A pipeline: while one thread writes a batch, the next is read (in place,
+/// from the read transaction's memory map) and mapped on every JavaScript
+/// worker, all the views being updated from one parse of each document.
+/// Memory stays bounded by the batch size, whatever the database's size.
 struct ViewIndexer {
     let store: DocumentStore
     let indexes: ViewIndexStore
@@ -27,22 +29,23 @@ struct ViewIndexer {
     private static let designPrefix = Array("_design/".utf8)
 
     /// One index to bring up to date: the views sharing its signature.
-    private struct Target {
+    private struct Target: Sendable {
         let view: ViewDefinition
         let tables: ViewIndexTables
-        var state: ViewIndexState
+        /// The reduce function whose partials the chunks keep (nil: counts only).
+        let reducer: Reducer?
+        /// The index had no rows: no document has old rows to remove.
+        let fresh: Bool
+        /// So many changes that the chunks are rebuilt once at the end, not kept up per batch.
+        let bulk: Bool
     }
 
-    /// A document of the batch, copied out of the read transaction.
-    private struct ChangedDocument: Sendable {
+    /// A changed document of the batch being mapped, read in place.
+    private struct ChangedDocument: @unchecked Sendable {
         let sequence: UInt64
-        let id: [UInt8]
-        let deleted: Bool
+        let id: UnsafeRawBufferPointer
+        let record: DocumentRecord
         let isDesign: Bool
-        /// The document as map functions see it (nil when deleted).
-        let json: [UInt8]?
-        /// With `_local_seq`, for views whose design document asks for it.
-        let jsonWithSequence: [UInt8]?
     }
 
     /// What the map functions made of one document, per target.
@@ -51,73 +54,91 @@ struct ViewIndexer {
         var errors: [(target: Int, error: JavaScriptError)]
     }
 
+    /// A mapped batch, copied out of its read transaction for the writer.
+    private struct MappedBatch: Sendable {
+        var sequences: [UInt64] = []
+        var ids: [[UInt8]] = []
+        var documents: [MappedDocument] = []
+    }
+
     /// Updates the indexes of `views` to the database's latest sequence.
     func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws {
         var seen = Set<String>()
         let unique = views.filter { seen.insert($0.signature).inserted }
         let latest = try store.lastSequence()
-        var targets: [Target] = try unique.compactMap { view in
+        var targets: [Target] = []
+        var states: [ViewIndexState] = []
+        for view in unique {
             let tables = try indexes.tables(for: view.signature)
             let state = try store.environment.read { try indexes.state(view.signature, in: $0) }
                 ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
-            return state.sequence < latest ? Target(view: view, tables: tables, state: state) : nil
+            guard state.sequence < latest || !state.chunksCurrent else { continue }
+            let pending = Int(latest - min(latest, state.sequence))
+            var reducer: Reducer?
+            if let reduce = view.reduce, view.builtinReducer != .approximateCountDistinct {
+                reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: 1000)
+            }
+            targets.append(Target(
+                view: view, tables: tables, reducer: reducer, fresh: state.rowCount == 0,
+                bulk: !state.chunksCurrent || state.rowCount == 0 || pending * 16 > state.rowCount))
+            states.append(state)
         }
         guard !targets.isEmpty else { return }
-        let since = targets.map(\.state.sequence).min()!
+        let since = states.map(\.sequence).min()!
         let wantsSequence = targets.contains { $0.view.localSequence }
         var cursor = since
         var processed = 0
         let total = Int(latest - since)
-        logger.info("indexing", metadata: ["views": "\(targets.map(\.view.path))", "since": "\(since)", "to": "\(latest)"])
+        if since < latest {
+            logger.info("indexing", metadata: ["views": "\(targets.map(\.view.path))", "since": "\(since)", "to": "\(latest)"])
+        }
+        let writer = BackgroundWriter<[ViewIndexState]>(label: "settee.index.writer")
+        // Never return (or throw) while a batch is still being written.
+        defer { if writer.isBusy { _ = try? writer.wait() } }
         while cursor < latest {
-            let batch = try readBatch(after: cursor, upTo: latest, withSequence: wantsSequence)
-            guard let last = batch.last else { break }
-            let mapped = try map(batch, targets: targets)
-            try write(batch, mapped, targets: &targets)
-            cursor = last.sequence
-            processed += batch.count
+            let batch = try store.environment.read { transaction in
+                try map(try readBatch(after: cursor, upTo: latest, in: transaction), targets: targets, states: states, withSequence: wantsSequence)
+            }
+            guard let last = batch.sequences.last else { break }
+            logMapErrors(batch, targets: targets)
+            if writer.isBusy { states = try writer.wait() }
+            let before = states
+            writer.start { [self, targets] in try write(batch, targets: targets, states: before) }
+            cursor = last
+            processed += batch.sequences.count
             progress(IndexProgress(processed: processed, total: total))
         }
+        if writer.isBusy { states = try writer.wait() }
         // Nothing changed past the last document read: the indexes are current.
+        // Bulk builds get their chunks now, from all the rows in one pass.
         try store.environment.write { transaction in
-            for index in targets.indices where targets[index].state.sequence < latest {
-                targets[index].state.sequence = latest
-                try indexes.setState(targets[index].state, for: targets[index].tables.signature, in: transaction)
-            }
-        }
-    }
-
-    private func readBatch(after since: UInt64, upTo latest: UInt64, withSequence: Bool) throws -> [ChangedDocument] {
-        try store.environment.read { transaction in
-            var batch: [ChangedDocument] = []
-            batch.reserveCapacity(batchSize)
-            try store.forEachChange(since: since, in: transaction) { sequence, idBytes, record in
-                guard sequence <= latest else { return false }
-                let isDesign = idBytes.starts(with: Self.designPrefix)
-                var json: [UInt8]?
-                var jsonWithSequence: [UInt8]?
-                if !record.isDeleted {
-                    let id = String(decoding: idBytes, as: UTF8.self)
-                    let full = DocumentRecord.fullJSON(id: id, revision: record.revision, deleted: false, body: record.body)
-                    json = full
-                    if withSequence {
-                        var extended = Array(full.dropLast())
-                        extended.append(contentsOf: #","_local_seq":\#(sequence)}"#.utf8)
-                        jsonWithSequence = extended
-                    }
+            for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
+                if !state.chunksCurrent {
+                    try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer).rebuild(in: transaction)
+                    state.chunksCurrent = true
                 }
-                batch.append(ChangedDocument(sequence: sequence, id: Array(idBytes), deleted: record.isDeleted,
-                                             isDesign: isDesign, json: json, jsonWithSequence: jsonWithSequence))
-                return batch.count < batchSize
+                state.sequence = max(state.sequence, latest)
+                try indexes.setState(state, for: target.tables.signature, in: transaction)
             }
-            return batch
         }
     }
 
-    /// Maps the batch on all workers, each taking a contiguous slice.
-    private func map(_ batch: [ChangedDocument], targets: [Target]) throws -> [MappedDocument] {
+    private func readBatch(after since: UInt64, upTo latest: UInt64, in transaction: LMDBTransaction) throws -> [ChangedDocument] {
+        var batch: [ChangedDocument] = []
+        batch.reserveCapacity(batchSize)
+        try store.forEachChange(since: since, in: transaction) { sequence, id, record in
+            guard sequence <= latest else { return false }
+            batch.append(ChangedDocument(sequence: sequence, id: id, record: record, isDesign: id.starts(with: Self.designPrefix)))
+            return batch.count < batchSize
+        }
+        return batch
+    }
+
+    /// Maps the batch on all workers, each taking a contiguous slice, while the
+    /// read transaction the documents point into is open.
+    private func map(_ batch: [ChangedDocument], targets: [Target], states: [ViewIndexState], withSequence: Bool) throws -> MappedBatch {
         let views = targets.map(\.view)
-        let sequences = targets.map(\.state.sequence)
+        let sequences = states.map(\.sequence)
         let workerCount = workers.workers.count
         let slice = (batch.count + workerCount - 1) / workerCount
         let parts = try workers.runOnEach { worker, context in
@@ -134,26 +155,32 @@ struct ViewIndexer {
             var output: [MappedDocument] = []
             output.reserveCapacity(end - start)
             var keyBuffer: [UInt8] = []
+            var json: [UInt8] = []
             for document in batch[start..<end] {
                 var mapped = MappedDocument(rows: Array(repeating: [], count: views.count), errors: [])
-                for (group, json) in [(plain, document.json), (sequenced, document.jsonWithSequence)] where !group.isEmpty {
-                    guard let json else { continue }
-                    let active = group.filter { sequences[$0.target] < document.sequence && (!document.isDesign || views[$0.target].includeDesign) }
-                    if active.isEmpty { continue }
-                    let result = try json.withUnsafeBytes { try context.map($0, functions: active.map(\.function)) }
-                    var emitCounts = [UInt32](repeating: 0, count: active.count)
-                    _ = try document.id.withUnsafeBytes { id in
-                        try result.forEach(
+                if !document.record.isDeleted {
+                    json.removeAll(keepingCapacity: true)
+                    document.record.appendFullJSON(id: document.id, into: &json)
+                    for (form, group) in [plain, sequenced].enumerated() where !group.isEmpty {
+                        let active = group.filter { sequences[$0.target] < document.sequence && (!document.isDesign || views[$0.target].includeDesign) }
+                        if active.isEmpty { continue }
+                        if form == 1 {
+                            json.removeLast()
+                            json.append(contentsOf: #","_local_seq":\#(document.sequence)}"#.utf8)
+                        }
+                        let result = try json.withUnsafeBytes { try context.map($0, functions: active.map(\.function)) }
+                        var emitCounts = [UInt32](repeating: 0, count: active.count)
+                        _ = try result.forEach(
                             rows: { function, key, value in
                                 let target = active[function].target
                                 keyBuffer.removeAll(keepingCapacity: true)
                                 try CollationKey.append(json: key, mode: views[target].collation, to: &keyBuffer)
                                 let encodedLength = keyBuffer.count
-                                IndexRow.appendFullKeySuffix(id: id, emitIndex: emitCounts[function], to: &keyBuffer)
+                                IndexRow.appendFullKeySuffix(id: document.id, emitIndex: emitCounts[function], to: &keyBuffer)
                                 emitCounts[function] += 1
                                 mapped.rows[target].append(EncodedRow(
                                     storedKey: IndexRow.storedKey(forFullKey: keyBuffer),
-                                    value: IndexRow.value(fullKey: keyBuffer, encodedKeyLength: encodedLength, id: id, keyJSON: key, valueJSON: value)))
+                                    value: IndexRow.value(fullKey: keyBuffer, encodedKeyLength: encodedLength, id: document.id, keyJSON: key, valueJSON: value)))
                             },
                             failure: { function, error in
                                 mapped.errors.append((active[function].target, error))
@@ -164,43 +191,66 @@ struct ViewIndexer {
             }
             return output
         }
-        return parts.flatMap { $0 }
+        var mapped = MappedBatch()
+        mapped.sequences = batch.map(\.sequence)
+        mapped.ids = batch.map { Array($0.id) }
+        mapped.documents = parts.flatMap { $0 }
+        return mapped
     }
 
-    private func write(_ batch: [ChangedDocument], _ mapped: [MappedDocument], targets: inout [Target]) throws {
-        for (index, document) in mapped.enumerated() {
+    private func logMapErrors(_ batch: MappedBatch, targets: [Target]) {
+        for (index, document) in batch.documents.enumerated() {
             for (target, error) in document.errors {
                 let view = targets[target].view
                 logger.info("map function raised an exception; the document is skipped for this view", metadata: [
-                    "doc.id": "\(String(decoding: batch[index].id, as: UTF8.self))",
+                    "doc.id": "\(String(decoding: batch.ids[index], as: UTF8.self))",
                     "view.ddoc": "\(view.designDocument)", "view.name": "\(view.name)",
                     "error": "\(error)",
                 ])
             }
         }
-        let before = targets
-        do {
-            try store.environment.write { transaction in
-                targets = before
-                var scratch: [UInt8] = []
-                for target in targets.indices {
-                    var state = targets[target].state
-                    for (index, document) in batch.enumerated() where document.sequence > state.sequence {
-                        var rows = mapped[index].rows[target]
-                        rows.sort { $0.storedKey.lexicographicallyPrecedes($1.storedKey) }
-                        state.rowCount += try document.id.withUnsafeBytes { id in
-                            try indexes.replaceRows(of: id, with: rows[...], in: targets[target].tables, transaction: transaction, scratch: &scratch)
+    }
+
+    /// Writes one batch to every target in one transaction — old rows out, new
+    /// rows in key order, back index, chunks (unless bulk), state — and returns
+    /// the targets' new states.
+    private func write(_ batch: MappedBatch, targets: [Target], states: [ViewIndexState]) throws -> [ViewIndexState] {
+        try store.environment.write { transaction in
+            var result = states
+            var scratch: [UInt8] = []
+            for (index, target) in targets.enumerated() {
+                var state = states[index]
+                var changed: [[UInt8]]? = target.bulk ? nil : []
+                var rows: [EncodedRow] = []
+                for (position, sequence) in batch.sequences.enumerated() where sequence > state.sequence {
+                    let document = batch.documents[position]
+                    try batch.ids[position].withUnsafeBytes { id in
+                        if !target.fresh {
+                            state.rowCount -= try indexes.removeRows(of: id, in: target.tables, transaction: transaction, removed: &changed)
                         }
-                        state.mapErrors += mapped[index].errors.filter { $0.target == target }.count
+                        try indexes.setBackIndex(of: id, to: document.rows[index].lazy.map(\.storedKey), in: target.tables,
+                                                 transaction: transaction, scratch: &scratch)
                     }
-                    state.sequence = max(state.sequence, batch.last!.sequence)
-                    targets[target].state = state
-                    try indexes.setState(state, for: targets[target].tables.signature, in: transaction)
+                    rows.append(contentsOf: document.rows[index])
+                    state.mapErrors += document.errors.count { $0.target == index }
                 }
+                rows.sort { a, b in a.storedKey.withUnsafeBytes { a in compareBytes(a, b.storedKey) < 0 } }
+                for row in rows {
+                    try transaction.put(target.tables.rows, row.storedKey, row.value)
+                    changed?.append(row.storedKey)
+                }
+                state.rowCount += rows.count
+                if let changed {
+                    try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
+                        .update(changed: changed, in: transaction)
+                } else {
+                    state.chunksCurrent = false
+                }
+                state.sequence = max(state.sequence, batch.sequences.last!)
+                try indexes.setState(state, for: target.tables.signature, in: transaction)
+                result[index] = state
             }
-        } catch {
-            targets = before
-            throw error
+            return result
         }
     }
 }

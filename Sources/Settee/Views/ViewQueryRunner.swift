@@ -1,3 +1,4 @@
+import CSetteeLMDB
 import Foundation
 
 /// Answers a query on an up-to-date index: range scans for map queries,
@@ -9,6 +10,8 @@ struct ViewQueryRunner {
 
     /// Rows per call of a JavaScript reduce function before results are rereduced.
     var reduceChunk = 1000
+    /// Whether counts and reductions read stored chunks (when current) instead of walking every row.
+    var storedReductions = true
 
     /// CouchDB's reduce_limit: output past this many bytes must be under half its input.
     static let reduceLimitThreshold = 5000
@@ -16,7 +19,7 @@ struct ViewQueryRunner {
     func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables) throws -> ViewResult {
         try store.environment.read { transaction in
             let state = try indexes.state(view.signature, in: transaction) ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
-            let scanner = IndexScanner(transaction: transaction, rows: tables.rows)
+            let scanner = IndexScanner(transaction: transaction, rows: tables.rows, chunks: storedReductions && state.chunksCurrent ? tables.chunks : nil)
             var result: ViewResult
             if options.reduce ?? (view.reduce != nil), let reduce = view.reduce {
                 result = try reduceQuery(view, reduce: reduce, options, scanner: scanner)
@@ -119,8 +122,11 @@ struct ViewQueryRunner {
             guard let lower = range.lower else { return 0 }
             before = IndexRange(lower: nil, upper: IndexBound(bytes: lower.bytes, inclusive: !lower.inclusive))
         }
-        try scanner.scan(before, descending: descending) { _ in
-            count += 1
+        try scanner.fold(before, descending: descending, chunksWhere: { _ in true }) { item in
+            switch item {
+            case .row: count += 1
+            case .chunk(let chunk, _): count += chunk.rowCount
+            }
             return true
         }
         return count
@@ -161,28 +167,57 @@ struct ViewQueryRunner {
             done = rows.count >= limit
         }
 
-        for range in ranges(options, collation: view.collation) where !done {
-            try scanner.scan(range, descending: options.descending) { row in
-                switch grouping {
-                case .none:
-                    break
-                case .exact:
-                    if groupKey == nil || compareBytes(row.encodedKey, groupKey!) != 0 {
-                        try flush()
-                        if done { return false }
-                        groupKey = Array(row.encodedKey)
-                        groupKeyJSON = String(decoding: row.keyJSON, as: UTF8.self)
-                    }
-                case .level(let level):
-                    let prefix = CollationKey.prefix(ofEncodedArray: row.encodedKey, level: level)
-                    if groupKey == nil || groupKey! != prefix {
-                        try flush()
-                        if done { return false }
-                        groupKey = prefix
-                        groupKeyJSON = Self.truncatedKeyJSON(row.keyJSON, level: level)
-                    }
+        // Whole stored chunks stand in for their rows where they lie inside one group.
+        let acceptChunk: (StoredChunk) -> Bool = { chunk in
+            guard chunk.reduction != nil else { return false }
+            switch grouping {
+            case .none: return true
+            case .exact: return chunk.firstEncodedKey.elementsEqual(chunk.lastEncodedKey)
+            case .level(let level):
+                return CollationKey.prefix(ofEncodedArray: chunk.firstEncodedKey, level: level)
+                    == CollationKey.prefix(ofEncodedArray: chunk.lastEncodedKey, level: level)
+            }
+        }
+
+        /// Starts a new group when `encodedKey` is not in the current one.
+        func enterGroup(_ encodedKey: UnsafeRawBufferPointer, keyJSON: () throws -> UnsafeRawBufferPointer) throws {
+            switch grouping {
+            case .none:
+                break
+            case .exact:
+                if groupKey == nil || compareBytes(encodedKey, groupKey!) != 0 {
+                    try flush()
+                    if done { return }
+                    groupKey = Array(encodedKey)
+                    groupKeyJSON = String(decoding: try keyJSON(), as: UTF8.self)
                 }
-                try reducer.add(key: row.keyJSON, id: row.id, value: row.valueJSON, to: &accumulator)
+            case .level(let level):
+                let prefix = CollationKey.prefix(ofEncodedArray: encodedKey, level: level)
+                if groupKey == nil || groupKey! != prefix {
+                    try flush()
+                    if done { return }
+                    groupKey = prefix
+                    groupKeyJSON = Self.truncatedKeyJSON(try keyJSON(), level: level)
+                }
+            }
+        }
+
+        for range in ranges(options, collation: view.collation) where !done {
+            try scanner.fold(range, descending: options.descending, chunksWhere: acceptChunk) { item in
+                switch item {
+                case .row(let row):
+                    try enterGroup(row.encodedKey) { row.keyJSON }
+                    if done { return false }
+                    try reducer.add(key: row.keyJSON, id: row.id, value: row.valueJSON, to: &accumulator)
+                case .chunk(let chunk, let boundary):
+                    if let error = chunk.reductionError() { throw error }
+                    try enterGroup(chunk.firstEncodedKey) {
+                        guard let row = try scanner.lastRow(ofChunk: boundary) else { throw StorageError(code: MDB_CORRUPTED, operation: "reading a stored chunk's last row") }
+                        return row.keyJSON
+                    }
+                    if done { return false }
+                    try reducer.add(partial: chunk.reduction!, rows: chunk.rowCount, to: &accumulator)
+                }
                 return true
             }
         }

@@ -1,0 +1,343 @@
+import CSetteeLMDB
+import Foundation
+
+/// Partial reductions of fixed chunks of an index's rows, kept next to the rows
+/// so that a reduce (or a row count) over any key range costs the rows at its
+/// two ends plus the stored partials in between — not the row count.
+///
+/// Chunks are cut where the content says, not where the row count says: a row
+/// whose stored key hashes to five low zero bits ends a level-1 chunk (about 32
+/// rows), four more zero bits end a level-2 chunk (about 16 level-1 chunks), and
+/// so on up to level ``maximumLevel``. A row's place among the boundaries never
+/// depends on the other rows, so a changed row touches only the chunks that hold
+/// it (one per level), and the same rows always give the same chunks. Rows whose
+/// stored key is a long-key prefix (``IndexRow``) never end a chunk, so a group
+/// of them always lies inside one chunk.
+///
+/// The table `chunks:<signature>` maps `u8 level ‖ boundary stored key` to the
+/// chunk of rows after the previous boundary of that level up to and including
+/// this one; `u8 level ‖ 0xFF` (above every stored key) holds the rows after
+/// the level's last boundary. A level-`L` chunk is the union of the level-`L-1`
+/// chunks that end inside it; its reduction is their rereduction.
+struct StoredReductions {
+    static let maximumLevel = 5
+    /// The key part of each level's last chunk: above every stored key, whose
+    /// first byte is a collation tag.
+    static let tailKey: [UInt8] = [0xFF]
+
+    let rows: MDB_dbi
+    let chunks: MDB_dbi
+    /// The view's reduce function; nil when only row counts are kept (map-only
+    /// views, and `_approx_count_distinct`, whose partials are too large to
+    /// store every 32 rows).
+    let reducer: Reducer?
+
+    /// The highest level whose chunks `storedKey` ends (0: none).
+    static func height(of storedKey: UnsafeRawBufferPointer) -> Int {
+        guard storedKey.count < IndexRow.prefixLength else { return 0 }
+        let hash = XXHash64.hash(storedKey, seed: 0x5E77_EE00)
+        guard hash & 31 == 0 else { return 0 }
+        var height = 1
+        var rest = hash >> 5
+        while height < maximumLevel && rest & 15 == 0 {
+            height += 1
+            rest >>= 4
+        }
+        return height
+    }
+
+    static func height(of storedKey: [UInt8]) -> Int {
+        storedKey.withUnsafeBytes { height(of: $0) }
+    }
+
+    static func entryKey(level: Int, _ part: UnsafeRawBufferPointer) -> [UInt8] {
+        var key = [UInt8(level)]
+        key.append(contentsOf: part)
+        return key
+    }
+
+    static func entryKey(level: Int, _ part: [UInt8]) -> [UInt8] {
+        [UInt8(level)] + part
+    }
+
+    // MARK: Building everything
+
+    /// Recomputes every chunk from the rows, in one pass.
+    func rebuild(in transaction: LMDBTransaction) throws {
+        try transaction.clear(chunks)
+        var builders = (0...Self.maximumLevel).map { _ in ChunkBuilder(reducer: reducer) }
+        try transaction.withCursor(rows) { cursor in
+            var entry = try cursor.first()
+            while let (key, value) = entry {
+                let row = IndexRow(storedKey: key, value: value)
+                try builders[1].add(row: row)
+                let height = Self.height(of: key)
+                if height > 0 {
+                    for level in 1...height {
+                        try close(level, at: Array(key), height: height, builders: &builders, in: transaction)
+                    }
+                }
+                entry = try cursor.next()
+            }
+        }
+        for level in 1...Self.maximumLevel {
+            try close(level, at: Self.tailKey, height: StoredChunk.tailHeight, builders: &builders, in: transaction)
+        }
+    }
+
+    private func close(_ level: Int, at part: [UInt8], height: Int, builders: inout [ChunkBuilder], in transaction: LMDBTransaction) throws {
+        let value = try builders[level].finish(height: height)
+        try transaction.put(chunks, Self.entryKey(level: level, part), value)
+        if level < Self.maximumLevel {
+            try value.withUnsafeBytes { try builders[level + 1].add(chunk: StoredChunk(value: $0)) }
+        }
+        builders[level] = ChunkBuilder(reducer: reducer)
+    }
+
+    // MARK: Incremental upkeep
+
+    /// Brings the chunks up to date after the rows with these stored keys were
+    /// written or removed (in this transaction): boundaries come and go with
+    /// their rows, and every chunk holding a changed row — at every level — is
+    /// recomputed from its rows or sub-chunks.
+    func update(changed: [[UInt8]], in transaction: LMDBTransaction) throws {
+        guard !changed.isEmpty else { return }
+        let changed = Array(Set(changed)).sorted { $0.lexicographicallyPrecedes($1) }
+        let heights = changed.map { Self.height(of: $0) }
+        for level in 1...Self.maximumLevel where try transaction.get(chunks, Self.entryKey(level: level, Self.tailKey)) == nil {
+            try transaction.put(chunks, Self.entryKey(level: level, Self.tailKey), ChunkBuilder.empty(height: StoredChunk.tailHeight))
+        }
+        // Boundaries follow their rows; new ones get a placeholder, recomputed below.
+        for (key, height) in zip(changed, heights) where height > 0 {
+            let exists = try transaction.get(rows, key) != nil
+            for level in 1...height {
+                let entryKey = Self.entryKey(level: level, key)
+                if exists {
+                    if try transaction.get(chunks, entryKey) == nil {
+                        try transaction.put(chunks, entryKey, ChunkBuilder.empty(height: height))
+                    }
+                } else {
+                    _ = try transaction.delete(chunks, entryKey)
+                }
+            }
+        }
+        try transaction.withCursor(chunks) { cursor in
+            var dirty = Set<[UInt8]>()
+            for (key, height) in zip(changed, heights) {
+                dirty.insert(try Self.chunkPart(level: 1, atOrAfter: key, cursor: cursor))
+                if height > 0 { dirty.insert(try Self.chunkPart(level: 1, after: key, cursor: cursor)) }
+            }
+            for level in 1...Self.maximumLevel {
+                if level > 1 {
+                    var above = Set<[UInt8]>()
+                    for part in dirty { above.insert(try Self.chunkPart(level: level, atOrAfter: part, cursor: cursor)) }
+                    for (key, height) in zip(changed, heights) where height >= level {
+                        above.insert(try Self.chunkPart(level: level, after: key, cursor: cursor))
+                    }
+                    dirty = above
+                }
+                for part in dirty {
+                    try recompute(level: level, part: part, cursor: cursor, in: transaction)
+                }
+            }
+        }
+    }
+
+    /// The key part of the level's first chunk whose key part is at or after `key` (the tail's at worst).
+    private static func chunkPart(level: Int, atOrAfter key: [UInt8], cursor: LMDBCursor) throws -> [UInt8] {
+        guard let entry = try cursor.seek(atOrAfter: entryKey(level: level, key)), entry.key.first == UInt8(level) else { return tailKey }
+        return Array(entry.key.dropFirst())
+    }
+
+    /// The key part of the level's first chunk whose key part is after `key`.
+    private static func chunkPart(level: Int, after key: [UInt8], cursor: LMDBCursor) throws -> [UInt8] {
+        guard var entry = try cursor.seek(atOrAfter: entryKey(level: level, key)), entry.key.first == UInt8(level) else { return tailKey }
+        if entry.key.count == key.count + 1 && entry.key.dropFirst().elementsEqual(key) {
+            guard let next = try cursor.next(), next.key.first == UInt8(level) else { return tailKey }
+            entry = next
+        }
+        return Array(entry.key.dropFirst())
+    }
+
+    /// Recomputes one chunk from what lies between the previous boundary of its
+    /// level and its own: rows for level 1, chunks of the level below otherwise.
+    private func recompute(level: Int, part: [UInt8], cursor: LMDBCursor, in transaction: LMDBTransaction) throws {
+        let key = Self.entryKey(level: level, part)
+        guard let current = try cursor.seek(atOrAfter: key), current.key.elementsEqual(key) else { return }
+        let height = StoredChunk(value: current.value).height
+        var previous: [UInt8]?
+        if let before = try cursor.previous(), before.key.first == UInt8(level) {
+            previous = Array(before.key.dropFirst())
+        }
+        var builder = ChunkBuilder(reducer: reducer)
+        if level == 1 {
+            try transaction.withCursor(rows) { rowCursor in
+                var entry = try previous.map { previous in
+                    var after = previous
+                    after.append(0)
+                    return try rowCursor.seek(atOrAfter: after)
+                } ?? rowCursor.first()
+                while let (rowKey, value) = entry, compareBytes(rowKey, part) <= 0 {
+                    try builder.add(row: IndexRow(storedKey: rowKey, value: value))
+                    entry = try rowCursor.next()
+                }
+            }
+        } else {
+            var entry = try cursor.seek(atOrAfter: Self.entryKey(level: level - 1, previous.map { $0 + [0] } ?? []))
+            while let (childKey, value) = entry, childKey.first == UInt8(level - 1),
+                  compareBytes(UnsafeRawBufferPointer(rebasing: childKey.dropFirst()), part) <= 0 {
+                try builder.add(chunk: StoredChunk(value: value))
+                entry = try cursor.next()
+            }
+        }
+        try transaction.put(chunks, key, try builder.finish(height: height))
+    }
+}
+
+/// One stored chunk, read in place from its LMDB value:
+/// `u8 flags ‖ u8 height ‖ u64 rows ‖ u32 first-key length ‖ u32 last-key
+/// length ‖ first encoded key ‖ last encoded key ‖ reduction`. The reduction is
+/// the reduce function's partial as JSON text, or (flag `error`) the error that
+/// computing it raised, as `{"error": …, "reason": …}`.
+struct StoredChunk {
+    static let hasReduction: UInt8 = 1
+    static let isError: UInt8 = 2
+    /// The height stored for a level's last chunk.
+    static let tailHeight = 0xFF
+    static let headerSize = 18
+
+    let value: UnsafeRawBufferPointer
+
+    var flags: UInt8 { value[0] }
+    /// The highest level whose boundary this chunk's key is (``tailHeight`` for a tail).
+    var height: Int { Int(value[1]) }
+    var isTail: Bool { height == Self.tailHeight }
+    var rowCount: Int { Int(value.loadUnaligned(fromByteOffset: 2, as: UInt64.self)) }
+    private var firstLength: Int { Int(value.loadUnaligned(fromByteOffset: 10, as: UInt32.self)) }
+    private var lastLength: Int { Int(value.loadUnaligned(fromByteOffset: 14, as: UInt32.self)) }
+
+    /// The encoded key (collation of the emitted key) of the chunk's first and last rows.
+    var firstEncodedKey: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: value[Self.headerSize..<Self.headerSize + firstLength])
+    }
+
+    var lastEncodedKey: UnsafeRawBufferPointer {
+        let start = Self.headerSize + firstLength
+        return UnsafeRawBufferPointer(rebasing: value[start..<start + lastLength])
+    }
+
+    /// The partial reduction (JSON text) or error, when the chunk has one.
+    var reduction: UnsafeRawBufferPointer? {
+        guard flags & (Self.hasReduction | Self.isError) != 0 else { return nil }
+        return UnsafeRawBufferPointer(rebasing: value[(Self.headerSize + firstLength + lastLength)...])
+    }
+
+    /// The error computing the reduction raised, thrown as the query would have.
+    func reductionError() -> (any Error)? {
+        guard flags & Self.isError != 0, let text = reduction, let json = try? JSONParser.parse(text) else { return nil }
+        let error = json["error"]?.stringValue ?? "reduce_error"
+        let reason = json["reason"]?.stringValue ?? ""
+        if json["javascript"] == true, let kind = JavaScriptError.Kind.allCases.first(where: { $0.label == error }) {
+            return JavaScriptError(kind: kind, message: reason)
+        }
+        return QueryError(error: error, reason: reason)
+    }
+}
+
+/// Gathers the rows or sub-chunks of one chunk and makes its stored value.
+struct ChunkBuilder {
+    private let reducer: Reducer?
+    private var accumulator: Reducer.Accumulator?
+    private var rowCount = 0
+    private var first: [UInt8]?
+    private var last: [UInt8] = []
+    /// The first error among the sub-chunks, which the whole chunk then carries.
+    private var error: [UInt8]?
+
+    init(reducer: Reducer?) {
+        self.reducer = reducer
+        accumulator = reducer?.makeAccumulator()
+    }
+
+    private mutating func extend(first chunkFirst: UnsafeRawBufferPointer, last chunkLast: UnsafeRawBufferPointer) {
+        // Stored order is key order except inside groups of long keys: keep the extremes.
+        if first == nil || compareBytes(chunkFirst, first!) < 0 { first = Array(chunkFirst) }
+        if rowCount == 0 || compareBytes(chunkLast, last) >= 0 { last = Array(chunkLast) }
+    }
+
+    mutating func add(row: IndexRow) throws {
+        let encodedKey = row.encodedKey
+        extend(first: encodedKey, last: encodedKey)
+        rowCount += 1
+        guard let reducer, error == nil else { return }
+        do {
+            try reducer.add(key: row.keyJSON, id: row.id, value: row.valueJSON, to: &accumulator!)
+        } catch {
+            self.error = try Self.errorJSON(error)
+        }
+    }
+
+    mutating func add(chunk: StoredChunk) throws {
+        guard chunk.rowCount > 0 else { return }
+        extend(first: chunk.firstEncodedKey, last: chunk.lastEncodedKey)
+        rowCount += chunk.rowCount
+        guard let reducer, error == nil, let reduction = chunk.reduction else { return }
+        if chunk.flags & StoredChunk.isError != 0 {
+            error = Array(reduction)
+            return
+        }
+        do {
+            try reducer.add(partial: reduction, rows: chunk.rowCount, to: &accumulator!)
+        } catch {
+            self.error = try Self.errorJSON(error)
+        }
+    }
+
+    /// The value of a chunk of no rows: a placeholder until it is recomputed.
+    static func empty(height: Int) throws -> [UInt8] {
+        var builder = ChunkBuilder(reducer: nil)
+        return try builder.finish(height: height)
+    }
+
+    /// The stored value, with the partial reduction computed now.
+    mutating func finish(height: Int) throws -> [UInt8] {
+        var flags: UInt8 = 0
+        var reduction: [UInt8] = []
+        if let error {
+            flags = StoredChunk.isError
+            reduction = error
+        } else if let reducer, rowCount > 0 {
+            do {
+                reduction = Array(try reducer.partial(&accumulator!).utf8)
+                flags = StoredChunk.hasReduction
+            } catch {
+                flags = StoredChunk.isError
+                reduction = try Self.errorJSON(error)
+            }
+        }
+        let first = first ?? []
+        var out: [UInt8] = [flags, UInt8(height)]
+        out.reserveCapacity(StoredChunk.headerSize + first.count + last.count + reduction.count)
+        withUnsafeBytes(of: UInt64(rowCount)) { out.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt32(first.count)) { out.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt32(last.count)) { out.append(contentsOf: $0) }
+        out.append(contentsOf: first)
+        out.append(contentsOf: last)
+        out.append(contentsOf: reduction)
+        return out
+    }
+
+    /// A reduce failure, stored so that queries reading the chunk fail as a walk would.
+    private static func errorJSON(_ error: any Error) throws -> [UInt8] {
+        let json: JSONValue
+        switch error {
+        case let error as QueryError:
+            json = ["error": .string(error.error), "reason": .string(error.reason)]
+        case let error as JavaScriptError:
+            json = ["error": .string(error.kind.label), "reason": .string(error.message), "javascript": true]
+        default:
+            throw error
+        }
+        return Array(json.jsonText.utf8)
+    }
+}
