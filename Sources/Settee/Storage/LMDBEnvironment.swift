@@ -17,6 +17,11 @@ final class LMDBEnvironment: @unchecked Sendable {
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
     private let databasesLock = NSLock()
     private var databases: [String: MDB_dbi] = [:]
+    /// Read transactions reset after use, renewed by the next reads: beginning
+    /// one afresh allocates and zeroes room for every possible table.
+    private let idleReadersLock = NSLock()
+    private var idleReaders: [OpaquePointer] = []
+    private static let maximumIdleReaders = 16
     private(set) var mapSize: Int
 
     /// The largest the map may grow to; `nil` for no limit but the disk's.
@@ -76,6 +81,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     deinit {
+        closeIdleReaders()
         if let handle { mdb_env_close(handle) }
         pthread_rwlock_destroy(resizeLock)
         resizeLock.deallocate()
@@ -90,25 +96,65 @@ final class LMDBEnvironment: @unchecked Sendable {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
         var txn: OpaquePointer?
-        var code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+        var code = beginRead(&txn)
         if code == MDB_MAP_RESIZED {
             // Another process grew the map: adopt its size, then begin again.
             pthread_rwlock_unlock(resizeLock)
             adoptMapSize()
             pthread_rwlock_rdlock(resizeLock)
-            code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+            code = beginRead(&txn)
         }
         try check(code, "beginning a read transaction on \(path)")
-        defer { mdb_txn_abort(txn) }
+        defer { endRead(txn!) }
         return try body(LMDBTransaction(txn: txn!, environment: self))
+    }
+
+    private func beginRead(_ txn: inout OpaquePointer?) -> Int32 {
+        if let idle = idleReadersLock.withLock({ idleReaders.popLast() }) {
+            let code = mdb_txn_renew(idle)
+            if code == 0 {
+                txn = idle
+                return 0
+            }
+            mdb_txn_abort(idle)
+        }
+        return mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+    }
+
+    private func endRead(_ txn: OpaquePointer) {
+        mdb_txn_reset(txn)
+        let kept = idleReadersLock.withLock {
+            guard idleReaders.count < Self.maximumIdleReaders else { return false }
+            idleReaders.append(txn)
+            return true
+        }
+        if !kept { mdb_txn_abort(txn) }
+    }
+
+    /// Frees the reset read transactions (before the map is resized, and at close).
+    private func closeIdleReaders() {
+        let idle = idleReadersLock.withLock {
+            defer { idleReaders.removeAll() }
+            return idleReaders
+        }
+        for txn in idle { mdb_txn_abort(txn) }
     }
 
     /// Runs `body` in the write transaction and commits it; a thrown error rolls
     /// it back. `body` may run more than once (when the map has to grow), so it
     /// must do nothing outside the transaction that cannot be repeated.
-    func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+    ///
+    /// A commit that need not be durable (what can be recomputed, such as view
+    /// indexes) skips the second of LMDB's two flushes: a system crash may undo
+    /// it, but never corrupts the database (LMDB's `MDB_NOMETASYNC`).
+    func write<T>(durable: Bool = true, _ body: (LMDBTransaction) throws -> T) throws -> T {
         writeLock.lock()
         defer { writeLock.unlock() }
+        if !durable {
+            // Only this process's commits see the flag, and the write lock keeps them out until it is cleared.
+            mdb_env_set_flags(environment, UInt32(MDB_NOMETASYNC), 1)
+        }
+        defer { if !durable { mdb_env_set_flags(environment, UInt32(MDB_NOMETASYNC), 0) } }
         while true {
             do {
                 return try writeOnce(body)
@@ -146,6 +192,7 @@ final class LMDBEnvironment: @unchecked Sendable {
             throw StorageError(code: MDB_MAP_FULL, operation: "writing to \(path): the database reached its size limit of \(limit) bytes")
         }
         let newSize = mapSize > limit / 2 ? limit : mapSize * 2
+        closeIdleReaders()
         try check(mdb_env_set_mapsize(environment, newSize), "growing the database at \(path) to \(newSize) bytes")
         mapSize = newSize
     }
@@ -153,6 +200,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     private func adoptMapSize() {
         pthread_rwlock_wrlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        closeIdleReaders()
         mdb_env_set_mapsize(environment, 0)
         var info = MDB_envinfo()
         mdb_env_info(environment, &info)

@@ -131,17 +131,19 @@ extension Database {
     /// chunk reductions (what tests compare the chunks with).
     func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
-        guard let design = try designDocument(name) else {
-            throw DocumentError(.notFound, "missing", id: name.hasPrefix("_design/") ? name : "_design/" + name)
+        let id = name.hasPrefix("_design/") ? name : "_design/" + name
+        guard let document = try document(id) else {
+            throw DocumentError(.notFound, "missing", id: id)
         }
+        let design = try designDocumentCache.parsed(document)
         guard let view = design.view(viewName) else {
             throw DocumentError(.notFound, "missing_named_view", id: design.id)
         }
         let validated = try options.validated(viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
         // A design document written with put() was never compiled: say so with its id and view, not mid-indexing.
-        if !designDocumentCache.isChecked(design) {
+        if !designDocumentCache.isChecked(document) {
             try check(design, file: nil)
-            designDocumentCache.markChecked(design)
+            designDocumentCache.markChecked(document)
         }
         let indexer = try makeIndexer()
         if validated.update == .true {
@@ -214,32 +216,32 @@ extension Database {
 /// Parsed design documents, by id and revision, so queries do not re-parse them,
 /// and which of them compiled.
 final class DesignDocumentCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var parsed: [String: (Revision, DesignDocument)] = [:]
-    private var checked: [DesignDocument] = []
-
-    func isChecked(_ design: DesignDocument) -> Bool {
-        lock.withLock { checked.contains(design) }
+    private struct Entry {
+        var revision: Revision
+        var design: DesignDocument
+        var checked = false
     }
 
-    func markChecked(_ design: DesignDocument) {
+    private let lock = NSLock()
+    private var entries: [String: Entry] = [:]
+
+    /// Whether this revision of the design document compiled.
+    func isChecked(_ document: Document) -> Bool {
+        lock.withLock { entries[document.id].map { $0.revision == document.revision && $0.checked } ?? false }
+    }
+
+    func markChecked(_ document: Document) {
         lock.withLock {
-            checked.removeAll { $0.id == design.id }
-            checked.append(design)
+            if entries[document.id]?.revision == document.revision { entries[document.id]?.checked = true }
         }
     }
 
     func parsed(_ document: Document) throws -> DesignDocument {
-        lock.lock()
-        if let (revision, design) = parsed[document.id], revision == document.revision {
-            lock.unlock()
+        if let design = lock.withLock({ entries[document.id].flatMap { $0.revision == document.revision ? $0.design : nil } }) {
             return design
         }
-        lock.unlock()
         let design = try DesignDocument(json: try document.value)
-        lock.lock()
-        parsed[document.id] = (document.revision, design)
-        lock.unlock()
+        lock.withLock { entries[document.id] = Entry(revision: document.revision, design: design) }
         return design
     }
 }

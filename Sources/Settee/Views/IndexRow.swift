@@ -79,18 +79,20 @@ struct IndexRow {
         }
     }
 
-    /// The stored key for a full key.
-    static func storedKey(forFullKey fullKey: [UInt8]) -> [UInt8] {
-        guard fullKey.count >= prefixLength else { return fullKey }
-        return Array(fullKey[0..<prefixLength]) + fullKey.withUnsafeBytes { Array(SHA256.hash($0).prefix(16)) }
+    /// Appends the stored key for a full key to `out`.
+    static func appendStoredKey(forFullKey fullKey: [UInt8], to out: inout [UInt8]) {
+        guard fullKey.count >= prefixLength else {
+            out.append(contentsOf: fullKey)
+            return
+        }
+        out.append(contentsOf: fullKey[0..<prefixLength])
+        fullKey.withUnsafeBytes { out.append(contentsOf: SHA256.hash($0).prefix(16)) }
     }
 
-    /// The stored value.
-    static func value(fullKey: [UInt8], encodedKeyLength: Int, id: UnsafeRawBufferPointer,
-                      keyJSON: UnsafeRawBufferPointer, valueJSON: UnsafeRawBufferPointer) -> [UInt8] {
+    /// Appends the stored value to `out`.
+    static func appendValue(fullKey: [UInt8], encodedKeyLength: Int, id: UnsafeRawBufferPointer,
+                            keyJSON: UnsafeRawBufferPointer, valueJSON: UnsafeRawBufferPointer, to out: inout [UInt8]) {
         let long = fullKey.count >= prefixLength
-        var out: [UInt8] = []
-        out.reserveCapacity(headerSize + id.count + keyJSON.count + valueJSON.count + (long ? fullKey.count : 0))
         out.append(0)
         withUnsafeBytes(of: UInt32(encodedKeyLength)) { out.append(contentsOf: $0) }
         withUnsafeBytes(of: UInt16(id.count)) { out.append(contentsOf: $0) }
@@ -100,14 +102,7 @@ struct IndexRow {
         out.append(contentsOf: keyJSON)
         if long { out.append(contentsOf: fullKey) }
         out.append(contentsOf: valueJSON)
-        return out
     }
-}
-
-/// A row ready to be written: built on a JavaScript worker, written by the indexer.
-struct EncodedRow: Sendable {
-    var storedKey: [UInt8]
-    var value: [UInt8]
 }
 
 /// A bound of a scan over full keys.

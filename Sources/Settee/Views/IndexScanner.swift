@@ -62,15 +62,22 @@ struct IndexScanner {
         let accept: (StoredChunk) throws -> Bool
         /// Chunks above this level reach past the range: no later one can fit.
         var usefulLevel = StoredReductions.maximumLevel
+        /// The level of the chunk the cursor is on, when it is the last one handed over.
+        var currentLevel: Int?
 
         /// The level's first chunk after `boundary` (from the index's start when nil).
-        func chunk(level: Int, after boundary: [UInt8]?) throws -> LMDBCursor.Entry? {
-            let key = StoredReductions.entryKey(level: level, boundary ?? [])
-            guard var entry = try cursor.seek(atOrAfter: key), entry.key.first == UInt8(level) else { return nil }
-            if boundary != nil && entry.key.elementsEqual(key) {
-                guard let next = try cursor.next(), next.key.first == UInt8(level) else { return nil }
-                entry = next
+        mutating func chunk(level: Int, after boundary: [UInt8]?) throws -> LMDBCursor.Entry? {
+            var entry: LMDBCursor.Entry?
+            if currentLevel == level, boundary != nil {
+                // The cursor is on the chunk that ended at `boundary`: the next is one step on.
+                entry = try cursor.next()
+            } else {
+                let key = StoredReductions.entryKey(level: level, boundary ?? [])
+                entry = try cursor.seek(atOrAfter: key)
+                if boundary != nil, let found = entry, compareBytes(found.key, key) == 0 { entry = try cursor.next() }
             }
+            currentLevel = nil
+            guard let entry, entry.key.first == UInt8(level) else { return nil }
             return entry
         }
     }
@@ -87,6 +94,8 @@ struct IndexScanner {
         // The last chunk boundary passed and its height; the index's start is a boundary of every level.
         var boundary: [UInt8]?
         var height = range.lower == nil ? StoredReductions.maximumLevel : 0
+        // After chunks were handed over, the row cursor is moved only when rows are needed again.
+        var rowsBehind = false
         while true {
             if chunks != nil && height > 0 {
                 var skipped = false
@@ -101,16 +110,21 @@ struct IndexScanner {
                     guard try chunks!.accept(chunk) else { continue }
                     if chunk.rowCount > 0, try !body(.chunk(chunk, boundary: part)) { return }
                     if chunk.isTail { return }
+                    chunks!.currentLevel = level
                     boundary = Array(part)
                     height = chunk.height
                     skipped = true
                     break
                 }
                 if skipped {
-                    entry = try cursor.seek(atOrAfter: boundary! + [0])
+                    rowsBehind = true
                     continue
                 }
                 height = 0
+            }
+            if rowsBehind {
+                entry = try cursor.seek(atOrAfter: boundary! + [0])
+                rowsBehind = false
             }
             guard let current = entry else { return }
             let row = IndexRow(storedKey: current.key, value: current.value)
@@ -168,7 +182,7 @@ struct IndexScanner {
                     var skipped = false
                     for level in stride(from: min(height, chunks!.usefulLevel), through: 1, by: -1) {
                         let key = StoredReductions.entryKey(level: level, boundary)
-                        guard let (found, value) = try chunks!.cursor.seek(atOrAfter: key), found.elementsEqual(key) else { break }
+                        guard let (found, value) = try chunks!.cursor.seek(atOrAfter: key), compareBytes(found, key) == 0 else { break }
                         let chunk = StoredChunk(value: value)
                         var previous: [UInt8]?
                         if let before = try chunks!.cursor.previous(), before.key.first == UInt8(level) {

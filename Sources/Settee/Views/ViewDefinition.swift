@@ -24,7 +24,20 @@ public struct ViewDefinition: Sendable, Equatable {
     /// The version of this view's index: a SHA-256 over a canonical form of
     /// everything that decides the index's content. Editing anything else (other
     /// views, other members) leaves it unchanged, so only this view rebuilds.
-    public var signature: String {
+    public let signature: String
+
+    init(designDocument: String, name: String, map: String, reduce: String?, collation: CollationMode, viewOptions: JSONValue,
+         language: String, includeDesign: Bool, localSequence: Bool, library: JSONValue?) {
+        self.designDocument = designDocument
+        self.name = name
+        self.map = map
+        self.reduce = reduce
+        self.collation = collation
+        self.viewOptions = viewOptions
+        self.language = language
+        self.includeDesign = includeDesign
+        self.localSequence = localSequence
+        self.library = library
         var canonical: [UInt8] = []
         let definition: JSONValue = [
             "language": .string(language),
@@ -37,7 +50,7 @@ public struct ViewDefinition: Sendable, Equatable {
             "lib": library ?? .null,
         ]
         JSONWriter.write(definition.canonicalized(), into: &canonical)
-        return SHA256.hexDigest(canonical)
+        signature = SHA256.hexDigest(canonical)
     }
 
     /// The built-in reducer, when `reduce` names one.

@@ -127,7 +127,7 @@ final class ViewIndexStore: Sendable {
     }
 
     /// Records the stored keys of a document's new rows in the back index.
-    func setBackIndex(of id: UnsafeRawBufferPointer, to keys: some Sequence<[UInt8]>, in tables: ViewIndexTables,
+    func setBackIndex(of id: UnsafeRawBufferPointer, to keys: some Sequence<UnsafeRawBufferPointer>, in tables: ViewIndexTables,
                       transaction: LMDBTransaction, scratch: inout [UInt8]) throws {
         scratch.removeAll(keepingCapacity: true)
         for key in keys {

@@ -48,17 +48,36 @@ struct ViewIndexer {
         let isDesign: Bool
     }
 
-    /// What the map functions made of one document, per target.
-    private struct MappedDocument: Sendable {
-        var rows: [[EncodedRow]]
-        var errors: [(target: Int, error: JavaScriptError)]
+    /// One emitted row, its stored key and value in the batch's `bytes`.
+    private struct MappedRow: Sendable {
+        var target: Int32
+        var keyStart: Int32
+        var keyLength: Int32
+        var valueLength: Int32
+        var valueStart: Int32 { keyStart + keyLength }
     }
 
-    /// A mapped batch, copied out of its read transaction for the writer.
+    /// What the map functions made of a run of documents: every row's stored
+    /// key and value back to back in one buffer, rows in document order.
     private struct MappedBatch: Sendable {
         var sequences: [UInt64] = []
         var ids: [[UInt8]] = []
-        var documents: [MappedDocument] = []
+        var bytes: [UInt8] = []
+        var rows: [MappedRow] = []
+        /// Per document, the index of its first row in `rows` (one more entry at the end).
+        var documentRows: [Int] = [0]
+        var errors: [(document: Int, target: Int, error: JavaScriptError)] = []
+
+        /// Appends another batch's documents after this one's.
+        mutating func append(_ other: MappedBatch) {
+            let byteBase = Int32(bytes.count)
+            let rowBase = rows.count
+            let documentBase = documentRows.count - 1
+            bytes.append(contentsOf: other.bytes)
+            rows.append(contentsOf: other.rows.lazy.map { var row = $0; row.keyStart += byteBase; return row })
+            documentRows.append(contentsOf: other.documentRows.dropFirst().lazy.map { $0 + rowBase })
+            errors.append(contentsOf: other.errors.lazy.map { ($0.document + documentBase, $0.target, $0.error) })
+        }
     }
 
     /// Updates the indexes of `views` to the database's latest sequence.
@@ -102,8 +121,13 @@ struct ViewIndexer {
             guard let last = batch.sequences.last else { break }
             logMapErrors(batch, targets: targets)
             if writer.isBusy { states = try writer.wait() }
-            let before = states
-            writer.start { [self, targets] in try write(batch, targets: targets, states: before) }
+            if last >= latest {
+                // The last batch: nothing left to overlap its writing with.
+                states = try write(batch, targets: targets, states: states)
+            } else {
+                let before = states
+                writer.start { [self, targets] in try write(batch, targets: targets, states: before) }
+            }
             cursor = last
             processed += batch.sequences.count
             progress(IndexProgress(processed: processed, total: total))
@@ -111,7 +135,8 @@ struct ViewIndexer {
         if writer.isBusy { states = try writer.wait() }
         // Nothing changed past the last document read: the indexes are current.
         // Bulk builds get their chunks now, from all the rows in one pass.
-        try store.environment.write { transaction in
+        guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else { return }
+        try store.environment.write(durable: false) { transaction in
             for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
                 if !state.chunksCurrent {
                     try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer).rebuild(in: transaction)
@@ -139,12 +164,7 @@ struct ViewIndexer {
     private func map(_ batch: [ChangedDocument], targets: [Target], states: [ViewIndexState], withSequence: Bool) throws -> MappedBatch {
         let views = targets.map(\.view)
         let sequences = states.map(\.sequence)
-        let workerCount = workers.workers.count
-        let slice = (batch.count + workerCount - 1) / workerCount
-        let parts = try workers.runOnEach { worker, context in
-            let start = min(worker * slice, batch.count)
-            let end = min(start + slice, batch.count)
-            if start == end { return [MappedDocument]() }
+        let mapSlice: @Sendable (JavaScriptContext, ArraySlice<ChangedDocument>) throws -> MappedBatch = { context, slice in
             // Functions grouped by the document form they need: one parse per document and form.
             var plain: [(target: Int, function: JavaScriptFunction)] = []
             var sequenced: [(target: Int, function: JavaScriptFunction)] = []
@@ -152,62 +172,76 @@ struct ViewIndexer {
                 let function = try context.compile(view.map, name: "\(view.designDocument)/\(view.name) map", library: view.library.map { $0.jsonText })
                 if view.localSequence { sequenced.append((index, function)) } else { plain.append((index, function)) }
             }
-            var output: [MappedDocument] = []
-            output.reserveCapacity(end - start)
-            var keyBuffer: [UInt8] = []
+            var output = MappedBatch()
+            output.documentRows.reserveCapacity(slice.count + 1)
+            output.bytes.reserveCapacity(slice.count * 128)
+            var fullKey: [UInt8] = []
             var json: [UInt8] = []
-            for document in batch[start..<end] {
-                var mapped = MappedDocument(rows: Array(repeating: [], count: views.count), errors: [])
-                if !document.record.isDeleted {
-                    json.removeAll(keepingCapacity: true)
-                    document.record.appendFullJSON(id: document.id, into: &json)
-                    for (form, group) in [plain, sequenced].enumerated() where !group.isEmpty {
-                        let active = group.filter { sequences[$0.target] < document.sequence && (!document.isDesign || views[$0.target].includeDesign) }
-                        if active.isEmpty { continue }
-                        if form == 1 {
-                            json.removeLast()
-                            json.append(contentsOf: #","_local_seq":\#(document.sequence)}"#.utf8)
-                        }
-                        let result = try json.withUnsafeBytes { try context.map($0, functions: active.map(\.function)) }
-                        var emitCounts = [UInt32](repeating: 0, count: active.count)
-                        _ = try result.forEach(
-                            rows: { function, key, value in
-                                let target = active[function].target
-                                keyBuffer.removeAll(keepingCapacity: true)
-                                try CollationKey.append(json: key, mode: views[target].collation, to: &keyBuffer)
-                                let encodedLength = keyBuffer.count
-                                IndexRow.appendFullKeySuffix(id: document.id, emitIndex: emitCounts[function], to: &keyBuffer)
-                                emitCounts[function] += 1
-                                mapped.rows[target].append(EncodedRow(
-                                    storedKey: IndexRow.storedKey(forFullKey: keyBuffer),
-                                    value: IndexRow.value(fullKey: keyBuffer, encodedKeyLength: encodedLength, id: document.id, keyJSON: key, valueJSON: value)))
-                            },
-                            failure: { function, error in
-                                mapped.errors.append((active[function].target, error))
-                            })
+            for (position, document) in slice.enumerated() {
+                defer { output.documentRows.append(output.rows.count) }
+                guard !document.record.isDeleted else { continue }
+                json.removeAll(keepingCapacity: true)
+                document.record.appendFullJSON(id: document.id, into: &json)
+                for (form, group) in [plain, sequenced].enumerated() where !group.isEmpty {
+                    let active = group.filter { sequences[$0.target] < document.sequence && (!document.isDesign || views[$0.target].includeDesign) }
+                    if active.isEmpty { continue }
+                    if form == 1 {
+                        json.removeLast()
+                        json.append(contentsOf: #","_local_seq":\#(document.sequence)}"#.utf8)
                     }
+                    let result = try json.withUnsafeBytes { try context.map($0, functions: active.map(\.function)) }
+                    var emitCounts = [UInt32](repeating: 0, count: active.count)
+                    _ = try result.forEach(
+                        rows: { function, key, value in
+                            let target = active[function].target
+                            fullKey.removeAll(keepingCapacity: true)
+                            try CollationKey.append(json: key, mode: views[target].collation, to: &fullKey)
+                            let encodedLength = fullKey.count
+                            IndexRow.appendFullKeySuffix(id: document.id, emitIndex: emitCounts[function], to: &fullKey)
+                            emitCounts[function] += 1
+                            let keyStart = output.bytes.count
+                            IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
+                            let valueStart = output.bytes.count
+                            IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength, id: document.id,
+                                                 keyJSON: key, valueJSON: value, to: &output.bytes)
+                            output.rows.append(MappedRow(
+                                target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
+                                valueLength: Int32(output.bytes.count - valueStart)))
+                        },
+                        failure: { function, error in
+                            output.errors.append((position, active[function].target, error))
+                        })
                 }
-                output.append(mapped)
             }
             return output
         }
-        var mapped = MappedBatch()
+        let parts: [MappedBatch]
+        let workerCount = workers.workers.count
+        if batch.count < 64 || workerCount == 1 {
+            // A few changes: one worker, no fan-out.
+            parts = [try workers.nextWorker().run { context in try mapSlice(context, batch[...]) }]
+        } else {
+            let slice = (batch.count + workerCount - 1) / workerCount
+            parts = try workers.runOnEach { worker, context in
+                let start = min(worker * slice, batch.count)
+                return try mapSlice(context, batch[start..<min(start + slice, batch.count)])
+            }
+        }
+        var mapped = parts[0]
+        for part in parts.dropFirst() { mapped.append(part) }
         mapped.sequences = batch.map(\.sequence)
         mapped.ids = batch.map { Array($0.id) }
-        mapped.documents = parts.flatMap { $0 }
         return mapped
     }
 
     private func logMapErrors(_ batch: MappedBatch, targets: [Target]) {
-        for (index, document) in batch.documents.enumerated() {
-            for (target, error) in document.errors {
-                let view = targets[target].view
-                logger.info("map function raised an exception; the document is skipped for this view", metadata: [
-                    "doc.id": "\(String(decoding: batch.ids[index], as: UTF8.self))",
-                    "view.ddoc": "\(view.designDocument)", "view.name": "\(view.name)",
-                    "error": "\(error)",
-                ])
-            }
+        for (index, target, error) in batch.errors {
+            let view = targets[target].view
+            logger.info("map function raised an exception; the document is skipped for this view", metadata: [
+                "doc.id": "\(String(decoding: batch.ids[index], as: UTF8.self))",
+                "view.ddoc": "\(view.designDocument)", "view.name": "\(view.name)",
+                "error": "\(error)",
+            ])
         }
     }
 
@@ -215,30 +249,39 @@ struct ViewIndexer {
     /// rows in key order, back index, chunks (unless bulk), state — and returns
     /// the targets' new states.
     private func write(_ batch: MappedBatch, targets: [Target], states: [ViewIndexState]) throws -> [ViewIndexState] {
-        try store.environment.write { transaction in
+        try store.environment.write(durable: false) { transaction in
             var result = states
             var scratch: [UInt8] = []
             for (index, target) in targets.enumerated() {
                 var state = states[index]
                 var changed: [[UInt8]]? = target.bulk ? nil : []
-                var rows: [EncodedRow] = []
-                for (position, sequence) in batch.sequences.enumerated() where sequence > state.sequence {
-                    let document = batch.documents[position]
-                    try batch.ids[position].withUnsafeBytes { id in
-                        if !target.fresh {
-                            state.rowCount -= try indexes.removeRows(of: id, in: target.tables, transaction: transaction, removed: &changed)
-                        }
-                        try indexes.setBackIndex(of: id, to: document.rows[index].lazy.map(\.storedKey), in: target.tables,
-                                                 transaction: transaction, scratch: &scratch)
+                var rows: [Int] = []
+                try batch.bytes.withUnsafeBytes { bytes in
+                    func key(_ row: MappedRow) -> UnsafeRawBufferPointer {
+                        UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)])
                     }
-                    rows.append(contentsOf: document.rows[index])
-                    state.mapErrors += document.errors.count { $0.target == index }
+                    for (position, sequence) in batch.sequences.enumerated() where sequence > state.sequence {
+                        try batch.ids[position].withUnsafeBytes { id in
+                            if !target.fresh {
+                                state.rowCount -= try indexes.removeRows(of: id, in: target.tables, transaction: transaction, removed: &changed)
+                            }
+                            let start = rows.count
+                            for row in batch.documentRows[position]..<batch.documentRows[position + 1] where batch.rows[row].target == index {
+                                rows.append(row)
+                            }
+                            try indexes.setBackIndex(of: id, to: rows[start...].lazy.map { key(batch.rows[$0]) }, in: target.tables,
+                                                     transaction: transaction, scratch: &scratch)
+                        }
+                    }
+                    rows.sort { compareBytes(key(batch.rows[$0]), key(batch.rows[$1])) < 0 }
+                    for row in rows {
+                        let mapped = batch.rows[row]
+                        try transaction.put(target.tables.rows, key(mapped),
+                                            UnsafeRawBufferPointer(rebasing: bytes[Int(mapped.valueStart)..<Int(mapped.valueStart + mapped.valueLength)]))
+                        changed?.append(Array(key(mapped)))
+                    }
                 }
-                rows.sort { a, b in a.storedKey.withUnsafeBytes { a in compareBytes(a, b.storedKey) < 0 } }
-                for row in rows {
-                    try transaction.put(target.tables.rows, row.storedKey, row.value)
-                    changed?.append(row.storedKey)
-                }
+                state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > states[index].sequence }
                 state.rowCount += rows.count
                 if let changed {
                     try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
