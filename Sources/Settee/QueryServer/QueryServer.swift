@@ -318,8 +318,8 @@ public final class QueryServer {
         case .runtime, .internal: break
         }
         let message = error.message
-        // A thrown non-Error value arrives as its JSON text.
-        if message == #""fatal_error""# {
+        // A thrown string arrives as itself, another non-Error value as its JSON text.
+        if message == "fatal_error" {
             return .error(QueryServerError("map_runtime_error", "function raised 'fatal_error'"))
         }
         if message.hasPrefix("["), case .array(let parts)? = try? JSONValue(parsing: message), parts.first == .string("fatal") {
@@ -348,11 +348,11 @@ public final class QueryServer {
             answer(error.json)
             return nil
         case .fatal(let error):
-            logger.error("query server: fatal error", metadata: ["error.type": "\(error.type)", "error.reason": "\(error.reason)"])
+            logger.info("query server: fatal error", metadata: ["error.type": "\(error.type)", "error.reason": "\(error.reason)"])
             answer(error.json)
             return 255
         case .outOfMemory:
-            logger.error("query server: out of memory")
+            logger.info("query server: out of memory")
             return 1
         }
     }
@@ -361,9 +361,10 @@ public final class QueryServer {
 
     @discardableResult
     private func answer(_ value: JSONValue) -> Int32? {
-        response.removeAll(keepingCapacity: true)
-        JSONWriter.write(value, into: &response)
-        writeResponse()
+        // Not through `response`: log lines are written while a map answer is being built there.
+        var line: [UInt8] = []
+        JSONWriter.write(value, into: &line)
+        line.withUnsafeBytes { transport.writeLine($0) }
         return nil
     }
 
