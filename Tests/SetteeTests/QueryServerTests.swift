@@ -124,36 +124,18 @@ struct QueryServerMapTests {
             """#)
     }
 
-    @Test("Throwing 'fatal_error' fails the map_doc command, and the server carries on")
-    func fatalErrorString() throws {
+    @Test("How a map function's throw is answered: 'fatal_error' fails the command, [\"fatal\", …] and runaway recursion exit", arguments: [
+        ("throw 'fatal_error';", #"["error","map_runtime_error","function raised 'fatal_error'"]"#, Int32(0)),
+        ("throw ['fatal', 'my_error', 'bad ' + doc._id];", #"["error","my_error","bad x"]"#, 255),
+        ("function f(n) { return f(n + 1) + 1; } emit(f(0), 1);", #"["error","InternalError","too much recursion"]"#, 255),
+    ])
+    func mapFailures(body: String, answer: String, status: Int32) throws {
         try expectConversation(#"""
-            > ["add_fun", "function(doc){ throw 'fatal_error'; }"]
+            > ["add_fun", "function(doc){ \#(body) }"]
             true
             > ["map_doc", {"_id": "x"}]
-            ["error","map_runtime_error","function raised 'fatal_error'"]
-            > ["reset"]
-            true
-            """#)
-    }
-
-    @Test("Throwing [\"fatal\", type, reason] answers the error and exits with 255")
-    func fatalArrayExits() throws {
-        try expectConversation(#"""
-            > ["add_fun", "function(doc){ throw ['fatal', 'my_error', 'bad ' + doc._id]; }"]
-            true
-            > ["map_doc", {"_id": "x"}]
-            ["error","my_error","bad x"]
-            """#, status: 255)
-    }
-
-    @Test("Runaway recursion is an InternalError: fatal")
-    func recursionIsFatal() throws {
-        try expectConversation(#"""
-            > ["add_fun", "function(doc){ function f(n) { return f(n + 1) + 1; } emit(f(0), 1); }"]
-            true
-            > ["map_doc", {"_id": "x"}]
-            ["error","InternalError","too much recursion"]
-            """#, status: 255)
+            \#(answer)
+            """#, status: status)
     }
 
     @Test("A function running past reset's timeout is stopped with a timeout error; the server carries on")
@@ -284,6 +266,7 @@ struct QueryServerDesignDocumentTests {
            "typed": "function(doc, req) { provides('html', function () { return '<p>' + doc.title + '</p>'; }); provides('json', function () { return toJSON(doc); }); }",
            "broken": "function(doc, req) { return doc.missing.field; }",
            "error": "function() { throw ['error', 'error_key', 'testing']; }",
+           "fatal": "function() { throw ['fatal', 'error_key', 'testing']; }",
            "nothing": "function() { return 7; }",
            "syntax": "function( {"
          },
@@ -374,6 +357,16 @@ struct QueryServerDesignDocumentTests {
         #expect(output[1].hasPrefix(#"["error","render_error","function raised error: TypeError: doc.missing is undefined \nstacktrace: "#))
     }
 
+    /// A list that returns after two rows: its tail goes with the second row's chunks.
+    private static let cappedList = #"""
+        > ["ddoc", "_design/app", ["lists", "capped"], [{}, {}]]
+        ["start",[],{"code":201,"headers":{}}]
+        > ["list_row", {"key": "a"}]
+        ["chunks",["a"]]
+        > ["list_row", {"key": "b"}]
+        ["end",["b","early"]]
+        """#
+
     @Test("Lists: the head with the first chunks, a chunks answer per row, the tail at list_end")
     func lists() throws {
         try Self.conversation(#"""
@@ -389,12 +382,7 @@ struct QueryServerDesignDocumentTests {
             ["start",[],{"headers":{}}]
             > ["list_end"]
             ["end",["done 2"]]
-            > ["ddoc", "_design/app", ["lists", "capped"], [{}, {}]]
-            ["start",[],{"code":201,"headers":{}}]
-            > ["list_row", {"key": "a"}]
-            ["chunks",["a"]]
-            > ["list_row", {"key": "b"}]
-            ["end",["b","early"]]
+            \#(Self.cappedList)
             > ["reset"]
             true
             """#)
@@ -403,12 +391,7 @@ struct QueryServerDesignDocumentTests {
     @Test("A row after the list ended is an unknown command: fatal")
     func rowAfterListEnded() throws {
         try Self.conversation(#"""
-            > ["ddoc", "_design/app", ["lists", "capped"], [{}, {}]]
-            ["start",[],{"code":201,"headers":{}}]
-            > ["list_row", {"key": "a"}]
-            ["chunks",["a"]]
-            > ["list_row", {"key": "b"}]
-            ["end",["b","early"]]
+            \#(Self.cappedList)
             > ["list_row", {"key": "c"}]
             ["error","unknown_command","unknown command 'list_row'"]
             """#, status: 255)
@@ -489,30 +472,16 @@ struct QueryServerDesignDocumentTests {
             """#)
     }
 
-    @Test("A design document that was never sent is a fatal protocol error")
-    func uncachedDesignDocument() throws {
-        try expectConversation(#"""
-            > ["ddoc", "_design/other", ["shows", "x"], [{}, {}]]
-            ["error","query_protocol_error","uncached design doc: _design/other"]
-            """#, status: 255)
-    }
-
-    @Test("An unknown design-document command is fatal")
-    func unknownDesignCommand() throws {
-        try Self.conversation(#"""
-            > ["ddoc", "_design/app", ["spells", "x"], [{}, {}]]
-            ["error","unknown_command","unknown ddoc command 'spells'"]
-            """#, status: 255)
-    }
-
-    @Test("A fatal error thrown by a show answers the error and exits")
-    func fatalFromShow() throws {
-        try expectConversation(#"""
-            > ["ddoc", "new", "d", {"shows": {"fatal": "function() { throw ['fatal', 'error_key', 'testing']; }"}}]
-            true
-            > ["ddoc", "d", ["shows", "fatal"], [{}, {}]]
-            ["error","error_key","testing"]
-            """#, status: 255)
+    @Test("Fatal design-document errors are answered, then the server exits with 255", arguments: [
+        (#"["ddoc", "_design/other", ["shows", "x"], [{}, {}]]"#,
+         #"["error","query_protocol_error","uncached design doc: _design/other"]"#),
+        (#"["ddoc", "_design/app", ["spells", "x"], [{}, {}]]"#,
+         #"["error","unknown_command","unknown ddoc command 'spells'"]"#),
+        (#"["ddoc", "_design/app", ["shows", "fatal"], [{}, {}]]"#,
+         #"["error","error_key","testing"]"#),
+    ])
+    func fatalErrors(command: String, answer: String) throws {
+        try Self.conversation("> \(command)\n\(answer)", status: 255)
     }
 }
 
