@@ -15,8 +15,12 @@ private final class ScriptedTransport: QueryServerTransport {
         var description: String { (["> " + input] + output).joined(separator: "\n") }
     }
 
-    init(_ lines: [String]) {
+    /// Lines whose reading takes a while, by index: CouchDB producing the next row slowly.
+    private let pauses: [Int: Duration]
+
+    init(_ lines: [String], pauses: [Int: Duration] = [:]) {
         pending = lines.reversed()
+        self.pauses = pauses
     }
 
     deinit {
@@ -25,6 +29,9 @@ private final class ScriptedTransport: QueryServerTransport {
 
     func readLine() -> UnsafeRawBufferPointer? {
         guard let line = pending.popLast() else { return nil }
+        if let pause = pauses[exchanges.count] {
+            Thread.sleep(forTimeInterval: Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18)
+        }
         exchanges.append(Exchange(input: line, output: []))
         current.deallocate()
         current = UnsafeMutableRawBufferPointer.allocate(byteCount: line.utf8.count, alignment: 1)
@@ -40,7 +47,10 @@ private final class ScriptedTransport: QueryServerTransport {
 /// Runs a conversation written as a transcript: lines starting with `> ` are
 /// sent to the server, the lines after each are what it must answer, and the
 /// server must then exit with `status`.
-private func expectConversation(_ transcript: String, status: Int32 = 0, sourceLocation: SourceLocation = #_sourceLocation) throws {
+/// `pauses` delays the reading of input lines, by index.
+private func expectConversation(
+    _ transcript: String, status: Int32 = 0, pauses: [Int: Duration] = [:], sourceLocation: SourceLocation = #_sourceLocation
+) throws {
     var expected: [ScriptedTransport.Exchange] = []
     for line in transcript.split(separator: "\n", omittingEmptySubsequences: true) {
         if line.hasPrefix("> ") {
@@ -53,7 +63,7 @@ private func expectConversation(_ transcript: String, status: Int32 = 0, sourceL
     configuration.heapLimitBytes = 64 << 20
     let worker = try JavaScriptWorker(configuration: configuration)
     let (exchanges, exitStatus) = try worker.run { context in
-        let transport = ScriptedTransport(expected.map(\.input))
+        let transport = ScriptedTransport(expected.map(\.input), pauses: pauses)
         let exitStatus = try QueryServer(context: context, transport: transport).run()
         return (transport.exchanges, exitStatus)
     }
@@ -388,6 +398,24 @@ struct QueryServerDesignDocumentTests {
             """#)
     }
 
+    @Test("Waiting for the next row does not count against the time limit; running does")
+    func listTimeLimit() throws {
+        try expectConversation(#"""
+            > ["reset", {"timeout": 100}]
+            true
+            > ["ddoc", "new", "d", {"lists": {"slow": "function() { var row; while (row = getRow()) { if (row.key == 'spin') while (true) {} send(row.key); } }"}}]
+            true
+            > ["ddoc", "d", ["lists", "slow"], [{}, {}]]
+            ["start",[],{"headers":{}}]
+            > ["list_row", {"key": "late"}]
+            ["chunks",["late"]]
+            > ["list_row", {"key": "spin"}]
+            ["error","timeout","function timed out after 100 ms"]
+            > ["reset"]
+            true
+            """#, pauses: [3: .milliseconds(300)])
+    }
+
     @Test("A row after the list ended is an unknown command: fatal")
     func rowAfterListEnded() throws {
         try Self.conversation(#"""
@@ -511,7 +539,7 @@ struct QueryServerProtocolTests {
             > ["reduce", "not a list", []]
             ["error","query_protocol_error","reduce needs functions and values"]
             > ["reduce", ["function(k, v) { return 1; }"], [1]]
-            ["error","query_protocol_error","invalid reduce command: unexpected character '1' at line 1, column 1"]
+            ["error","query_protocol_error","invalid reduce command: unexpected character '1' at line 1, column 2"]
             > ["map_doc"]
             ["error","query_protocol_error","map_doc needs a document"]
             > ["reset"]

@@ -378,23 +378,42 @@ public final class QueryServer {
 
     // MARK: Helpers
 
-    /// `[keys, values, false]` for `reduce` from its `[[key, id], value]` rows.
+    /// `[keys, values, false]` for `reduce` from its `[[key, id], value]` rows,
+    /// in one pass over the rows' bytes.
     private static func appendKeysAndValues(of rows: UnsafeRawBufferPointer, to arguments: inout [UInt8]) throws(JSONParseError) {
-        let rowRanges = try QueryServerCommand.elements(ofArray: rows)
+        var lexer = JSONLexer(rows)
         var values: [UInt8] = [UInt8(ascii: "[")]
+        values.reserveCapacity(rows.count)
+        func expect(_ byte: Unicode.Scalar) throws(JSONParseError) {
+            lexer.skipWhitespace()
+            guard lexer.next(is: UInt8(ascii: byte)) else { throw lexer.unexpected() }
+            lexer.position &+= 1
+            lexer.skipWhitespace()
+        }
+        func value() throws(JSONParseError) -> UnsafeRawBufferPointer {
+            let start = lexer.position
+            try lexer.skipValue(depth: 2, maximumDepth: JSONParser.defaultMaximumDepth)
+            return UnsafeRawBufferPointer(rebasing: rows[start..<lexer.position])
+        }
         arguments.append(contentsOf: "[[".utf8)
-        for (index, range) in rowRanges.enumerated() {
-            let row = UnsafeRawBufferPointer(rebasing: rows[range])
-            let parts = try QueryServerCommand.elements(ofArray: row)
-            if index > 0 {
+        try expect("[")
+        var first = true
+        while !lexer.next(is: UInt8(ascii: "]")) {
+            if !first {
+                try expect(",")
                 arguments.append(UInt8(ascii: ","))
                 values.append(UInt8(ascii: ","))
             }
-            if parts.count > 0 { arguments.append(contentsOf: row[parts[0]]) } else { arguments.append(contentsOf: "null".utf8) }
-            if parts.count > 1 { values.append(contentsOf: row[parts[1]]) } else { values.append(contentsOf: "null".utf8) }
+            first = false
+            try expect("[")
+            arguments.append(contentsOf: try value())
+            try expect(",")
+            values.append(contentsOf: try value())
+            try expect("]")
         }
-        arguments.append(UInt8(ascii: "]"))
-        arguments.append(UInt8(ascii: ","))
+        lexer.position &+= 1
+        try lexer.expectEnd()
+        arguments.append(contentsOf: "],".utf8)
         arguments.append(contentsOf: values)
         arguments.append(contentsOf: "],false]".utf8)
     }
