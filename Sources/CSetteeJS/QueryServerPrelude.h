@@ -1,9 +1,10 @@
 // The JavaScript a query-server context (`settee couchjs`) evaluates once, after
 // Prelude.h: CouchDB's design-function globals (`start`, `send`, `getRow`,
-// `provides`, `registerType`) and the `ddoc` command. Map, reduce and the other
-// commands are handled natively; only design documents need this. Behaviour
+// `provides`, `registerType`), the search plugins' `index` and the `ddoc`
+// command. Map, reduce and the other commands are handled natively; only design
+// documents and `index` need this. Behaviour
 // follows CouchDB's query server (share/server/render.js, filter.js,
-// validate.js, loop.js), written for Settee.
+// validate.js, loop.js, dreyfus.js, nouveau.js), written for Settee.
 #pragma once
 
 namespace settee {
@@ -389,6 +390,70 @@ static const char kQueryServerSource[] = R"JS(
     }
   }
 
+  // --- index(): search indexes (index_doc, nouveau_index_doc) ----------------
+  //
+  // Index functions run like map functions; each index() call is emitted as a
+  // row whose value is the indexed field, and the native side answers the values.
+
+  var mapEmit = global.emit;
+  var indexMode = "dreyfus";
+
+  function typeError(message) {
+    return { name: "TypeError", message: message };
+  }
+
+  function rejectReservedName(name) {
+    if (name.substring(0, 1) === "_") throw { name: "ReservedName", message: "name must not start with an underscore" };
+  }
+
+  function expectType(what, expected, value) {
+    if (typeof value !== expected) {
+      throw typeError("type of " + what + " must be a " + expected + " not " + typeof value);
+    }
+  }
+
+  // Dreyfus (Clouseau): index(name, value, options) gives [name, value, options].
+  function dreyfusIndex(name, value, options) {
+    if (typeof name !== "string") throw typeError("name must be a string not " + typeof name);
+    rejectReservedName(name);
+    if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") {
+      throw typeError("value must be a string, a number or boolean not " + typeof value);
+    }
+    if (options && typeof options !== "object") throw typeError("options must be an object not " + typeof options);
+    mapEmit(null, [name, value, options || {}]);
+  }
+
+  // Nouveau: index(type, name, value, options) gives {"@type", name, value, …}.
+  function nouveauIndex(type, name, value, options) {
+    expectType("type", "string", type);
+    expectType("name", "string", name);
+    rejectReservedName(name);
+    options = options || {};
+    switch (type) {
+      case "double":
+      case "string":
+        expectType("value", type === "double" ? "number" : "string", value);
+        mapEmit(null, { "@type": type, name: name, value: value, store: options.store, facet: options.facet });
+        break;
+      case "text":
+        expectType("value", "string", value);
+        mapEmit(null, { "@type": type, name: name, value: value, store: options.store });
+        break;
+      case "stored":
+        if (typeof value !== "number" && typeof value !== "string") {
+          throw typeError("type of " + value + " must be a string or number");
+        }
+        mapEmit(null, { "@type": type, name: name, value: value });
+        break;
+      default:
+        throw typeError(type + " not supported");
+    }
+  }
+
+  function index() {
+    return (indexMode === "nouveau" ? nouveauIndex : dreyfusIndex).apply(null, arguments);
+  }
+
   // --- The ddoc command -------------------------------------------------------
 
   var runners = {
@@ -463,7 +528,13 @@ static const char kQueryServerSource[] = R"JS(
   global.getRow = getRow;
   global.provides = provides;
   global.registerType = registerType;
+  global.index = index;
   Object.defineProperty(global, "__settee_queryServer", { value: Object.freeze({
+    // "dreyfus" for index_doc, "nouveau" for nouveau_index_doc.
+    setIndexMode: function (mode) {
+      indexMode = mode;
+      return null;
+    },
     // Called with a whole ["ddoc", …] line; null when the answer was written.
     ddoc: function (command, id, path, args) {
       try {

@@ -196,6 +196,46 @@ struct QueryServerMapTests {
     }
 }
 
+@Suite("Query server: search indexes (index_doc, nouveau_index_doc)")
+struct QueryServerIndexTests {
+    @Test("index_doc answers each function's index(name, value, options) fields; bad fields are logged")
+    func dreyfus() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function(doc){ index('title', doc.t, {store: true}); index('n', 1); }"]
+            true
+            > ["index_doc", {"_id": "x", "t": "Dune"}]
+            [[["title","Dune",{"store":true}],["n",1,{}]]]
+            > ["index_doc", {"_id": "y"}]
+            ["log","function raised exception {\"name\":\"TypeError\",\"message\":\"value must be a string, a number or boolean not undefined\"} with doc._id y"]
+            [[]]
+            > ["index_doc", {"_id": "z", "t": {}}]
+            ["log","function raised exception {\"name\":\"TypeError\",\"message\":\"value must be a string, a number or boolean not object\"} with doc._id z"]
+            [[]]
+            """#)
+    }
+
+    @Test("nouveau_index_doc answers typed fields; map_doc afterwards still emits rows")
+    func nouveau() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function(doc){ index('text', 'title', doc.t, {store: true}); index('double', 'n', 1, {facet: true}); index('stored', 's', 'v'); }", "nouveau"]
+            true
+            > ["nouveau_index_doc", {"_id": "x", "t": "Dune"}]
+            [[{"@type":"text","name":"title","value":"Dune","store":true},{"@type":"double","name":"n","value":1,"facet":true},{"@type":"stored","name":"s","value":"v"}]]
+            > ["add_fun", "function(doc){ index('keyword', '_id', doc._id); }", "nouveau"]
+            true
+            > ["nouveau_index_doc", {"_id": "x", "t": "Dune"}]
+            ["log","function raised exception {\"name\":\"ReservedName\",\"message\":\"name must not start with an underscore\"} with doc._id x"]
+            [[{"@type":"text","name":"title","value":"Dune","store":true},{"@type":"double","name":"n","value":1,"facet":true},{"@type":"stored","name":"s","value":"v"}],[]]
+            > ["reset"]
+            true
+            > ["add_fun", "function(doc){ emit(doc._id, 1); }"]
+            true
+            > ["map_doc", {"_id": "x"}]
+            [[["x",1]]]
+            """#)
+    }
+}
+
 @Suite("Query server: reduce and rereduce")
 struct QueryServerReduceTests {
     @Test("reduce passes keys and values; rereduce passes null keys and rereduce = true")

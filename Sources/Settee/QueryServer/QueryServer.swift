@@ -7,7 +7,8 @@ import Logging
 ///
 /// `reset`, `add_fun`, `add_lib`, `map_doc`, `reduce` and `rereduce` run
 /// natively on the context's compiled functions (reduce functions are compiled
-/// once per source); `ddoc` (design documents' shows, lists, updates, filters,
+/// once per source), as do the search plugins' `index_doc` and
+/// `nouveau_index_doc`; `ddoc` (design documents' shows, lists, updates, filters,
 /// views used as filters, `validate_doc_update` and rewrites) runs in a
 /// JavaScript runtime installed into the context.
 ///
@@ -34,6 +35,9 @@ public final class QueryServer {
     /// The `add_lib` object as JSON text: map functions' `views.lib`.
     private var library = "null"
     private var reduceLimit = ReduceLimit()
+    /// Which search plugin `index()` serves now ("dreyfus" until told otherwise).
+    private var indexMode = "dreyfus"
+    private var indexModeSetter: JavaScriptFunction?
     private var response: [UInt8] = []
 
     /// Installs the query-server runtime into `context`.
@@ -94,6 +98,8 @@ public final class QueryServer {
         do {
             switch command.name {
             case "map_doc": return mapDocument(command)
+            case "index_doc": return mapDocument(command, indexMode: "dreyfus")
+            case "nouveau_index_doc": return mapDocument(command, indexMode: "nouveau")
             case "reduce": return reduce(command, rereduce: false)
             case "rereduce": return reduce(command, rereduce: true)
             case "reset": return try reset(command)
@@ -138,12 +144,21 @@ public final class QueryServer {
         }
     }
 
-    private func mapDocument(_ command: QueryServerCommand) -> Int32? {
+    /// `map_doc`, or with `indexMode` a search plugin's `index_doc`: then each
+    /// function's answer is the fields it passed to `index()` (emitted as row values).
+    private func mapDocument(_ command: QueryServerCommand, indexMode: String? = nil) -> Int32? {
         guard let document = command.argument(0) else {
-            return fail(.error(QueryServerError("query_protocol_error", "map_doc needs a document")))
+            return fail(.error(QueryServerError("query_protocol_error", "\(command.nameText) needs a document")))
         }
         let output: MapOutput
         do {
+            if let indexMode, indexMode != self.indexMode {
+                if indexModeSetter == nil {
+                    indexModeSetter = try context.compile("function (mode) { return __settee_queryServer.setIndexMode(mode); }", name: "settee:index")
+                }
+                _ = try context.call([indexModeSetter!], argumentsJSON: JSONValue.array([.string(indexMode)]).jsonText)
+                self.indexMode = indexMode
+            }
             output = try context.map(document, functions: mapFunctions)
         } catch {
             return fail(failure(of: error))
@@ -166,11 +181,15 @@ public final class QueryServer {
             rows: { function, key, value in
                 open(through: function)
                 if rowsInOpened > 0 { response.append(UInt8(ascii: ",")) }
-                response.append(UInt8(ascii: "["))
-                response.append(contentsOf: key)
-                response.append(UInt8(ascii: ","))
-                response.append(contentsOf: value)
-                response.append(UInt8(ascii: "]"))
+                if indexMode == nil {
+                    response.append(UInt8(ascii: "["))
+                    response.append(contentsOf: key)
+                    response.append(UInt8(ascii: ","))
+                    response.append(contentsOf: value)
+                    response.append(UInt8(ascii: "]"))
+                } else {
+                    response.append(contentsOf: value)
+                }
                 rowsInOpened += 1
             },
             failure: { function, error in
