@@ -416,21 +416,23 @@ public final class QueryServer {
         }
         arguments.append(contentsOf: "[[".utf8)
         try expect("[")
-        var first = true
-        while !lexer.next(is: UInt8(ascii: "]")) {
-            if !first {
+        if lexer.next(is: UInt8(ascii: "]")) {
+            lexer.position &+= 1
+        } else {
+            var first = true
+            repeat {
+                if !first {
+                    arguments.append(UInt8(ascii: ","))
+                    values.append(UInt8(ascii: ","))
+                }
+                first = false
+                try expect("[")
+                arguments.append(contentsOf: try value())
                 try expect(",")
-                arguments.append(UInt8(ascii: ","))
-                values.append(UInt8(ascii: ","))
-            }
-            first = false
-            try expect("[")
-            arguments.append(contentsOf: try value())
-            try expect(",")
-            values.append(contentsOf: try value())
-            try expect("]")
+                values.append(contentsOf: try value())
+                try expect("]")
+            } while try lexer.skipElementSeparator(closing: UInt8(ascii: "]"))
         }
-        lexer.position &+= 1
         try lexer.expectEnd()
         arguments.append(contentsOf: "],".utf8)
         arguments.append(contentsOf: values)

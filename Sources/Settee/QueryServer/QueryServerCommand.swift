@@ -47,21 +47,12 @@ struct QueryServerCommand {
         if lexer.next(is: UInt8(ascii: "]")) {
             lexer.position &+= 1
         } else {
-            while true {
+            repeat {
                 lexer.skipWhitespace()
                 let start = lexer.position
                 try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
                 ranges.append(start..<lexer.position)
-                lexer.skipWhitespace()
-                if lexer.next(is: UInt8(ascii: ",")) {
-                    lexer.position &+= 1
-                } else if lexer.next(is: UInt8(ascii: "]")) {
-                    lexer.position &+= 1
-                    break
-                } else {
-                    throw lexer.unexpected()
-                }
-            }
+            } while try lexer.skipElementSeparator(closing: UInt8(ascii: "]"))
         }
         try lexer.expectEnd()
         return ranges
