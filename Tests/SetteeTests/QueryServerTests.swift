@@ -596,12 +596,15 @@ struct QueryServerProtocolTests {
             """#)
     }
 
-    @Test("The server over file descriptors: answers in order, 0 at the end of input")
+    @Test("The server over file descriptors: answers in order, long lines, 0 at the end of input")
     func fileDescriptors() throws {
         var toServer: [Int32] = [0, 0]
         var fromServer: [Int32] = [0, 0]
         #expect(pipe(&toServer) == 0 && pipe(&fromServer) == 0)
-        let input = #"["reset"]"# + "\n" + #"["add_fun", "function(doc) { emit(doc._id, 1); }"]"# + "\n" + String(repeating: #"["map_doc", {"_id": "d"}]"# + "\n", count: 3000)
+        // Many short lines, then one longer than the transport's first buffer, and no final newline.
+        let input = #"["reset"]"# + "\n" + #"["add_fun", "function(doc) { emit(doc._id, 1); }"]"# + "\n"
+            + String(repeating: #"["map_doc", {"_id": "d"}]"# + "\n", count: 3000)
+            + #"["map_doc", {"_id": "big", "pad": "\#(String(repeating: "x", count: 200_000))"}]"#
         let serverInput = toServer[1]
         let writer = Thread {
             input.utf8CString.withUnsafeBufferPointer { bytes in
@@ -627,8 +630,9 @@ struct QueryServerProtocolTests {
         let output = FileHandle(fileDescriptor: fromServer[0], closeOnDealloc: true).readDataToEndOfFile()
         let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
         #expect(status == 0)
-        #expect(lines.count == 3002)
+        #expect(lines.count == 3003)
         #expect(lines.prefix(2) == ["true", "true"])
-        #expect(lines.dropFirst(2).allSatisfy { $0 == #"[[["d",1]]]"# })
+        #expect(lines.dropFirst(2).dropLast().allSatisfy { $0 == #"[[["d",1]]]"# })
+        #expect(lines.last == #"[[["big",1]]]"#)
     }
 }
