@@ -49,7 +49,8 @@ private final class ScriptedTransport: QueryServerTransport {
 /// server must then exit with `status`.
 /// `pauses` delays the reading of input lines, by index.
 private func expectConversation(
-    _ transcript: String, status: Int32 = 0, pauses: [Int: Duration] = [:], sourceLocation: SourceLocation = #_sourceLocation
+    _ transcript: String, status: Int32 = 0, pauses: [Int: Duration] = [:], heapLimitBytes: Int = 64 << 20,
+    sourceLocation: SourceLocation = #_sourceLocation
 ) throws {
     var expected: [ScriptedTransport.Exchange] = []
     for line in transcript.split(separator: "\n", omittingEmptySubsequences: true) {
@@ -60,7 +61,7 @@ private func expectConversation(
         }
     }
     var configuration = JavaScriptConfiguration()
-    configuration.heapLimitBytes = 64 << 20
+    configuration.heapLimitBytes = heapLimitBytes
     let worker = try JavaScriptWorker(configuration: configuration)
     let (exchanges, exitStatus) = try worker.run { context in
         let transport = ScriptedTransport(expected.map(\.input), pauses: pauses)
@@ -160,6 +161,15 @@ struct QueryServerMapTests {
             > ["reset"]
             true
             """#)
+    }
+
+    @Test("Running out of memory ends the server with status 1, unanswered, as couchjs exits")
+    func outOfMemory() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function(doc){ var a = []; while (true) a.push({x: [1, 2, 3], y: 'y' + a.length}); }"]
+            true
+            > ["map_doc", {"_id": "x"}]
+            """#, status: 1, heapLimitBytes: 16 << 20)
     }
 
     @Test("add_fun reports compilation errors with the source")
