@@ -8,7 +8,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo-db
 BENCH_DOCS ?= 1000000
 
-.PHONY: deps build test demo bench clean
+.PHONY: deps build test demo bench bench-couchjs clean
 
 deps:
 	@missing=""; \
@@ -37,3 +37,10 @@ bench: deps
 
 clean:
 	rm -rf .build "$(DEMO_DB)"
+
+# `settee couchjs` over its line protocol: map_doc and reduce rates, lock-step.
+COUCHJS_BENCH_DOCS ?= 100000
+bench-couchjs: deps
+	$(SWIFT) build -c release --product settee
+	$(SWIFT) build -c release --product SetteeCouchJSBenchmark
+	"$$($(SWIFT) build -c release --show-bin-path)/SetteeCouchJSBenchmark" --docs $(COUCHJS_BENCH_DOCS)

@@ -56,6 +56,11 @@ let package = Package(
             name: "SetteeBenchmarks",
             dependencies: ["Settee", .product(name: "Logging", package: "swift-log")]
         ),
+        // `make bench-couchjs`: `settee couchjs` driven over its line protocol.
+        .executableTarget(
+            name: "SetteeCouchJSBenchmark",
+            dependencies: ["Settee"]
+        ),
         .testTarget(
             name: "SetteeTests",
             dependencies: ["Settee"]

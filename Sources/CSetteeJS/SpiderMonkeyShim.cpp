@@ -3,6 +3,7 @@
 
 #include "JSONOutput.h"
 #include "Prelude.h"
+#include "QueryServerPrelude.h"
 #include "SpiderMonkey.h"
 
 #include <atomic>
@@ -39,6 +40,9 @@ struct settee_js_context {
     uint32_t emitCount = 0;
     std::vector<std::string> logs;
     std::vector<char16_t> utf16;
+
+    // The query server's input and output (settee_js_context_install_query_server).
+    settee_js_host host{};
 
     // Error strings handed out through settee_js_error.
     std::string errorMessage;
@@ -680,3 +684,101 @@ settee_js_status settee_js_call(settee_js_context *context, const int32_t *funct
 }
 
 }  // extern "C"
+
+// ---------------------------------------------------------------------------
+// The query server's natives: its output, its input (for list functions'
+// `getRow`), and compiling design-document functions with `require` rooted at
+// the design document.
+
+namespace {
+
+bool nativePrint(JSContext *cx, unsigned argc, JS::Value *vp) {
+    JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
+    settee_js_context *context = contextOf(cx);
+    JS::RootedString text(cx, JS::ToString(cx, args.get(0)));
+    if (!text) return false;
+    std::string line;
+    if (!settee::appendUTF8(cx, text, line)) return false;
+    if (context->host.write_line) context->host.write_line(context->host.info, line.data(), line.size());
+    args.rval().setUndefined();
+    return true;
+}
+
+bool nativeReadLine(JSContext *cx, unsigned argc, JS::Value *vp) {
+    JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
+    settee_js_context *context = contextOf(cx);
+    const char *bytes = nullptr;
+    size_t length = 0;
+    // Waiting for CouchDB's next row is not the function's time: the limit
+    // starts again with each line, like CouchDB's own per-prompt timeout.
+    context->deadline.store(0, std::memory_order_release);
+    bool read = context->host.read_line && context->host.read_line(context->host.info, &bytes, &length);
+    if (context->timeoutMilliseconds > 0) {
+        context->deadline.store(nowNanoseconds() + int64_t(context->timeoutMilliseconds) * 1000000,
+                                std::memory_order_release);
+    }
+    if (!read) {
+        args.rval().setNull();
+        return true;
+    }
+    if (length == 0) {
+        args.rval().setString(JS_GetEmptyString(cx));
+        return true;
+    }
+    JS::RootedString line(cx, JS_NewStringCopyUTF8N(cx, JS::UTF8Chars(bytes, length)));
+    if (!line) return false;
+    args.rval().setString(line);
+    return true;
+}
+
+// compileFunction(source, name, requireRoot): the value of the source, with
+// `require` resolving paths inside `requireRoot`.
+bool nativeCompileFunction(JSContext *cx, unsigned argc, JS::Value *vp) {
+    JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
+    settee_js_context *context = contextOf(cx);
+    JS::RootedString source(cx, JS::ToString(cx, args.get(0)));
+    JS::RootedString name(cx, JS::ToString(cx, args.get(1)));
+    if (!source || !name) return false;
+    std::string body, file;
+    if (!settee::appendUTF8(cx, source, body) || !settee::appendUTF8(cx, name, file)) return false;
+    std::string wrapped = "(function (require) { return (";
+    wrapped.append(body.data(), trimmedLength(body.data(), body.size()));
+    wrapped.append("\n); })");
+    JS::CompileOptions options(cx);
+    options.setFileAndLine(file.c_str(), 1);
+    JS::SourceText<mozilla::Utf8Unit> text;
+    JS::RootedValue factory(cx);
+    if (!text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) ||
+        !JS::Evaluate(cx, options, text, &factory)) {
+        return false;
+    }
+    JS::RootedValue makeRequire(cx, JS::ObjectValue(**context->makeRequire));
+    JS::RootedValue require(cx);
+    return JS::Call(cx, JS::UndefinedHandleValue, makeRequire, JS::HandleValueArray(args.get(2)), &require) &&
+           JS::Call(cx, JS::UndefinedHandleValue, factory, JS::HandleValueArray(require), args.rval());
+}
+
+}  // namespace
+
+extern "C" bool settee_js_context_install_query_server(settee_js_context *context, const settee_js_host *host,
+                                                       settee_js_error *error) {
+    JSContext *cx = context->cx;
+    JSAutoRealm realm(cx, *context->global);
+    context->host = *host;
+    JS::RootedObject global(cx, *context->global);
+    JS::CompileOptions options(cx);
+    options.setFileAndLine("settee:query-server", 1);
+    JS::SourceText<mozilla::Utf8Unit> source;
+    JS::RootedValue ignored(cx);
+    bool ok = JS_DefineFunction(cx, global, "__settee_print", nativePrint, 1, 0) &&
+              JS_DefineFunction(cx, global, "__settee_readline", nativeReadLine, 0, 0) &&
+              JS_DefineFunction(cx, global, "__settee_compileFunction", nativeCompileFunction, 3, 0) &&
+              source.init(cx, settee::kQueryServerSource, strlen(settee::kQueryServerSource),
+                          JS::SourceOwnership::Borrowed) &&
+              JS::Evaluate(cx, options, source, &ignored);
+    if (!ok) {
+        Failure failure = takeFailure(context, 0);
+        setError(context, error, SETTEE_JS_INTERNAL_ERROR, "the query server could not be set up: " + failure.message);
+    }
+    return ok;
+}

@@ -127,6 +127,26 @@ settee_js_status settee_js_call(settee_js_context *context,
                                 settee_js_output *output,
                                 settee_js_error *error);
 
+/// The input and output of a query server (`settee couchjs`), called back from
+/// JavaScript on the context's thread.
+typedef struct {
+    void *info;
+    /// Writes one line of output (without its newline).
+    void (*write_line)(void *info, const char *bytes, size_t length);
+    /// Reads the next line of input (without its newline) into memory the host
+    /// owns until its next call. Returns false at the end of input.
+    bool (*read_line)(void *info, const char **bytes, size_t *length);
+} settee_js_host;
+
+/// Turns `context` into a CouchDB query server: installs the design-function
+/// globals (`start`, `send`, `getRow`, `provides`, `registerType`, a `log` that
+/// writes `["log", message]` lines through `host`) and the ddoc dispatcher
+/// `__settee_queryServer.ddoc(…)`. Time spent waiting for input inside
+/// `getRow()` does not count against the call's time limit.
+/// Returns false with `error` set when the runtime could not be set up.
+bool settee_js_context_install_query_server(settee_js_context *context, const settee_js_host *host,
+                                            settee_js_error *error);
+
 #ifdef __cplusplus
 }
 #endif

@@ -297,6 +297,20 @@ struct JSONLexer {
         return (start..<end, hasEscapes)
     }
 
+    /// After an element of an open array or object: moves past the `,` before
+    /// the next element (returning true) or past the `closing` bracket (false).
+    @inline(__always)
+    mutating func skipElementSeparator(closing: UInt8) throws(JSONParseError) -> Bool {
+        skipWhitespace()
+        if next(is: UInt8(ascii: ",")) {
+            position &+= 1
+            return true
+        }
+        guard next(is: closing) else { throw unexpected() }
+        position &+= 1
+        return false
+    }
+
     // MARK: Numbers
 
     /// Reads a run of decimal digits into `significand` while it stays below

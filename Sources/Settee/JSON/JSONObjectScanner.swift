@@ -57,7 +57,7 @@ public enum JSONObjectScanner {
             lexer.position &+= 1
         } else {
             members.reserveCapacity(16)
-            while true {
+            repeat {
                 let key = try lexer.skipKey()
                 lexer.skipWhitespace()
                 let valueStart = lexer.position
@@ -67,16 +67,7 @@ public enum JSONObjectScanner {
                     keyRange: key.range,
                     valueRange: valueStart..<lexer.position
                 ))
-                lexer.skipWhitespace()
-                if lexer.next(is: UInt8(ascii: ",")) {
-                    lexer.position &+= 1
-                } else if lexer.next(is: UInt8(ascii: "}")) {
-                    lexer.position &+= 1
-                    break
-                } else {
-                    throw lexer.unexpected()
-                }
-            }
+            } while try lexer.skipElementSeparator(closing: UInt8(ascii: "}"))
         }
         try lexer.expectEnd()
         return members
