@@ -67,17 +67,12 @@ struct IndexScanner {
 
         /// The level's first chunk after `boundary` (from the index's start when nil).
         mutating func chunk(level: Int, after boundary: [UInt8]?) throws -> LMDBCursor.Entry? {
-            var entry: LMDBCursor.Entry?
-            if currentLevel == level, boundary != nil {
-                // The cursor is on the chunk that ended at `boundary`: the next is one step on.
-                entry = try cursor.next()
-            } else {
-                let key = StoredReductions.entryKey(level: level, boundary ?? [])
-                entry = try cursor.seek(atOrAfter: key)
-                if boundary != nil, let found = entry, compareBytes(found.key, key) == 0 { entry = try cursor.next() }
+            defer { currentLevel = nil }
+            guard currentLevel == level, boundary != nil else {
+                return try StoredReductions.chunk(level: level, after: boundary, cursor: cursor)
             }
-            currentLevel = nil
-            guard let entry, entry.key.first == UInt8(level) else { return nil }
+            // The cursor is on the chunk that ended at `boundary`: the next is one step on.
+            guard let entry = try cursor.next(), entry.key.first == UInt8(level) else { return nil }
             return entry
         }
     }

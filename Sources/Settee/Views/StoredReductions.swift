@@ -151,12 +151,18 @@ struct StoredReductions {
 
     /// The key part of the level's first chunk whose key part is after `key`.
     private static func chunkPart(level: Int, after key: [UInt8], cursor: LMDBCursor) throws -> [UInt8] {
-        guard var entry = try cursor.seek(atOrAfter: entryKey(level: level, key)), entry.key.first == UInt8(level) else { return tailKey }
-        if entry.key.count == key.count + 1 && entry.key.dropFirst().elementsEqual(key) {
-            guard let next = try cursor.next(), next.key.first == UInt8(level) else { return tailKey }
-            entry = next
-        }
+        guard let entry = try chunk(level: level, after: key, cursor: cursor) else { return tailKey }
         return Array(entry.key.dropFirst())
+    }
+
+    /// The level's first chunk whose key part is after `boundary` (the level's
+    /// first chunk when nil), or nil past the level's last.
+    static func chunk(level: Int, after boundary: [UInt8]?, cursor: LMDBCursor) throws -> LMDBCursor.Entry? {
+        let key = entryKey(level: level, boundary ?? [])
+        var entry = try cursor.seek(atOrAfter: key)
+        if boundary != nil, let found = entry, compareBytes(found.key, key) == 0 { entry = try cursor.next() }
+        guard let entry, entry.key.first == UInt8(level) else { return nil }
+        return entry
     }
 
     /// Recomputes one chunk from what lies between the previous boundary of its
