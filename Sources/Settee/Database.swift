@@ -24,6 +24,11 @@ public final class Database: Sendable {
         public var javaScript = JavaScriptConfiguration()
         /// JavaScript workers (threads, each with its own engine context) for indexing.
         public var javaScriptWorkers = ProcessInfo.processInfo.activeProcessorCount
+        /// Documents an index update maps at a time.
+        public var indexBatchSize = 8192
+        /// The most memory a large index update holds mapped rows in before it
+        /// writes them, in key order, in one transaction.
+        public var indexBufferBytes = 48 << 20
 
         public init() {}
     }
@@ -37,7 +42,7 @@ public final class Database: Sendable {
     let logger: Logger
     /// One index build at a time per database.
     let indexing = NSLock()
-    private let options: Options
+    let options: Options
     private let workers = LazyWorkerPool()
 
     /// Opens the database in `directory`, creating it when missing.

@@ -40,6 +40,19 @@ struct LMDBTransaction {
         try result.get()
     }
 
+    /// Whether `key` sorts after every key of `dbi` (true for an empty table):
+    /// ascending keys from there on may be written with `append`.
+    func isAfterLastKey(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws -> Bool {
+        try withCursor(dbi) { cursor in
+            guard let last = try cursor.last() else { return true }
+            return compareBytes(key, last.key) > 0
+        }
+    }
+
+    func isAfterLastKey(_ dbi: MDB_dbi, _ key: [UInt8]) throws -> Bool {
+        try key.withUnsafeBytes { try isAfterLastKey(dbi, $0) }
+    }
+
     /// Deletes `key`; returns whether it existed.
     @discardableResult
     func delete(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws(StorageError) -> Bool {
@@ -70,6 +83,20 @@ struct LMDBTransaction {
     /// Removes every entry of `dbi`, keeping the table.
     func clear(_ dbi: MDB_dbi) throws(StorageError) {
         try check(mdb_drop(txn, dbi, 0), "clearing a table of \(environment.path)")
+    }
+
+    /// Lets the kernel take back the memory-map pages between two addresses this
+    /// transaction read: they stay in the page cache and come back on the next
+    /// touch, but stop counting as this process's memory. A scan over every
+    /// document (an index build) calls it as it goes, so its resident memory
+    /// stays bounded. Only while the transaction is open is the map sure to be
+    /// where the addresses point; it is read-only, so nothing is lost.
+    func releasePages(from lowest: UnsafeRawPointer, to highest: UnsafeRawPointer) {
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let start = Int(bitPattern: lowest) & ~(pageSize - 1)
+        let end = (Int(bitPattern: highest) + pageSize - 1) & ~(pageSize - 1)
+        guard end > start, let address = UnsafeMutableRawPointer(bitPattern: start) else { return }
+        madvise(address, end - start, MADV_DONTNEED)
     }
 
     /// Number of entries in `dbi`.

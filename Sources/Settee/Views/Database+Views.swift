@@ -209,7 +209,8 @@ extension Database {
     }
 
     private func makeIndexer() throws -> ViewIndexer {
-        ViewIndexer(store: store, indexes: indexes, workers: try javaScript(), logger: logger)
+        ViewIndexer(store: store, indexes: indexes, workers: try javaScript(), logger: logger,
+                    batchSize: max(1, options.indexBatchSize), flushBytes: options.indexBufferBytes)
     }
 }
 

@@ -23,8 +23,13 @@ struct ViewIndexer {
     let indexes: ViewIndexStore
     let workers: JavaScriptWorkerPool
     let logger: Logger
-    /// Changed documents per batch (one write transaction each).
+    /// Changed documents per batch: what the workers map at a time.
     var batchSize = 8192
+    /// Bulk targets' rows wait in memory and are written in key order once
+    /// they reach this many bytes or ``flushDocuments`` documents (or the run
+    /// ends): one write transaction each, appending where the keys allow.
+    var flushBytes = 48 << 20
+    var flushDocuments: Int { batchSize * 32 }
 
     private static let designPrefix = Array("_design/".utf8)
 
@@ -70,6 +75,12 @@ struct ViewIndexer {
 
         /// Appends another batch's documents after this one's.
         mutating func append(_ other: MappedBatch) {
+            guard documentRows.count > 1 else {
+                self = other
+                return
+            }
+            sequences.append(contentsOf: other.sequences)
+            ids.append(contentsOf: other.ids)
             let byteBase = Int32(bytes.count)
             let rowBase = rows.count
             let documentBase = documentRows.count - 1
@@ -111,26 +122,47 @@ struct ViewIndexer {
         if since < latest {
             logger.info("indexing", metadata: ["views": "\(targets.map(\.view.path))", "since": "\(since)", "to": "\(latest)"])
         }
+        // Targets kept up batch by batch (chunks and all), and bulk targets whose
+        // rows gather in `pending` until a flush.
+        let steady = targets.indices.filter { !targets[$0].bulk }
+        let bulk = targets.indices.filter { targets[$0].bulk }
+        var pending = MappedBatch()
         let writer = BackgroundWriter<[ViewIndexState]>(label: "settee.index.writer")
         // Never return (or throw) while a batch is still being written.
         defer { if writer.isBusy { _ = try? writer.wait() } }
         while cursor < latest {
             let batch = try store.environment.read { transaction in
-                try map(try readBatch(after: cursor, upTo: latest, in: transaction), targets: targets, states: states, withSequence: wantsSequence)
+                let documents = try readBatch(after: cursor, upTo: latest, in: transaction)
+                defer {
+                    // Read once: their pages needn't stay this process's memory.
+                    if let lowest = documents.lazy.map(\.record.bytes.baseAddress!).min(),
+                       let highest = documents.lazy.map({ $0.record.bytes.baseAddress! + $0.record.bytes.count }).max() {
+                        transaction.releasePages(from: lowest, to: highest)
+                    }
+                }
+                return try map(documents, targets: targets, states: states, withSequence: wantsSequence)
             }
             guard let last = batch.sequences.last else { break }
             logMapErrors(batch, targets: targets)
-            if writer.isBusy { states = try writer.wait() }
-            if last >= latest {
-                // The last batch: nothing left to overlap its writing with.
-                states = try write(batch, targets: targets, states: states)
-            } else {
-                let before = states
-                writer.start { [self, targets] in try write(batch, targets: targets, states: before) }
+            if !bulk.isEmpty { pending.append(batch) }
+            var jobs: [(batch: MappedBatch, targets: [Int])] = []
+            if !steady.isEmpty { jobs.append((batch, steady)) }
+            if !bulk.isEmpty && (last >= latest || pending.bytes.count >= flushBytes || pending.sequences.count >= flushDocuments) {
+                jobs.append((pending, bulk))
+                pending = MappedBatch()
             }
             cursor = last
             processed += batch.sequences.count
             progress(IndexProgress(processed: processed, total: total))
+            guard !jobs.isEmpty else { continue }
+            if writer.isBusy { states = try writer.wait() }
+            if last >= latest {
+                // The last batch: nothing left to overlap its writing with.
+                states = try write(jobs, targets: targets, states: states)
+            } else {
+                let before = states
+                writer.start { [self, targets, jobs] in try write(jobs, targets: targets, states: before) }
+            }
         }
         if writer.isBusy { states = try writer.wait() }
         // Nothing changed past the last document read: the indexes are current.
@@ -245,55 +277,75 @@ struct ViewIndexer {
         }
     }
 
-    /// Writes one batch to every target in one transaction — old rows out, new
-    /// rows in key order, back index, chunks (unless bulk), state — and returns
-    /// the targets' new states.
-    private func write(_ batch: MappedBatch, targets: [Target], states: [ViewIndexState]) throws -> [ViewIndexState] {
+    /// Writes batches in one transaction, each to its targets — old rows out,
+    /// new rows in key order, back index, chunks (unless bulk), state — and
+    /// returns every target's state.
+    private func write(_ jobs: [(batch: MappedBatch, targets: [Int])], targets: [Target], states: [ViewIndexState]) throws -> [ViewIndexState] {
         try store.environment.write(durable: false) { transaction in
             var result = states
             var scratch: [UInt8] = []
-            for (index, target) in targets.enumerated() {
-                var state = states[index]
-                var changed: [[UInt8]]? = target.bulk ? nil : []
-                var rows: [Int] = []
-                try batch.bytes.withUnsafeBytes { bytes in
-                    func key(_ row: MappedRow) -> UnsafeRawBufferPointer {
-                        UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)])
-                    }
-                    for (position, sequence) in batch.sequences.enumerated() where sequence > state.sequence {
-                        try batch.ids[position].withUnsafeBytes { id in
-                            if !target.fresh {
-                                state.rowCount -= try indexes.removeRows(of: id, in: target.tables, transaction: transaction, removed: &changed)
-                            }
-                            let start = rows.count
-                            for row in batch.documentRows[position]..<batch.documentRows[position + 1] where batch.rows[row].target == index {
-                                rows.append(row)
-                            }
-                            try indexes.setBackIndex(of: id, to: rows[start...].lazy.map { key(batch.rows[$0]) }, in: target.tables,
-                                                     transaction: transaction, scratch: &scratch)
-                        }
-                    }
-                    rows.sort { compareBytes(key(batch.rows[$0]), key(batch.rows[$1])) < 0 }
-                    for row in rows {
-                        let mapped = batch.rows[row]
-                        try transaction.put(target.tables.rows, key(mapped),
-                                            UnsafeRawBufferPointer(rebasing: bytes[Int(mapped.valueStart)..<Int(mapped.valueStart + mapped.valueLength)]))
-                        changed?.append(Array(key(mapped)))
-                    }
+            for (batch, selected) in jobs {
+                for index in selected {
+                    result[index] = try write(batch, to: targets[index], index: index, state: states[index], scratch: &scratch, in: transaction)
                 }
-                state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > states[index].sequence }
-                state.rowCount += rows.count
-                if let changed {
-                    try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
-                        .update(changed: changed, in: transaction)
-                } else {
-                    state.chunksCurrent = false
-                }
-                state.sequence = max(state.sequence, batch.sequences.last!)
-                try indexes.setState(state, for: target.tables.signature, in: transaction)
-                result[index] = state
             }
             return result
         }
+    }
+
+    private func write(_ batch: MappedBatch, to target: Target, index: Int, state before: ViewIndexState,
+                       scratch: inout [UInt8], in transaction: LMDBTransaction) throws -> ViewIndexState {
+        var state = before
+        var changed: [[UInt8]]? = target.bulk ? nil : []
+        // The documents this index hasn't seen, in id order (the back index's).
+        var documents = batch.sequences.indices.filter { batch.sequences[$0] > before.sequence }
+        documents.sort { batch.ids[$0].lexicographicallyPrecedes(batch.ids[$1]) }
+        if !target.fresh {
+            for position in documents {
+                state.rowCount -= try batch.ids[position].withUnsafeBytes { id in
+                    try indexes.removeRows(of: id, in: target.tables, transaction: transaction, removed: &changed)
+                }
+            }
+        }
+        var rows: [Int] = []
+        try batch.bytes.withUnsafeBytes { bytes in
+            func key(_ row: MappedRow) -> UnsafeRawBufferPointer {
+                UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)])
+            }
+            let appendsBack = try documents.first.map { try transaction.isAfterLastKey(target.tables.back, batch.ids[$0]) } ?? false
+            for position in documents {
+                let start = rows.count
+                for row in batch.documentRows[position]..<batch.documentRows[position + 1] where batch.rows[row].target == index {
+                    rows.append(row)
+                }
+                guard rows.count > start else { continue }
+                try batch.ids[position].withUnsafeBytes { id in
+                    try indexes.setBackIndex(of: id, to: rows[start...].lazy.map { key(batch.rows[$0]) }, in: target.tables,
+                                             transaction: transaction, scratch: &scratch, append: appendsBack)
+                }
+            }
+            rows.sort { compareBytes(key(batch.rows[$0]), key(batch.rows[$1])) < 0 }
+            // Rows past the index's last key (a fresh index's first flush, keys
+            // that keep growing) are appended: LMDB fills pages in order.
+            let appends = try rows.first.map { try transaction.isAfterLastKey(target.tables.rows, key(batch.rows[$0])) } ?? false
+            for row in rows {
+                let mapped = batch.rows[row]
+                try transaction.put(target.tables.rows, key(mapped),
+                                    UnsafeRawBufferPointer(rebasing: bytes[Int(mapped.valueStart)..<Int(mapped.valueStart + mapped.valueLength)]),
+                                    append: appends)
+                changed?.append(Array(key(mapped)))
+            }
+        }
+        state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > before.sequence }
+        state.rowCount += rows.count
+        if let changed {
+            try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
+                .update(changed: changed, in: transaction)
+        } else {
+            state.chunksCurrent = false
+        }
+        state.sequence = max(state.sequence, batch.sequences.last!)
+        try indexes.setState(state, for: target.tables.signature, in: transaction)
+        return state
     }
 }

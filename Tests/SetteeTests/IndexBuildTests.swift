@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+@testable import Settee
+
+/// Large index updates gather mapped rows and write them in key order (appended
+/// where they follow the index's last key); small ones write each batch and
+/// keep chunks up as they go. Both must leave the same tables behind.
+@Suite("Index builds")
+struct IndexBuildTests {
+    static let design = #"""
+        {"_id": "_design/b", "views": {
+          "by_tag": {"map": "function (doc) { if (doc.tag) emit([doc.tag, doc.n], doc.n); }", "reduce": "_sum"},
+          "twice": {"map": "function (doc) { emit(doc.n % 7, null); if (doc.n % 3 === 0) emit(doc.n % 7, doc.tag); }", "reduce": "_count"},
+          "none": {"map": "function (doc) { if (doc.n < 0) emit(doc.n, null); }"}
+        }}
+        """#
+    static let views = ["by_tag", "twice", "none"]
+    static let tags = ["red", "green", "blue", "amber", "violet"]
+
+    /// A database with the design document and these batch/buffer sizes.
+    struct Fixture {
+        let directory = TemporaryDirectory()
+        let db: Database
+
+        init(batchSize: Int = 8192, bufferBytes: Int = 48 << 20) throws {
+            var options = Database.Options()
+            options.javaScriptWorkers = 2
+            options.indexBatchSize = batchSize
+            options.indexBufferBytes = bufferBytes
+            db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+            try db.loadDesignDocuments(from: directory.file("b.json", contents: IndexBuildTests.design))
+        }
+
+        /// Every entry of the view's rows, back-index and chunk tables, and its row count.
+        func tables(_ view: String) throws -> [[UInt8]] {
+            let signature = try db.designDocument("b")!.view(view)!.signature
+            let tables = try db.indexes.tables(for: signature)
+            return try db.environment.read { transaction in
+                var entries: [[UInt8]] = []
+                for (tag, table) in [(UInt8(1), tables.rows), (2, tables.back), (3, tables.chunks)] {
+                    try transaction.withCursor(table) { cursor in
+                        var entry = try cursor.first()
+                        while let (key, value) = entry {
+                            entries.append([tag] + Array(key) + [0xEE] + Array(value))
+                            entry = try cursor.next()
+                        }
+                    }
+                }
+                let state = try db.indexes.state(signature, in: transaction)!
+                entries.append(Array("rows \(state.rowCount) errors \(state.mapErrors) chunks \(state.chunksCurrent)".utf8))
+                return entries
+            }
+        }
+    }
+
+    /// Documents with ids in no particular order (so back-index ids don't just grow).
+    static func documents(_ count: Int, seed: UInt64, revisions: [String: Revision] = [:]) -> [String] {
+        var random = SplitMix64(seed: seed)
+        return (0..<count).map { index in
+            let id = String(format: "k%08x", UInt32(truncatingIfNeeded: (UInt64(index) &* 0x9E37_79B9) % 0xFFFF_FFFF))
+            let tag = random.next() % 6 == 0 ? "null" : "\"\(tags[Int(random.next() % 5)])\""
+            let revision = revisions[id].map { #", "_rev": "\#($0)""# } ?? ""
+            return #"{"_id": "\#(id)"\#(revision), "tag": \#(tag), "n": \#(random.next() % 1000)}"#
+        }
+    }
+
+    static func load(_ lines: [String], into db: Database) throws {
+        let report = try db.importDocuments(Data(lines.joined(separator: "\n").utf8))
+        #expect(report.rejected.isEmpty)
+    }
+
+    @Test("An index written in many small flushes equals one written in a single flush")
+    func flushSizes() throws {
+        let lines = Self.documents(3000, seed: 11)
+        let whole = try Fixture()
+        let pieces = try Fixture(batchSize: 64, bufferBytes: 16 << 10)
+        for fixture in [whole, pieces] {
+            try Self.load(lines, into: fixture.db)
+            try fixture.db.updateIndexes()
+        }
+        for view in Self.views {
+            let expected = try whole.tables(view)
+            #expect(expected.count > (view == "none" ? 1 : 1000), "\(view) has rows")
+            #expect(try pieces.tables(view) == expected, "\(view): many flushes differ from one")
+        }
+    }
+
+    @Test("A large update over an existing index (edits, deletions, new documents) equals a build from scratch")
+    func largeUpdate() throws {
+        let first = Self.documents(2000, seed: 21)
+        let updated = try Fixture(batchSize: 64, bufferBytes: 16 << 10)
+        try Self.load(first, into: updated.db)
+        try updated.db.updateIndexes()
+        // Two thirds of the documents change: too many to keep chunks up batch by batch.
+        var revisions: [String: Revision] = [:]
+        for change in try updated.db.changes() { revisions[change.id] = change.revision }
+        let edits = Self.documents(2000, seed: 22, revisions: revisions)
+        var second = Array(edits[0..<1300])
+        second += Self.documents(2600, seed: 23).suffix(600)
+        try Self.load(second, into: updated.db)
+        for line in first[1300..<1500] {
+            let id = String(line.dropFirst(9).prefix(9))
+            _ = try updated.db.delete(id, revision: try updated.db.document(id)!.revision)
+        }
+        try updated.db.updateIndexes()
+
+        let survivors = try updated.db.allDocuments().rows.compactMap(\.id)
+        var finalLines: [String] = []
+        for id in survivors where !id.hasPrefix("_design/") {
+            let document = try updated.db.document(id)!
+            var members = try document.value.objectValue!
+            members.removeAll { $0.key == "_rev" }
+            finalLines.append(JSONValue.object(members).jsonText)
+        }
+        let fresh = try Fixture()
+        try Self.load(finalLines, into: fresh.db)
+        try fresh.db.updateIndexes()
+        for view in Self.views {
+            #expect(try updated.tables(view) == fresh.tables(view), "\(view): updated index differs from a fresh build")
+        }
+    }
+
+    @Test("Small updates kept batch by batch equal a build from scratch")
+    func smallUpdates() throws {
+        let lines = Self.documents(1200, seed: 31)
+        let stepwise = try Fixture(batchSize: 64)
+        try Self.load(Array(lines[0..<1000]), into: stepwise.db)
+        try stepwise.db.updateIndexes()
+        for start in stride(from: 1000, to: 1200, by: 40) {
+            try Self.load(Array(lines[start..<start + 40]), into: stepwise.db)
+            try stepwise.db.updateIndexes()
+        }
+        let whole = try Fixture()
+        try Self.load(lines, into: whole.db)
+        try whole.db.updateIndexes()
+        for view in Self.views {
+            #expect(try stepwise.tables(view) == whole.tables(view), "\(view)")
+        }
+    }
+}
