@@ -137,4 +137,26 @@ struct IndexBuildTests {
             #expect(try stepwise.tables(view) == whole.tables(view), "\(view)")
         }
     }
+
+    @Test("Rows sort by stored key: shared prefixes, keys shorter than eight bytes past them, zero bytes")
+    func sortedRows() {
+        var random = SplitMix64(seed: 41)
+        for round in 0..<50 {
+            let shared = (0..<Int(random.next() % 12)).map { _ in UInt8(random.next() % 4) }
+            var batch = MappedBatch()
+            var keys: [[UInt8]] = []
+            for _ in 0..<Int(1 + random.next() % 300) {
+                let key = shared + (0..<Int(random.next() % 14)).map { _ in UInt8(random.next() % 3) }
+                let start = batch.bytes.count
+                batch.bytes += key + [0xAB]
+                batch.rows.append(MappedRow(target: 0, keyStart: Int32(start), keyLength: Int32(key.count), valueLength: 1))
+                keys.append(key)
+            }
+            var sorted = SortedRows(capacity: batch.rows.count)
+            for row in batch.rows { sorted.add(row) }
+            batch.bytes.withUnsafeBytes { sorted.sort(in: $0) }
+            let result = sorted.entries.map { Array(batch.bytes[Int($0.keyStart)..<Int($0.keyStart + $0.keyLength)]) }
+            #expect(result == keys.sorted { $0.lexicographicallyPrecedes($1) }, "round \(round)")
+        }
+    }
 }

@@ -63,7 +63,7 @@ struct DocumentImporter {
 
         // Batches are written on a background thread while the next one is read
         // and validated; `inFlight` is the batch being written.
-        let writer = BackgroundWriter<[Result<WriteResult, DocumentError>]>(label: "settee.import.writer")
+        let writer = BackgroundJob<[Result<WriteResult, DocumentError>]>(label: "settee.import.writer")
         var inFlight: (edits: [(line: Int, edit: DocumentEdit)], rejections: [ImportRejection])?
         // Never return (or throw) while a batch is still being written.
         defer { if inFlight != nil { _ = try? writer.wait() } }

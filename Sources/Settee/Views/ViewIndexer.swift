@@ -14,10 +14,15 @@ public struct IndexProgress: Sendable {
 /// its new rows come, in large write transactions that commit the rows, their
 /// stored chunk reductions and the sequence checkpoint together.
 ///
-/// A pipeline: while one thread writes a batch, the next is read (in place,
-/// from the read transaction's memory map) and mapped on every JavaScript
-/// worker, all the views being updated from one parse of each document.
-/// Memory stays bounded by the batch size, whatever the database's size.
+/// A pipeline of three stages on their own threads: one reads the next batch
+/// of changed documents (as the JSON map functions see, into one buffer),
+/// every JavaScript worker maps a slice of this batch (all the views being
+/// updated from one parse of each document), and one writes the last. Small
+/// updates write each batch and keep the chunks up as they go; large ones
+/// (a new index, or changes to a sixteenth of its rows or more) gather rows
+/// up to ``flushBytes`` and write them in key order, appended where they
+/// follow the index's last key, then rebuild the chunks once. Memory stays
+/// bounded by the batch and buffer sizes, whatever the database's size.
 struct ViewIndexer {
     let store: DocumentStore
     let indexes: ViewIndexStore
@@ -25,13 +30,14 @@ struct ViewIndexer {
     let logger: Logger
     /// Changed documents per batch: what the workers map at a time.
     var batchSize = 8192
-    /// Bulk targets' rows wait in memory and are written in key order once
-    /// they reach this many bytes or ``flushDocuments`` documents (or the run
-    /// ends): one write transaction each, appending where the keys allow.
+    /// Bulk targets' rows wait in memory until they take this many bytes (or
+    /// the run ends), then go in one write transaction, in key order, appended
+    /// where they follow the index's last key.
     var flushBytes = 48 << 20
-    var flushDocuments: Int { batchSize * 32 }
 
     private static let designPrefix = Array("_design/".utf8)
+    /// Bytes of document JSON after which a batch ends early (large documents).
+    private static let batchBytes = 32 << 20
 
     /// One index to bring up to date: the views sharing its signature.
     private struct Target: Sendable {
@@ -43,52 +49,6 @@ struct ViewIndexer {
         let fresh: Bool
         /// So many changes that the chunks are rebuilt once at the end, not kept up per batch.
         let bulk: Bool
-    }
-
-    /// A changed document of the batch being mapped, read in place.
-    private struct ChangedDocument: @unchecked Sendable {
-        let sequence: UInt64
-        let id: UnsafeRawBufferPointer
-        let record: DocumentRecord
-        let isDesign: Bool
-    }
-
-    /// One emitted row, its stored key and value in the batch's `bytes`.
-    private struct MappedRow: Sendable {
-        var target: Int32
-        var keyStart: Int32
-        var keyLength: Int32
-        var valueLength: Int32
-        var valueStart: Int32 { keyStart + keyLength }
-    }
-
-    /// What the map functions made of a run of documents: every row's stored
-    /// key and value back to back in one buffer, rows in document order.
-    private struct MappedBatch: Sendable {
-        var sequences: [UInt64] = []
-        var ids: [[UInt8]] = []
-        var bytes: [UInt8] = []
-        var rows: [MappedRow] = []
-        /// Per document, the index of its first row in `rows` (one more entry at the end).
-        var documentRows: [Int] = [0]
-        var errors: [(document: Int, target: Int, error: JavaScriptError)] = []
-
-        /// Appends another batch's documents after this one's.
-        mutating func append(_ other: MappedBatch) {
-            guard documentRows.count > 1 else {
-                self = other
-                return
-            }
-            sequences.append(contentsOf: other.sequences)
-            ids.append(contentsOf: other.ids)
-            let byteBase = Int32(bytes.count)
-            let rowBase = rows.count
-            let documentBase = documentRows.count - 1
-            bytes.append(contentsOf: other.bytes)
-            rows.append(contentsOf: other.rows.lazy.map { var row = $0; row.keyStart += byteBase; return row })
-            documentRows.append(contentsOf: other.documentRows.dropFirst().lazy.map { $0 + rowBase })
-            errors.append(contentsOf: other.errors.lazy.map { ($0.document + documentBase, $0.target, $0.error) })
-        }
     }
 
     /// Updates the indexes of `views` to the database's latest sequence.
@@ -115,7 +75,6 @@ struct ViewIndexer {
         }
         guard !targets.isEmpty else { return }
         let since = states.map(\.sequence).min()!
-        let wantsSequence = targets.contains { $0.view.localSequence }
         var cursor = since
         var processed = 0
         let total = Int(latest - since)
@@ -126,34 +85,38 @@ struct ViewIndexer {
         // rows gather in `pending` until a flush.
         let steady = targets.indices.filter { !targets[$0].bulk }
         let bulk = targets.indices.filter { targets[$0].bulk }
+        let startSequences = states.map(\.sequence)
         var pending = MappedBatch()
-        let writer = BackgroundWriter<[ViewIndexState]>(label: "settee.index.writer")
-        // Never return (or throw) while a batch is still being written.
-        defer { if writer.isBusy { _ = try? writer.wait() } }
+        let writer = BackgroundJob<[ViewIndexState]>(label: "settee.index.writer")
+        // The next batch of documents is read while this one maps.
+        let reader = BackgroundJob<DocumentBatch>(label: "settee.index.reader")
+        // Never return (or throw) while a batch is still being read or written.
+        defer {
+            if reader.isBusy { _ = try? reader.wait() }
+            if writer.isBusy { _ = try? writer.wait() }
+        }
+        reader.start { [self, cursor] in try readBatch(after: cursor, upTo: latest) }
         while cursor < latest {
-            let batch = try store.environment.read { transaction in
-                let documents = try readBatch(after: cursor, upTo: latest, in: transaction)
-                defer {
-                    // Read once: their pages needn't stay this process's memory.
-                    if let lowest = documents.lazy.map(\.record.bytes.baseAddress!).min(),
-                       let highest = documents.lazy.map({ $0.record.bytes.baseAddress! + $0.record.bytes.count }).max() {
-                        transaction.releasePages(from: lowest, to: highest)
-                    }
-                }
-                return try map(documents, targets: targets, states: states, withSequence: wantsSequence)
+            let documents = try reader.wait()
+            if let last = documents.sequences.last, last < latest {
+                reader.start { [self] in try readBatch(after: last, upTo: latest) }
             }
+            let batch = try map(documents, targets: targets, since: startSequences)
             guard let last = batch.sequences.last else { break }
             logMapErrors(batch, targets: targets)
-            if !bulk.isEmpty { pending.append(batch) }
-            var jobs: [(batch: MappedBatch, targets: [Int])] = []
-            if !steady.isEmpty { jobs.append((batch, steady)) }
-            if !bulk.isEmpty && (last >= latest || pending.bytes.count >= flushBytes || pending.sequences.count >= flushDocuments) {
-                jobs.append((pending, bulk))
-                pending = MappedBatch()
-            }
             cursor = last
-            processed += batch.sequences.count
+            processed += batch.documentCount
             progress(IndexProgress(processed: processed, total: total))
+            var jobs: [(batch: MappedBatch, targets: [Int])] = []
+            let behind = steady.filter { startSequences[$0] < last }
+            if !behind.isEmpty { jobs.append((batch, behind)) }
+            if !bulk.isEmpty {
+                pending.append(batch)
+                if last >= latest || pending.memoryBytes >= flushBytes {
+                    jobs.append((pending, bulk))
+                    pending = MappedBatch()
+                }
+            }
             guard !jobs.isEmpty else { continue }
             if writer.isBusy { states = try writer.wait() }
             if last >= latest {
@@ -180,23 +143,37 @@ struct ViewIndexer {
         }
     }
 
-    private func readBatch(after since: UInt64, upTo latest: UInt64, in transaction: LMDBTransaction) throws -> [ChangedDocument] {
-        var batch: [ChangedDocument] = []
-        batch.reserveCapacity(batchSize)
-        try store.forEachChange(since: since, in: transaction) { sequence, id, record in
-            guard sequence <= latest else { return false }
-            batch.append(ChangedDocument(sequence: sequence, id: id, record: record, isDesign: id.starts(with: Self.designPrefix)))
-            return batch.count < batchSize
+    /// Reads the next changed documents, each as map functions see it, into
+    /// one buffer: a batch of ``batchSize`` documents, or fewer when they are
+    /// large. Their pages of the memory map are released as they are copied.
+    private func readBatch(after since: UInt64, upTo latest: UInt64) throws -> DocumentBatch {
+        try store.environment.read { transaction in
+            var batch = DocumentBatch()
+            batch.sequences.reserveCapacity(batchSize)
+            batch.json.reserveCapacity(batchSize * 512)
+            var lowest = UnsafeRawPointer(bitPattern: UInt.max)!
+            var highest = UnsafeRawPointer(bitPattern: 1)!
+            try store.forEachChange(since: since, in: transaction) { sequence, id, record in
+                guard sequence <= latest else { return false }
+                batch.sequences.append(sequence)
+                batch.ids.append(id)
+                if !record.isDeleted { record.appendFullJSON(id: id, into: &batch.json) }
+                batch.jsonEnds.append(batch.json.count)
+                lowest = min(lowest, record.bytes.baseAddress!)
+                highest = max(highest, record.bytes.baseAddress! + record.bytes.count)
+                return batch.sequences.count < batchSize && batch.json.count < Self.batchBytes
+            }
+            // Read once: the documents' pages needn't stay this process's memory.
+            if lowest < highest { transaction.releasePages(from: lowest, to: highest) }
+            return batch
         }
-        return batch
     }
 
-    /// Maps the batch on all workers, each taking a contiguous slice, while the
-    /// read transaction the documents point into is open.
-    private func map(_ batch: [ChangedDocument], targets: [Target], states: [ViewIndexState], withSequence: Bool) throws -> MappedBatch {
+    /// Maps the documents on all workers, each taking a contiguous slice; a
+    /// target maps only the documents changed after its sequence.
+    private func map(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64]) throws -> MappedBatch {
         let views = targets.map(\.view)
-        let sequences = states.map(\.sequence)
-        let mapSlice: @Sendable (JavaScriptContext, ArraySlice<ChangedDocument>) throws -> MappedBatch = { context, slice in
+        let mapSlice: @Sendable (JavaScriptContext, Range<Int>) throws -> MappedBatch = { context, slice in
             // Functions grouped by the document form they need: one parse per document and form.
             var plain: [(target: Int, function: JavaScriptFunction)] = []
             var sequenced: [(target: Int, function: JavaScriptFunction)] = []
@@ -208,61 +185,73 @@ struct ViewIndexer {
             output.documentRows.reserveCapacity(slice.count + 1)
             output.bytes.reserveCapacity(slice.count * 128)
             var fullKey: [UInt8] = []
-            var json: [UInt8] = []
-            for (position, document) in slice.enumerated() {
-                defer { output.documentRows.append(output.rows.count) }
-                guard !document.record.isDeleted else { continue }
-                json.removeAll(keepingCapacity: true)
-                document.record.appendFullJSON(id: document.id, into: &json)
-                for (form, group) in [plain, sequenced].enumerated() where !group.isEmpty {
-                    let active = group.filter { sequences[$0.target] < document.sequence && (!document.isDesign || views[$0.target].includeDesign) }
-                    if active.isEmpty { continue }
-                    if form == 1 {
-                        json.removeLast()
-                        json.append(contentsOf: #","_local_seq":\#(document.sequence)}"#.utf8)
+            var withLocalSequence: [UInt8] = []
+            try documents.json.withUnsafeBytes { json in
+              try documents.ids.bytes.withUnsafeBytes { ids in
+                for document in slice {
+                    defer { output.documentRows.append(output.rows.count) }
+                    let jsonRange = documents.jsonRange(document)
+                    guard !jsonRange.isEmpty else { continue }
+                    let id = UnsafeRawBufferPointer(rebasing: ids[documents.ids.range(document)])
+                    let isDesign = id.starts(with: Self.designPrefix)
+                    let sequence = documents.sequences[document]
+                    for (form, group) in [plain, sequenced].enumerated() where !group.isEmpty {
+                        let active = group.filter { sequences[$0.target] < sequence && (!isDesign || views[$0.target].includeDesign) }
+                        if active.isEmpty { continue }
+                        let text = UnsafeRawBufferPointer(rebasing: json[jsonRange])
+                        let functions = active.map(\.function)
+                        let result: MapOutput
+                        if form == 1 {
+                            withLocalSequence.removeAll(keepingCapacity: true)
+                            withLocalSequence.append(contentsOf: text.dropLast())
+                            withLocalSequence.append(contentsOf: #","_local_seq":\#(sequence)}"#.utf8)
+                            result = try withLocalSequence.withUnsafeBytes { try context.map($0, functions: functions) }
+                        } else {
+                            result = try context.map(text, functions: functions)
+                        }
+                        var emitCounts = [UInt32](repeating: 0, count: active.count)
+                        _ = try result.forEach(
+                            rows: { function, key, value in
+                                let target = active[function].target
+                                fullKey.removeAll(keepingCapacity: true)
+                                try CollationKey.append(json: key, mode: views[target].collation, to: &fullKey)
+                                let encodedLength = fullKey.count
+                                IndexRow.appendFullKeySuffix(id: id, emitIndex: emitCounts[function], to: &fullKey)
+                                emitCounts[function] += 1
+                                let keyStart = output.bytes.count
+                                IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
+                                let valueStart = output.bytes.count
+                                IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength, id: id,
+                                                     keyJSON: key, valueJSON: value, to: &output.bytes)
+                                output.rows.append(MappedRow(
+                                    target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
+                                    valueLength: Int32(output.bytes.count - valueStart)))
+                            },
+                            failure: { function, error in
+                                output.errors.append((document - slice.lowerBound, active[function].target, error))
+                            })
                     }
-                    let result = try json.withUnsafeBytes { try context.map($0, functions: active.map(\.function)) }
-                    var emitCounts = [UInt32](repeating: 0, count: active.count)
-                    _ = try result.forEach(
-                        rows: { function, key, value in
-                            let target = active[function].target
-                            fullKey.removeAll(keepingCapacity: true)
-                            try CollationKey.append(json: key, mode: views[target].collation, to: &fullKey)
-                            let encodedLength = fullKey.count
-                            IndexRow.appendFullKeySuffix(id: document.id, emitIndex: emitCounts[function], to: &fullKey)
-                            emitCounts[function] += 1
-                            let keyStart = output.bytes.count
-                            IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
-                            let valueStart = output.bytes.count
-                            IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength, id: document.id,
-                                                 keyJSON: key, valueJSON: value, to: &output.bytes)
-                            output.rows.append(MappedRow(
-                                target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
-                                valueLength: Int32(output.bytes.count - valueStart)))
-                        },
-                        failure: { function, error in
-                            output.errors.append((position, active[function].target, error))
-                        })
                 }
+              }
             }
             return output
         }
         let parts: [MappedBatch]
         let workerCount = workers.workers.count
-        if batch.count < 64 || workerCount == 1 {
+        if documents.count < 64 || workerCount == 1 {
             // A few changes: one worker, no fan-out.
-            parts = [try workers.nextWorker().run { context in try mapSlice(context, batch[...]) }]
+            parts = [try workers.nextWorker().run { context in try mapSlice(context, 0..<documents.count) }]
         } else {
-            let slice = (batch.count + workerCount - 1) / workerCount
+            let slice = (documents.count + workerCount - 1) / workerCount
             parts = try workers.runOnEach { worker, context in
-                let start = min(worker * slice, batch.count)
-                return try mapSlice(context, batch[start..<min(start + slice, batch.count)])
+                let start = min(worker * slice, documents.count)
+                return try mapSlice(context, start..<min(start + slice, documents.count))
             }
         }
         var mapped = parts[0]
         for part in parts.dropFirst() { mapped.append(part) }
-        mapped.sequences = batch.map(\.sequence)
-        mapped.ids = batch.map { Array($0.id) }
+        mapped.sequences = documents.sequences
+        mapped.ids = documents.ids
         return mapped
     }
 
@@ -270,74 +259,76 @@ struct ViewIndexer {
         for (index, target, error) in batch.errors {
             let view = targets[target].view
             logger.info("map function raised an exception; the document is skipped for this view", metadata: [
-                "doc.id": "\(String(decoding: batch.ids[index], as: UTF8.self))",
+                "doc.id": "\(batch.ids.string(index))",
                 "view.ddoc": "\(view.designDocument)", "view.name": "\(view.name)",
                 "error": "\(error)",
             ])
         }
     }
 
-    /// Writes batches in one transaction, each to its targets — old rows out,
-    /// new rows in key order, back index, chunks (unless bulk), state — and
-    /// returns every target's state.
+    /// Writes batches in one transaction, each to its targets, and returns
+    /// every target's state.
     private func write(_ jobs: [(batch: MappedBatch, targets: [Int])], targets: [Target], states: [ViewIndexState]) throws -> [ViewIndexState] {
         try store.environment.write(durable: false) { transaction in
             var result = states
-            var scratch: [UInt8] = []
             for (batch, selected) in jobs {
                 for index in selected {
-                    result[index] = try write(batch, to: targets[index], index: index, state: states[index], scratch: &scratch, in: transaction)
+                    result[index] = try write(batch, to: targets[index], index: index, state: states[index], in: transaction)
                 }
             }
             return result
         }
     }
 
+    /// Writes a batch's documents that the index hasn't seen: their old rows
+    /// out, the back index in id order, the new rows in key order (appended
+    /// past the table's last key), chunks kept up (unless bulk), the state.
     private func write(_ batch: MappedBatch, to target: Target, index: Int, state before: ViewIndexState,
-                       scratch: inout [UInt8], in transaction: LMDBTransaction) throws -> ViewIndexState {
+                       in transaction: LMDBTransaction) throws -> ViewIndexState {
         var state = before
         var changed: [[UInt8]]? = target.bulk ? nil : []
-        // The documents this index hasn't seen, in id order (the back index's).
-        var documents = batch.sequences.indices.filter { batch.sequences[$0] > before.sequence }
-        documents.sort { batch.ids[$0].lexicographicallyPrecedes(batch.ids[$1]) }
-        if !target.fresh {
-            for position in documents {
-                state.rowCount -= try batch.ids[position].withUnsafeBytes { id in
-                    try indexes.removeRows(of: id, in: target.tables, transaction: transaction, removed: &changed)
-                }
-            }
-        }
-        var rows: [Int] = []
+        var rows = SortedRows(capacity: batch.rows.count)
         try batch.bytes.withUnsafeBytes { bytes in
-            func key(_ row: MappedRow) -> UnsafeRawBufferPointer {
-                UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)])
-            }
-            let appendsBack = try documents.first.map { try transaction.isAfterLastKey(target.tables.back, batch.ids[$0]) } ?? false
-            for position in documents {
-                let start = rows.count
-                for row in batch.documentRows[position]..<batch.documentRows[position + 1] where batch.rows[row].target == index {
-                    rows.append(row)
+            try batch.ids.bytes.withUnsafeBytes { idBytes in
+                func id(_ document: Int) -> UnsafeRawBufferPointer {
+                    UnsafeRawBufferPointer(rebasing: idBytes[batch.ids.range(document)])
                 }
-                guard rows.count > start else { continue }
-                try batch.ids[position].withUnsafeBytes { id in
-                    try indexes.setBackIndex(of: id, to: rows[start...].lazy.map { key(batch.rows[$0]) }, in: target.tables,
-                                             transaction: transaction, scratch: &scratch, append: appendsBack)
+                var documents = batch.sequences.indices.filter { batch.sequences[$0] > before.sequence }
+                documents.sort { compareBytes(id($0), id($1)) < 0 }
+                if !target.fresh {
+                    for document in documents {
+                        state.rowCount -= try indexes.removeRows(of: id(document), in: target.tables, transaction: transaction, removed: &changed)
+                    }
+                }
+                let appendsBack = try documents.first.map { try transaction.isAfterLastKey(target.tables.back, id($0)) } ?? false
+                var keys: [UnsafeRawBufferPointer] = []
+                var scratch: [UInt8] = []
+                for document in documents {
+                    keys.removeAll(keepingCapacity: true)
+                    for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == index {
+                        rows.add(row)
+                        keys.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)]))
+                    }
+                    guard !keys.isEmpty else { continue }
+                    try indexes.setBackIndex(of: id(document), to: keys, in: target.tables, transaction: transaction,
+                                             scratch: &scratch, append: appendsBack)
                 }
             }
-            rows.sort { compareBytes(key(batch.rows[$0]), key(batch.rows[$1])) < 0 }
-            // Rows past the index's last key (a fresh index's first flush, keys
-            // that keep growing) are appended: LMDB fills pages in order.
-            let appends = try rows.first.map { try transaction.isAfterLastKey(target.tables.rows, key(batch.rows[$0])) } ?? false
-            for row in rows {
-                let mapped = batch.rows[row]
-                try transaction.put(target.tables.rows, key(mapped),
-                                    UnsafeRawBufferPointer(rebasing: bytes[Int(mapped.valueStart)..<Int(mapped.valueStart + mapped.valueLength)]),
-                                    append: appends)
-                changed?.append(Array(key(mapped)))
+            rows.sort(in: bytes)
+            guard let first = rows.entries.first, let base = bytes.baseAddress else { return }
+            func key(_ entry: SortedRows.Entry) -> UnsafeRawBufferPointer {
+                UnsafeRawBufferPointer(start: base + Int(entry.keyStart), count: Int(entry.keyLength))
+            }
+            // A fresh index's first flush, or keys that keep growing: LMDB fills pages in order.
+            let appends = try transaction.isAfterLastKey(target.tables.rows, key(first))
+            for entry in rows.entries {
+                let value = UnsafeRawBufferPointer(start: base + Int(entry.keyStart + entry.keyLength), count: Int(entry.valueLength))
+                try transaction.put(target.tables.rows, key(entry), value, append: appends)
+                changed?.append(Array(key(entry)))
             }
         }
         state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > before.sequence }
-        state.rowCount += rows.count
+        state.rowCount += rows.entries.count
         if let changed {
             try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
                 .update(changed: changed, in: transaction)
@@ -349,3 +340,4 @@ struct ViewIndexer {
         return state
     }
 }
+

@@ -1,0 +1,148 @@
+import Foundation
+
+/// One emitted row: which index it belongs to, and where its stored key and
+/// value lie in its batch's ``MappedBatch/bytes``.
+struct MappedRow: Sendable {
+    var target: Int32
+    var keyStart: Int32
+    var keyLength: Int32
+    var valueLength: Int32
+    var valueStart: Int32 { keyStart + keyLength }
+}
+
+/// The ids of a batch's documents, back to back in one buffer.
+struct DocumentIDs: Sendable {
+    var bytes: [UInt8] = []
+    /// Where each id ends in `bytes`.
+    var ends: [Int32] = []
+
+    func range(_ document: Int) -> Range<Int> {
+        (document == 0 ? 0 : Int(ends[document - 1]))..<Int(ends[document])
+    }
+
+    func string(_ document: Int) -> String {
+        String(decoding: bytes[range(document)], as: UTF8.self)
+    }
+
+    mutating func append(_ id: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: id)
+        ends.append(Int32(bytes.count))
+    }
+
+    mutating func append(contentsOf other: DocumentIDs) {
+        let base = Int32(bytes.count)
+        bytes.append(contentsOf: other.bytes)
+        ends.append(contentsOf: other.ends.lazy.map { $0 + base })
+    }
+}
+
+/// Changed documents read for mapping, each as map functions see it
+/// (`{"_id":…,"_rev":…,…}`), back to back in one buffer.
+struct DocumentBatch: Sendable {
+    var sequences: [UInt64] = []
+    var ids = DocumentIDs()
+    var json: [UInt8] = []
+    /// Where each document's JSON ends in `json`; a deleted document's is empty.
+    var jsonEnds: [Int] = []
+
+    var count: Int { sequences.count }
+
+    func jsonRange(_ document: Int) -> Range<Int> {
+        (document == 0 ? 0 : jsonEnds[document - 1])..<jsonEnds[document]
+    }
+}
+
+/// What the map functions made of a run of documents: every row's stored key
+/// and value back to back in one buffer, rows in document order, and the
+/// documents' sequences and ids — no allocation per row or per document.
+struct MappedBatch: Sendable {
+    var sequences: [UInt64] = []
+    var ids = DocumentIDs()
+    var bytes: [UInt8] = []
+    var rows: [MappedRow] = []
+    /// Per document, the index of its first row in `rows` (one more entry at the end).
+    var documentRows: [Int] = [0]
+    var errors: [(document: Int, target: Int, error: JavaScriptError)] = []
+
+    var documentCount: Int { documentRows.count - 1 }
+
+    /// Roughly the memory the batch holds.
+    var memoryBytes: Int {
+        bytes.count + ids.bytes.count + rows.count * MemoryLayout<MappedRow>.stride + sequences.count * 20
+    }
+
+    /// Appends another batch's documents after this one's.
+    mutating func append(_ other: MappedBatch) {
+        guard documentCount > 0 else {
+            self = other
+            return
+        }
+        sequences.append(contentsOf: other.sequences)
+        ids.append(contentsOf: other.ids)
+        let byteBase = Int32(bytes.count)
+        let rowBase = rows.count
+        let documentBase = documentCount
+        bytes.append(contentsOf: other.bytes)
+        rows.append(contentsOf: other.rows.lazy.map { var row = $0; row.keyStart += byteBase; return row })
+        documentRows.append(contentsOf: other.documentRows.dropFirst().lazy.map { $0 + rowBase })
+        errors.append(contentsOf: other.errors.lazy.map { ($0.document + documentBase, $0.target, $0.error) })
+    }
+}
+
+/// Rows of a ``MappedBatch`` in stored-key order, sorted without touching the
+/// batch's arrays per comparison: each entry carries eight bytes of its key
+/// (taken after the prefix every key shares), so most comparisons are one
+/// integer compare and the rest one `memcmp`.
+struct SortedRows {
+    struct Entry {
+        var prefix: UInt64
+        var keyStart: Int32
+        var keyLength: Int32
+        var valueLength: Int32
+    }
+
+    private(set) var entries: [Entry] = []
+
+    init(capacity: Int) {
+        entries.reserveCapacity(capacity)
+    }
+
+    mutating func add(_ row: MappedRow) {
+        entries.append(Entry(prefix: 0, keyStart: row.keyStart, keyLength: row.keyLength, valueLength: row.valueLength))
+    }
+
+    /// Sorts the entries by their keys in `bytes`.
+    mutating func sort(in bytes: UnsafeRawBufferPointer) {
+        guard entries.count > 1, let base = bytes.baseAddress else { return }
+        // The length of the prefix every key shares with the first.
+        let first = entries[0]
+        var shared = Int(first.keyLength)
+        for entry in entries where shared > 0 {
+            let limit = min(shared, Int(entry.keyLength))
+            var length = 0
+            while length < limit && base.load(fromByteOffset: Int(first.keyStart) + length, as: UInt8.self)
+                == base.load(fromByteOffset: Int(entry.keyStart) + length, as: UInt8.self) {
+                length += 1
+            }
+            shared = length
+        }
+        for index in entries.indices {
+            var prefix: UInt64 = 0
+            let start = Int(entries[index].keyStart)
+            let end = start + Int(entries[index].keyLength)
+            for offset in 0..<8 {
+                let position = start + shared + offset
+                prefix = prefix << 8 | UInt64(position < end ? base.load(fromByteOffset: position, as: UInt8.self) : 0)
+            }
+            entries[index].prefix = prefix
+        }
+        entries.withUnsafeMutableBufferPointer { entries in
+            entries.sort { a, b in
+                if a.prefix != b.prefix { return a.prefix < b.prefix }
+                let common = Int(min(a.keyLength, b.keyLength))
+                let order = memcmp(base + Int(a.keyStart), base + Int(b.keyStart), common)
+                return order != 0 ? order < 0 : a.keyLength < b.keyLength
+            }
+        }
+    }
+}
