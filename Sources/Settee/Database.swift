@@ -28,7 +28,7 @@ public final class Database: Sendable {
         public var indexBatchSize = 8192
         /// The most memory a large index update holds mapped rows in before it
         /// writes them, in key order, in one transaction.
-        public var indexBufferBytes = 48 << 20
+        public var indexBufferBytes = 24 << 20
 
         public init() {}
     }

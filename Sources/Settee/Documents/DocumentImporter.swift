@@ -160,6 +160,7 @@ struct DocumentImporter {
         }
         try flush()
         try collectWritten()
+        ProcessMemory.returnFreeMemory()
         return report
     }
 }

@@ -23,6 +23,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     private var idleReaders: [OpaquePointer] = []
     private static let maximumIdleReaders = 16
     private(set) var mapSize: Int
+    private let mapRangeLock = NSLock()
+    private var mapRange: (size: Int, range: Range<Int>)?
 
     /// The largest the map may grow to; `nil` for no limit but the disk's.
     let maximumMapSize: Int?
@@ -205,6 +207,52 @@ final class LMDBEnvironment: @unchecked Sendable {
         var info = MDB_envinfo()
         mdb_env_info(environment, &info)
         mapSize = info.me_mapsize
+    }
+
+    /// Lets the kernel take back the pages of the memory map this process has
+    /// touched: they stay in the page cache and come back on the next read,
+    /// but stop counting as this process's memory. Index builds, which read
+    /// every document and write whole indexes, call it as they go so that
+    /// their resident memory stays bounded. The map is read-only (writes go
+    /// through the file), so nothing is lost; it is found in `/proc/self/maps`
+    /// (Linux), and where that cannot be read this does nothing.
+    func releaseMappedPages() {
+        pthread_rwlock_rdlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        guard let range = mappedRange() else { return }
+        madvise(UnsafeMutableRawPointer(bitPattern: range.lowerBound), range.count, MADV_DONTNEED)
+    }
+
+    /// Where the data file is mapped (found once per map size).
+    private func mappedRange() -> Range<Int>? {
+        mapRangeLock.withLock {
+            if let (size, range) = mapRange, size == mapSize { return range }
+            guard let maps = Self.readWholeFile("/proc/self/maps") else { return nil }
+            let file = path + "/data.mdb"
+            for line in maps.split(separator: "\n") where line.hasSuffix(file) {
+                let bounds = line.prefix { $0 != " " }.split(separator: "-").compactMap { Int($0, radix: 16) }
+                guard bounds.count == 2, bounds[1] - bounds[0] == mapSize else { continue }
+                mapRange = (mapSize, bounds[0]..<bounds[1])
+                return bounds[0]..<bounds[1]
+            }
+            return nil
+        }
+    }
+
+    /// A file read to its end (procfs files claim a size of zero).
+    static func readWholeFile(_ path: String) -> String? {
+        let descriptor = Glibc.open(path, O_RDONLY)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     // MARK: Named databases

@@ -85,20 +85,6 @@ struct LMDBTransaction {
         try check(mdb_drop(txn, dbi, 0), "clearing a table of \(environment.path)")
     }
 
-    /// Lets the kernel take back the memory-map pages between two addresses this
-    /// transaction read: they stay in the page cache and come back on the next
-    /// touch, but stop counting as this process's memory. A scan over every
-    /// document (an index build) calls it as it goes, so its resident memory
-    /// stays bounded. Only while the transaction is open is the map sure to be
-    /// where the addresses point; it is read-only, so nothing is lost.
-    func releasePages(from lowest: UnsafeRawPointer, to highest: UnsafeRawPointer) {
-        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
-        let start = Int(bitPattern: lowest) & ~(pageSize - 1)
-        let end = (Int(bitPattern: highest) + pageSize - 1) & ~(pageSize - 1)
-        guard end > start, let address = UnsafeMutableRawPointer(bitPattern: start) else { return }
-        madvise(address, end - start, MADV_DONTNEED)
-    }
-
     /// Number of entries in `dbi`.
     func count(_ dbi: MDB_dbi) throws(StorageError) -> Int {
         var stat = MDB_stat()

@@ -134,7 +134,8 @@ struct IndexScanner {
             if range.isAboveLower(row.fullKey) {
                 guard range.isBelowUpper(row.fullKey) else { return }
                 if try !body(.row(row)) { return }
-                if chunks != nil {
+                // Only while some level's chunks can still fit does a row's height matter.
+                if let chunks, chunks.usefulLevel > 0 {
                     height = StoredReductions.height(of: current.key)
                     if height > 0 { boundary = Array(current.key) }
                 }

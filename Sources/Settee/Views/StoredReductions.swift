@@ -62,13 +62,18 @@ struct StoredReductions {
 
     // MARK: Building everything
 
-    /// Recomputes every chunk from the rows, in one pass.
+    /// Recomputes every chunk from the rows, in one pass (which lets go of the
+    /// rows' pages of the memory map as it goes: see
+    /// ``LMDBEnvironment/releaseMappedPages()``).
     func rebuild(in transaction: LMDBTransaction) throws {
         try transaction.clear(chunks)
         var builders = (0...Self.maximumLevel).map { _ in ChunkBuilder(reducer: reducer) }
+        var count = 0
         try transaction.withCursor(rows) { cursor in
             var entry = try cursor.first()
             while let (key, value) = entry {
+                count += 1
+                if count & 0xFFFF == 0 { transaction.environment.releaseMappedPages() }
                 let row = IndexRow(storedKey: key, value: value)
                 try builders[1].add(row: row)
                 let height = Self.height(of: key)

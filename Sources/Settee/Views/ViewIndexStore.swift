@@ -1,5 +1,6 @@
 import CSetteeLMDB
 import Foundation
+import Synchronization
 
 /// Where an index stands, kept in the `views` table under its signature and
 /// committed with the rows it describes.
@@ -54,6 +55,10 @@ final class ViewIndexStore: Sendable {
     let environment: LMDBEnvironment
     /// signature → ``ViewIndexState`` as JSON.
     let states: MDB_dbi
+    /// Tables by signature, and each index's state as last read (with the
+    /// bytes it was parsed from): queries neither reopen nor reparse them.
+    private let tablesCache = Mutex<[String: ViewIndexTables]>([:])
+    private let stateCache = Mutex<[String: (bytes: [UInt8], state: ViewIndexState)]>([:])
 
     init(environment: LMDBEnvironment) throws {
         self.environment = environment
@@ -66,13 +71,20 @@ final class ViewIndexStore: Sendable {
 
     /// The tables of an index, created when missing.
     func tables(for signature: String) throws -> ViewIndexTables {
+        if let tables = tablesCache.withLock({ $0[signature] }) { return tables }
         let handles = try environment.openDatabases([Self.rowsTable(signature), Self.backTable(signature), Self.chunksTable(signature)])
-        return ViewIndexTables(signature: signature, rows: handles[0], back: handles[1], chunks: handles[2])
+        let tables = ViewIndexTables(signature: signature, rows: handles[0], back: handles[1], chunks: handles[2])
+        tablesCache.withLock { $0[signature] = tables }
+        return tables
     }
 
     func state(_ signature: String, in transaction: LMDBTransaction) throws -> ViewIndexState? {
-        guard let bytes = try transaction.get(states, Array(signature.utf8)) else { return nil }
-        return ViewIndexState(json: try JSONParser.parse(bytes))
+        var key = signature
+        guard let bytes = try key.withUTF8({ try transaction.get(states, UnsafeRawBufferPointer($0)) }) else { return nil }
+        if let cached = stateCache.withLock({ $0[signature] }), compareBytes(bytes, cached.bytes) == 0 { return cached.state }
+        let state = ViewIndexState(json: try JSONParser.parse(bytes))
+        stateCache.withLock { $0[signature] = (Array(bytes), state) }
+        return state
     }
 
     func setState(_ state: ViewIndexState, for signature: String, in transaction: LMDBTransaction) throws {
@@ -100,6 +112,7 @@ final class ViewIndexStore: Sendable {
         try environment.dropDatabase(Self.backTable(signature), in: transaction)
         try environment.dropDatabase(Self.chunksTable(signature), in: transaction)
         try transaction.delete(states, Array(signature.utf8))
+        tablesCache.withLock { $0[signature] = nil }
     }
 
     /// Removes a document's rows from one index (those its back index lists)

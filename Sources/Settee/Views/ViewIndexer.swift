@@ -33,11 +33,15 @@ struct ViewIndexer {
     /// Bulk targets' rows wait in memory until they take this many bytes (or
     /// the run ends), then go in one write transaction, in key order, appended
     /// where they follow the index's last key.
-    var flushBytes = 48 << 20
+    var flushBytes = 24 << 20
 
     private static let designPrefix = Array("_design/".utf8)
     /// Bytes of document JSON after which a batch ends early (large documents).
     private static let batchBytes = 32 << 20
+    /// Batches and writes this large release the memory map's pages they
+    /// touched (see ``LMDBEnvironment/releaseMappedPages()``); small updates
+    /// keep them, as the next query wants them.
+    private static let releaseThreshold = 1024
 
     /// One index to bring up to date: the views sharing its signature.
     private struct Target: Sendable {
@@ -95,9 +99,11 @@ struct ViewIndexer {
             if reader.isBusy { _ = try? reader.wait() }
             if writer.isBusy { _ = try? writer.wait() }
         }
-        reader.start { [self, cursor] in try readBatch(after: cursor, upTo: latest) }
+        // A single batch is read right here: there is nothing to overlap it with.
+        var ahead: DocumentBatch? = total <= batchSize ? try readBatch(after: cursor, upTo: latest) : nil
+        if ahead == nil { reader.start { [self, cursor] in try readBatch(after: cursor, upTo: latest) } }
         while cursor < latest {
-            let documents = try reader.wait()
+            let documents = try ahead.take() ?? reader.wait()
             if let last = documents.sequences.last, last < latest {
                 reader.start { [self] in try readBatch(after: last, upTo: latest) }
             }
@@ -141,32 +147,33 @@ struct ViewIndexer {
                 try indexes.setState(state, for: target.tables.signature, in: transaction)
             }
         }
+        if total >= Self.releaseThreshold {
+            store.environment.releaseMappedPages()
+            ProcessMemory.returnFreeMemory()
+        }
     }
 
     /// Reads the next changed documents, each as map functions see it, into
     /// one buffer: a batch of ``batchSize`` documents, or fewer when they are
-    /// large. Their pages of the memory map are released as they are copied.
+    /// large.
     private func readBatch(after since: UInt64, upTo latest: UInt64) throws -> DocumentBatch {
-        try store.environment.read { transaction in
+        let batch = try store.environment.read { transaction in
             var batch = DocumentBatch()
             batch.sequences.reserveCapacity(batchSize)
             batch.json.reserveCapacity(batchSize * 512)
-            var lowest = UnsafeRawPointer(bitPattern: UInt.max)!
-            var highest = UnsafeRawPointer(bitPattern: 1)!
             try store.forEachChange(since: since, in: transaction) { sequence, id, record in
                 guard sequence <= latest else { return false }
                 batch.sequences.append(sequence)
                 batch.ids.append(id)
                 if !record.isDeleted { record.appendFullJSON(id: id, into: &batch.json) }
                 batch.jsonEnds.append(batch.json.count)
-                lowest = min(lowest, record.bytes.baseAddress!)
-                highest = max(highest, record.bytes.baseAddress! + record.bytes.count)
                 return batch.sequences.count < batchSize && batch.json.count < Self.batchBytes
             }
-            // Read once: the documents' pages needn't stay this process's memory.
-            if lowest < highest { transaction.releasePages(from: lowest, to: highest) }
             return batch
         }
+        // Read once: the documents' pages needn't stay this process's memory.
+        if batch.count >= Self.releaseThreshold { store.environment.releaseMappedPages() }
+        return batch
     }
 
     /// Maps the documents on all workers, each taking a contiguous slice; a
@@ -269,7 +276,7 @@ struct ViewIndexer {
     /// Writes batches in one transaction, each to its targets, and returns
     /// every target's state.
     private func write(_ jobs: [(batch: MappedBatch, targets: [Int])], targets: [Target], states: [ViewIndexState]) throws -> [ViewIndexState] {
-        try store.environment.write(durable: false) { transaction in
+        let result = try store.environment.write(durable: false) { transaction in
             var result = states
             for (batch, selected) in jobs {
                 for index in selected {
@@ -278,6 +285,8 @@ struct ViewIndexer {
             }
             return result
         }
+        if jobs.contains(where: { $0.batch.documentCount >= Self.releaseThreshold }) { store.environment.releaseMappedPages() }
+        return result
     }
 
     /// Writes a batch's documents that the index hasn't seen: their old rows
