@@ -16,6 +16,23 @@ extension Database {
         try await background { try self.put(json) }
     }
 
+    /// Writes `value` as the document `id` (see ``put(_:id:revision:)-swift.method``).
+    @discardableResult
+    public func put(_ value: some Encodable & Sendable, id: String, revision: Revision? = nil) async throws -> WriteResult {
+        try await background { try self.put(value, id: id, revision: revision) }
+    }
+
+    /// The document `id` decoded as `T`, or nil.
+    public func get<T: Decodable & Sendable>(_ id: String, as type: T.Type = T.self) async throws -> T? {
+        try await background { try self.get(id, as: T.self) }
+    }
+
+    /// Runs `body` with a batch whose writes commit in one transaction (see ``write(_:)-swift.method``).
+    @discardableResult
+    public func write<T: Sendable>(_ body: @escaping @Sendable (WriteBatch) throws -> T) async throws -> T {
+        try await background { try self.write(body) }
+    }
+
     /// The document with this id, or nil.
     public func document(_ id: String) async throws -> Document? {
         try await background { try self.document(id) }

@@ -70,7 +70,12 @@ public final class Database: Sendable {
     /// Writes a document given as UTF-8 JSON bytes.
     @discardableResult
     public func put(json: UnsafeRawBufferPointer) throws -> WriteResult {
-        let result = try store.write(try DocumentEdit(json: json))
+        try write(try DocumentEdit(json: json))
+    }
+
+    /// Writes one validated edit in its own transaction.
+    func write(_ edit: DocumentEdit) throws -> WriteResult {
+        let result = try store.write(edit)
         if result.id.hasPrefix("_design/") { try removeUnusedIndexes() }
         return result
     }
@@ -91,20 +96,7 @@ public final class Database: Sendable {
     /// - Parameter revision: The current revision; `nil` deletes whatever is current.
     @discardableResult
     public func delete(_ id: String, revision: Revision?) throws -> WriteResult {
-        try DocumentEdit.validate(id: id)
-        let result = try environment.write { transaction in
-            var revision = revision
-            if revision == nil {
-                guard let current = try store.record(id, in: transaction) else { throw DocumentError(.notFound, "missing", id: id) }
-                if current.isDeleted { throw DocumentError(.notFound, "deleted", id: id) }
-                revision = current.revision
-            }
-            var scratch: [UInt8] = []
-            let edit = DocumentEdit(deleting: id, revision: revision)
-            return try store.apply(edit, sequence: try store.lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch)
-        }
-        if id.hasPrefix("_design/") { try removeUnusedIndexes() }
-        return result
+        try write { try $0.delete(id, revision: revision) }
     }
 
     /// The documents changed after sequence number `since`, oldest first; each
