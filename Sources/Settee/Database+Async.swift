@@ -4,7 +4,8 @@ import Foundation
 /// thread, so an index build or a large import never blocks Swift's
 /// cooperative thread pool; from async code, they are the ones called.
 extension Database {
-    private func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// Runs `body` on a background thread.
+    func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
         }
