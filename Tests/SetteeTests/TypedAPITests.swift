@@ -183,3 +183,18 @@ struct TypedAPITests {
         #expect(SetteeErrorCode.notFound.rawValue == "not_found")
     }
 }
+
+@Suite("Query options from Swift")
+struct SwiftQueryOptionsTests {
+    @Test("The Swift initializer means what the query-string parameters mean")
+    func sameAsParameters() throws {
+        #expect(ViewQueryOptions(startKey: "D", limit: 10)
+            == (try ViewQueryOptions(parameters: [(name: "startkey", value: #""D""#), (name: "limit", value: "10")])))
+        #expect(ViewQueryOptions(keys: [1, "a"], descending: true, reduce: false, includeDocs: true)
+            == (try ViewQueryOptions(parameters: [(name: "keys", value: #"[1,"a"]"#), (name: "descending", value: "true"),
+                                                  (name: "reduce", value: "false"), (name: "include_docs", value: "true")])))
+        #expect(ViewQueryOptions(groupLevel: 2, update: .lazy)
+            == (try ViewQueryOptions(parameters: [(name: "group_level", value: "2"), (name: "update", value: "lazy")])))
+        #expect(ViewQueryOptions() == ViewQueryOptions(inclusiveEnd: true))
+    }
+}

@@ -139,6 +139,7 @@ struct ViewTests {
         for n in 0..<50 { try fixture.db.put(#"{"_id": "d\#(n)", "pad": "\#(pad)"}"#) }
         let error = try #require(throws: QueryError.self) { try fixture.query("grow/all") }
         #expect(error.error == "reduce_overflow_error")
+        #expect(error.errorCode == .reduceOverflow)
         #expect(error.reason.hasPrefix("Reduce output must shrink more rapidly"))
     }
 

@@ -63,6 +63,10 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
     /// A design document that cannot be used: bad shape, unknown built-in
     /// reducer, a function that does not compile.
     public static let invalidDesignDocument = SetteeErrorCode(rawValue: "invalid_design_document")
+    /// A custom reduce whose output does not shrink (CouchDB's `reduce_overflow_error`).
+    public static let reduceOverflow = SetteeErrorCode(rawValue: "reduce_overflow_error")
+    /// A built-in reducer refused its input (CouchDB's `builtin_reduce_error`).
+    public static let reduceFailed = SetteeErrorCode(rawValue: "reduce_error")
 
     // JavaScript
     /// A function's source did not compile, or did not evaluate to a function.
@@ -109,10 +113,17 @@ extension DocumentError: SetteeError {
 }
 
 extension QueryError: SetteeError {
-    /// `query_parse_error` for CouchDB's query-parameter errors; `bad_request`
-    /// for the others (`bad_request`, `illegal_partition`).
+    /// ``SetteeErrorCode/queryParseError`` for CouchDB's query-parameter
+    /// errors, ``SetteeErrorCode/reduceOverflow`` and
+    /// ``SetteeErrorCode/reduceFailed`` for reductions that fail,
+    /// ``SetteeErrorCode/badRequest`` for the others (`bad_request`, `illegal_partition`).
     public var errorCode: SetteeErrorCode {
-        error == "query_parse_error" ? .queryParseError : .badRequest
+        switch error {
+        case "query_parse_error": .queryParseError
+        case "reduce_overflow_error": .reduceOverflow
+        case "builtin_reduce_error", "reduce_error": .reduceFailed
+        default: .badRequest
+        }
     }
 }
 
