@@ -11,13 +11,13 @@ extension Database {
         }
     }
 
-    /// Writes a document given as a JSON object (see ``put(_:)-swift.method``).
+    /// Writes a document given as a JSON object (see `put(_:)`).
     @discardableResult
     public func put(_ json: String) async throws -> WriteResult {
         try await background { try self.put(json) }
     }
 
-    /// Writes `value` as the document `id` (see ``put(_:id:revision:)-swift.method``).
+    /// Writes `value` as the document `id` (see `put(_:id:revision:)`).
     @discardableResult
     public func put(_ value: some Encodable & Sendable, id: String, revision: Revision? = nil) async throws -> WriteResult {
         try await background { try self.put(value, id: id, revision: revision) }
@@ -28,7 +28,7 @@ extension Database {
         try await background { try self.get(id, as: T.self) }
     }
 
-    /// Runs `body` with a batch whose writes commit in one transaction (see ``write(_:)-swift.method``).
+    /// Runs `body` with a batch whose writes commit in one transaction (see `write(_:)`).
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteBatch) throws -> T) async throws -> T {
         try await background { try self.write(body) }

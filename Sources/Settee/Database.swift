@@ -41,13 +41,24 @@ public final class Database: Sendable {
     private let workers = LazyWorkerPool()
 
     /// Opens the database in `directory`, creating it when missing.
-    public init(at directory: URL, options: Options = Options(), logger: Logger = Logger(label: "settee")) throws {
+    ///
+    /// - Parameter logger: Where the engine reports what it does (index
+    ///   builds at `info`, map functions that throw at `info`, removed indexes).
+    ///   Without one, only warnings and errors are logged.
+    public init(at directory: URL, options: Options = Options(), logger: Logger = Database.quietLogger) throws {
         self.url = directory
         self.logger = logger
         self.options = options
         environment = try LMDBEnvironment.open(directory: directory, initialMapSize: options.initialMapSize, maximumMapSize: options.maximumSize)
         store = try DocumentStore(environment: environment, logger: logger)
         indexes = try ViewIndexStore(environment: environment)
+    }
+
+    /// The logger a database uses when given none: warnings and errors only.
+    public static var quietLogger: Logger {
+        var logger = Logger(label: "settee")
+        logger.logLevel = .warning
+        return logger
     }
 
     /// The JavaScript workers, started on first use (about 17 ms each).
@@ -93,7 +104,9 @@ public final class Database: Sendable {
 
     /// Deletes a document, leaving a tombstone that keeps its place in the
     /// changes feed.
-    /// - Parameter revision: The current revision; `nil` deletes whatever is current.
+    /// - Parameters:
+    ///   - id: The document's `_id`.
+    ///   - revision: The current revision; `nil` deletes whatever is current.
     @discardableResult
     public func delete(_ id: String, revision: Revision?) throws -> WriteResult {
         try write { try $0.delete(id, revision: revision) }

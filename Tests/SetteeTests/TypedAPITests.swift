@@ -198,3 +198,26 @@ struct SwiftQueryOptionsTests {
         #expect(ViewQueryOptions() == ViewQueryOptions(inclusiveEnd: true))
     }
 }
+
+@Suite("JSONValue through Codable")
+struct JSONValueCodableTests {
+    @Test("Any JSON decodes into a JSONValue and encodes back", arguments: [
+        "null", "true", "false", "0", "-2.5", #""text""#, "[]", #"[1,"a",null,[true]]"#, "{}", #"{"a":[1,{"b":null}]}"#,
+    ])
+    func roundTrip(json: String) throws {
+        let decoded = try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8))
+        #expect(decoded == (try JSONValue(parsing: json)))
+        let encoded = try JSONEncoder().encode(decoded)
+        #expect(try JSONValue(parsing: String(decoding: encoded, as: UTF8.self)) == decoded)
+    }
+
+    @Test("A document stored as a JSONValue reads back as one")
+    func asDocument() throws {
+        let directory = TemporaryDirectory()
+        let db = try Database(at: directory.url.appendingPathComponent("db"))
+        try db.put(["title": "Dune", "tags": ["sf", 1965]] as JSONValue, id: "dune")
+        let read = try #require(try db.get("dune", as: JSONValue.self))
+        #expect(read["tags"] == ["sf", 1965])
+        #expect(read["_id"] == "dune")
+    }
+}

@@ -9,7 +9,7 @@
 /// is under way are folded into the next run, so a slow consumer sees the
 /// latest result rather than every intermediate one.
 ///
-/// Editing the view's design document (with ``Database/loadDesignDocuments(from:)``,
+/// Editing the view's design document (with `Database.loadDesignDocuments(from:)`,
 /// a design-document watch, or a put) is a write too: the query re-runs on
 /// the new definition. Deleting the view ends the sequence with a
 /// ``DocumentError`` (`not_found`).

@@ -21,8 +21,11 @@ import Foundation
 extension Database {
     /// Writes `value` as the document `id`.
     ///
-    /// - Parameter revision: The revision this write replaces; `nil` when
-    ///   creating the document, or when `value` encodes its own `_rev`.
+    /// - Parameters:
+    ///   - value: The document's content; it must encode as a JSON object.
+    ///   - id: The document's `_id`.
+    ///   - revision: The revision this write replaces; `nil` when creating the
+    ///     document, or when `value` encodes its own `_rev`.
     /// - Throws: ``CodingError`` (``SetteeErrorCode/encodingFailed``) when the
     ///   value does not encode as a JSON object; ``DocumentError`` for a bad id
     ///   or a conflict.

@@ -1,4 +1,4 @@
-/// The writes of one ``Database/write(_:)`` call: they commit together, or not
+/// The writes of one `Database.write(_:)` call: they commit together, or not
 /// at all.
 ///
 /// Reads through the batch see its own writes. A batch is valid only inside
@@ -30,7 +30,7 @@ public final class WriteBatch {
         return result
     }
 
-    /// Writes a document given as a JSON object (see ``Database/put(_:)-swift.method``).
+    /// Writes a document given as a JSON object (see `Database.put(_:)`).
     /// - Throws: ``DocumentError`` for bad input or a conflict; thrown on out
     ///   of the closure, it rolls the whole batch back.
     @discardableResult
@@ -39,13 +39,13 @@ public final class WriteBatch {
         return try json.withUTF8 { try apply(try DocumentEdit(json: UnsafeRawBufferPointer($0))) }
     }
 
-    /// Writes `value` as the document `id` (see ``Database/put(_:id:revision:)``).
+    /// Writes `value` as the document `id` (see `Database.put(_:id:revision:)`).
     @discardableResult
     public func put(_ value: some Encodable, id: String, revision: Revision? = nil) throws -> WriteResult {
         try apply(try DocumentEdit(value, id: id, revision: revision))
     }
 
-    /// Deletes a document (see ``Database/delete(_:revision:)``).
+    /// Deletes a document (see `Database.delete(_:revision:)`).
     @discardableResult
     public func delete(_ id: String, revision: Revision?) throws -> WriteResult {
         try DocumentEdit.validate(id: id)

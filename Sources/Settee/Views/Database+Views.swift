@@ -53,7 +53,7 @@ extension Database {
         return documents
     }
 
-    /// Parses and checks the design document in a file's contents (see ``loadDesignDocuments(from:)``).
+    /// Parses and checks the design document in a file's contents (see `loadDesignDocuments(from:)`).
     func designDocument(file: URL, contents data: Data) throws(DesignDocumentError) -> DesignDocument {
         let json: JSONValue
         do {
