@@ -42,9 +42,12 @@ public final class Database: Sendable {
 
     /// Opens the database in `directory`, creating it when missing.
     ///
-    /// - Parameter logger: Where the engine reports what it does (index
-    ///   builds at `info`, map functions that throw at `info`, removed indexes).
-    ///   Without one, only warnings and errors are logged.
+    /// - Parameters:
+    ///   - directory: The database directory.
+    ///   - options: Map size, size limit, JavaScript limits and workers.
+    ///   - logger: Where the engine reports what it does (index builds, map
+    ///     functions that throw, removed indexes, all at `info`). Without one,
+    ///     only warnings and errors are logged.
     public init(at directory: URL, options: Options = Options(), logger: Logger = Database.quietLogger) throws {
         self.url = directory
         self.logger = logger

@@ -15,6 +15,7 @@
 /// }
 /// ```
 public struct ChangeFeed: AsyncSequence, Sendable {
+    /// Each element is a ``Change``.
     public typealias Element = Change
 
     let database: Database
@@ -22,10 +23,12 @@ public struct ChangeFeed: AsyncSequence, Sendable {
     /// How many changes one read of the feed takes.
     static let batchSize = 256
 
+    /// Starts an iteration; see the type's description for what it yields.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(database: database, cursor: since)
     }
 
+    /// The iteration's state: the changes it has seen. Use it from one task.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let database: Database
         /// The sequence of the last change yielded.

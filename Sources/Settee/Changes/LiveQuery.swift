@@ -23,6 +23,7 @@
 /// }
 /// ```
 public struct LiveQuery: AsyncSequence, Sendable {
+    /// Each element is a ``ViewResult``.
     public typealias Element = ViewResult
 
     let database: Database
@@ -31,10 +32,12 @@ public struct LiveQuery: AsyncSequence, Sendable {
     /// Told the sequence each run reflected, and whether it yielded (tests wait on it).
     var runObserver: (@Sendable (_ sequence: UInt64, _ yielded: Bool) -> Void)?
 
+    /// Starts an iteration; see the type's description for what it yields.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(query: self)
     }
 
+    /// The iteration's state: the results it has seen. Use it from one task.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let query: LiveQuery
         /// The database sequence the last run reflected.

@@ -14,6 +14,7 @@ public struct CodingError: SetteeError, Equatable {
     /// What is wrong.
     public var reason: String
 
+    /// An error converting `subject` to or from `type`.
     public init(errorCode: SetteeErrorCode, subject: String, type: String, path: String, reason: String) {
         self.errorCode = errorCode
         self.subject = subject
@@ -22,6 +23,7 @@ public struct CodingError: SetteeError, Equatable {
         self.reason = reason
     }
 
+    /// `<code>: decoding <subject> as <type> at <path>: <reason>`.
     public var description: String {
         let verb = errorCode == .encodingFailed ? "encoding" : "decoding"
         let place = path.isEmpty ? "" : " at \(path)"

@@ -38,10 +38,12 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
     /// The stable name, e.g. `conflict` or `query_parse_error`.
     public let rawValue: String
 
+    /// A code from its stable name.
     public init(rawValue: String) {
         self.rawValue = rawValue
     }
 
+    /// The stable name.
     public var description: String { rawValue }
 
     // Documents
@@ -102,6 +104,7 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
 }
 
 extension DocumentError: SetteeError {
+    /// What kind of failure this is.
     public var errorCode: SetteeErrorCode {
         switch code {
         case .conflict: .conflict
@@ -128,14 +131,17 @@ extension QueryError: SetteeError {
 }
 
 extension DesignDocumentError: SetteeError {
+    /// What kind of failure this is.
     public var errorCode: SetteeErrorCode { .invalidDesignDocument }
 }
 
 extension DesignDocumentErrors: SetteeError {
+    /// What kind of failure this is.
     public var errorCode: SetteeErrorCode { .invalidDesignDocument }
 }
 
 extension JavaScriptError: SetteeError {
+    /// What kind of failure this is.
     public var errorCode: SetteeErrorCode {
         switch kind {
         case .compile: .compilationError
@@ -150,9 +156,11 @@ extension JavaScriptError: SetteeError {
 }
 
 extension StorageError: SetteeError {
+    /// What kind of failure this is.
     public var errorCode: SetteeErrorCode { isFull ? .storageFull : .storageFailure }
 }
 
 extension JSONParseError: SetteeError {
+    /// What kind of failure this is.
     public var errorCode: SetteeErrorCode { .invalidJSON }
 }

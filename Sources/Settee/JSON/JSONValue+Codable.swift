@@ -13,6 +13,7 @@ extension JSONValue: Codable {
         init?(intValue: Int) { nil }
     }
 
+    /// Decodes any JSON value.
     public init(from decoder: any Decoder) throws {
         if let container = try? decoder.container(keyedBy: MemberKey.self) {
             self = .object(try container.allKeys.map { key in (key: key.stringValue, value: try container.decode(JSONValue.self, forKey: key)) })
@@ -36,6 +37,7 @@ extension JSONValue: Codable {
         }
     }
 
+    /// Encodes the value as the JSON it is.
     public func encode(to encoder: any Encoder) throws {
         switch self {
         case .null:

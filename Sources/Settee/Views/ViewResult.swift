@@ -55,7 +55,9 @@ public struct ViewRow: Sendable, Equatable {
 public struct DecodedViewRow<Key: Decodable & Sendable, Value: Decodable & Sendable>: Sendable {
     /// The emitting document's id (nil for reduce rows).
     public var id: String?
+    /// The row's key, decoded.
     public var key: Key
+    /// The row's value, decoded.
     public var value: Value
     /// The row as the view produced it (its included document too, with `include_docs`).
     public var row: ViewRow

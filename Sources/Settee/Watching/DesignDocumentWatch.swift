@@ -25,15 +25,18 @@ import Foundation
 /// }
 /// ```
 public struct DesignDocumentWatch: AsyncSequence, Sendable {
+    /// Each element is a ``DesignDocumentReload``.
     public typealias Element = DesignDocumentReload
 
     let database: Database
     let folder: URL
 
+    /// Starts an iteration; see the type's description for what it yields.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(database: database, folder: folder)
     }
 
+    /// The iteration's state: the reloads it has seen. Use it from one task.
     public struct AsyncIterator: AsyncIteratorProtocol {
         private let database: Database
         private let state: DesignDocumentFolder
