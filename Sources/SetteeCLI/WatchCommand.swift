@@ -67,12 +67,17 @@ struct WatchCommand: AsyncParsableCommand {
 
     /// Brings the indexes up to date after a reload: only views with a new signature have much to do.
     private static func buildIndexes(_ db: Database) async throws {
-        try await Task.detached {
-            let bar = ProgressBar(label: "indexing", unit: "docs")
-            try db.updateIndexes { progress in
-                bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+        // A blocking build: on a dispatch thread, not one of Swift's cooperative ones.
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result {
+                    let bar = ProgressBar(label: "indexing", unit: "docs")
+                    try db.updateIndexes { progress in
+                        bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+                    }
+                    bar.finish()
+                })
             }
-            bar.finish()
-        }.value
+        }
     }
 }
