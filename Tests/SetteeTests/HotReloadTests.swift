@@ -98,6 +98,8 @@ struct HotReloadTests {
         #expect(error.view == "by_city")
         #expect(error.function == "map")
         #expect(error.line == 2)
+        #expect(error.fileLine == 2, "the file's line where by_city's map is written")
+        #expect(error.description.hasPrefix("\(file.path):2, _design/people, view \"by_city\", map, line 2, column "))
         #expect(try await watched.db.document("_design/people")?.revision == revision, "nothing was stored")
         #expect(try watched.keys("people/by_city") == [#""Bergen""#, #""Oslo""#], "the previous version answers")
 

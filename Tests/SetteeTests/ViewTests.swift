@@ -301,6 +301,7 @@ struct ViewTests {
         #expect(syntax.view == "v")
         #expect(syntax.function == "map")
         #expect(syntax.line == 2)
+        #expect(syntax.fileLine == 1)
         #expect(syntax.reason.contains("SyntaxError"))
         #expect(try problems(design("f", #"{"v": {"map": "42"}}"#))[0].reason.hasPrefix("Expression does not eval to a function."))
         #expect(try problems(design("r", #"{"v": {"map": "function (doc) {}", "reduce": "_frob"}}"#))[0].function == "reduce")

@@ -91,7 +91,7 @@ struct WatchCommandTests {
 
         try Data(design("emit(doc._id null)").utf8).write(to: file)
         let error = try #require(await errors.next())
-        #expect(error.hasPrefix("settee: \(file.path), _design/notes, view \"all\", map, line 2, column "))
+        #expect(error.hasPrefix("settee: \(file.path):1, _design/notes, view \"all\", map, line 2, column "))
         let refused = try JSONValue(parsing: try #require(await output.next()))
         #expect(refused["loaded"] == [])
         #expect(refused["errors"]?.arrayValue?.count == 1)

@@ -63,15 +63,19 @@ extension Database {
         } catch {
             throw DesignDocumentError(file: file.path, reason: "invalid JSON: \(error)")
         }
-        let document = try DesignDocument(json: json, file: file.path)
         do {
+            let document = try DesignDocument(json: json, file: file.path)
             try check(document, file: file.path)
-        } catch let error as DesignDocumentError {
+            return document
+        } catch var error as DesignDocumentError {
+            // Point at the file's line too, where the view (or its function) is written.
+            if let view = error.view {
+                error.fileLine = JSONKeyPathLocator.line(of: ["views", view] + (error.function.map { [$0] } ?? []), in: data)
+            }
             throw error
         } catch {
-            throw DesignDocumentError(file: file.path, designDocument: document.id, reason: "\(error)")
+            throw DesignDocumentError(file: file.path, designDocument: json["_id"]?.stringValue, reason: "\(error)")
         }
-        return document
     }
 
     /// Compiles every function of a design document on the JavaScript engine.
