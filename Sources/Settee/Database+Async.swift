@@ -4,16 +4,34 @@ import Foundation
 /// thread, so an index build or a large import never blocks Swift's
 /// cooperative thread pool; from async code, they are the ones called.
 extension Database {
-    private func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// Runs `body` on a background thread.
+    func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
         }
     }
 
-    /// Writes a document given as a JSON object (see ``put(_:)-swift.method``).
+    /// Writes a document given as a JSON object (see `put(_:)`).
     @discardableResult
     public func put(_ json: String) async throws -> WriteResult {
         try await background { try self.put(json) }
+    }
+
+    /// Writes `value` as the document `id` (see `put(_:id:revision:)`).
+    @discardableResult
+    public func put(_ value: some Encodable & Sendable, id: String, revision: Revision? = nil) async throws -> WriteResult {
+        try await background { try self.put(value, id: id, revision: revision) }
+    }
+
+    /// The document `id` decoded as `T`, or nil.
+    public func get<T: Decodable & Sendable>(_ id: String, as type: T.Type = T.self) async throws -> T? {
+        try await background { try self.get(id, as: T.self) }
+    }
+
+    /// Runs `body` with a batch whose writes commit in one transaction (see `write(_:)`).
+    @discardableResult
+    public func write<T: Sendable>(_ body: @escaping @Sendable (WriteBatch) throws -> T) async throws -> T {
+        try await background { try self.write(body) }
     }
 
     /// The document with this id, or nil.

@@ -46,13 +46,27 @@ public final class Database: Sendable {
     private let workers = LazyWorkerPool()
 
     /// Opens the database in `directory`, creating it when missing.
-    public init(at directory: URL, options: Options = Options(), logger: Logger = Logger(label: "settee")) throws {
+    ///
+    /// - Parameters:
+    ///   - directory: The database directory.
+    ///   - options: Map size, size limit, JavaScript limits and workers.
+    ///   - logger: Where the engine reports what it does (index builds, map
+    ///     functions that throw, removed indexes, all at `info`). Without one,
+    ///     only warnings and errors are logged.
+    public init(at directory: URL, options: Options = Options(), logger: Logger = Database.quietLogger) throws {
         self.url = directory
         self.logger = logger
         self.options = options
         environment = try LMDBEnvironment.open(directory: directory, initialMapSize: options.initialMapSize, maximumMapSize: options.maximumSize)
         store = try DocumentStore(environment: environment, logger: logger)
         indexes = try ViewIndexStore(environment: environment)
+    }
+
+    /// The logger a database uses when given none: warnings and errors only.
+    public static var quietLogger: Logger {
+        var logger = Logger(label: "settee")
+        logger.logLevel = .warning
+        return logger
     }
 
     /// The JavaScript workers, started on first use (about 17 ms each).
@@ -75,7 +89,12 @@ public final class Database: Sendable {
     /// Writes a document given as UTF-8 JSON bytes.
     @discardableResult
     public func put(json: UnsafeRawBufferPointer) throws -> WriteResult {
-        let result = try store.write(try DocumentEdit(json: json))
+        try write(try DocumentEdit(json: json))
+    }
+
+    /// Writes one validated edit in its own transaction.
+    func write(_ edit: DocumentEdit) throws -> WriteResult {
+        let result = try store.write(edit)
         if result.id.hasPrefix("_design/") { try removeUnusedIndexes() }
         return result
     }
@@ -93,23 +112,12 @@ public final class Database: Sendable {
 
     /// Deletes a document, leaving a tombstone that keeps its place in the
     /// changes feed.
-    /// - Parameter revision: The current revision; `nil` deletes whatever is current.
+    /// - Parameters:
+    ///   - id: The document's `_id`.
+    ///   - revision: The current revision; `nil` deletes whatever is current.
     @discardableResult
     public func delete(_ id: String, revision: Revision?) throws -> WriteResult {
-        try DocumentEdit.validate(id: id)
-        let result = try environment.write { transaction in
-            var revision = revision
-            if revision == nil {
-                guard let current = try store.record(id, in: transaction) else { throw DocumentError(.notFound, "missing", id: id) }
-                if current.isDeleted { throw DocumentError(.notFound, "deleted", id: id) }
-                revision = current.revision
-            }
-            var scratch: [UInt8] = []
-            let edit = DocumentEdit(deleting: id, revision: revision)
-            return try store.apply(edit, sequence: try store.lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch)
-        }
-        if id.hasPrefix("_design/") { try removeUnusedIndexes() }
-        return result
+        try write { try $0.delete(id, revision: revision) }
     }
 
     /// The documents changed after sequence number `since`, oldest first; each

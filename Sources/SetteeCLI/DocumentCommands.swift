@@ -67,9 +67,13 @@ struct DeleteCommand: ParsableCommand {
     }
 }
 
-struct ChangesCommand: ParsableCommand {
+struct ChangesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "changes", abstract: "List the documents changed after a sequence number, as CouchDB's _changes.")
+        commandName: "changes", abstract: "List the documents changed after a sequence number, as CouchDB's _changes.",
+        discussion: """
+            With --continuous, prints one change per line as CouchDB's feed=continuous does, then waits for \
+            new writes made while it runs and prints them too, until interrupted.
+            """)
 
     @OptionGroup var database: DatabaseOptions
 
@@ -79,23 +83,39 @@ struct ChangesCommand: ParsableCommand {
     @Option(help: "At most this many changes.")
     var limit: Int?
 
-    func run() throws {
+    @Flag(help: "Keep printing new changes as they are written (one JSON object per line).")
+    var continuous = false
+
+    func run() async throws {
+        if continuous {
+            do {
+                let db = try database.open()
+                var count = 0
+                for try await change in db.continuousChanges(since: since) {
+                    printLine(Self.row(change))
+                    count += 1
+                    if let limit, count >= limit { break }
+                }
+            } catch {
+                try reportingErrors { throw error }
+            }
+            return
+        }
         try reportingErrors {
             let db = try database.open()
             let changes = try db.changes(since: since, limit: limit)
-            var results: [JSONValue] = []
-            results.reserveCapacity(changes.count)
-            for change in changes {
-                var row: [(key: String, value: JSONValue)] = [
-                    ("seq", .number(Double(change.sequence))), ("id", .string(change.id)),
-                    ("changes", [["rev": .string(change.revision.description)]]),
-                ]
-                if change.isDeleted { row.append(("deleted", true)) }
-                results.append(.object(row))
-            }
             let last = changes.last?.sequence ?? since
-            printJSON(.object([("results", .array(results)), ("last_seq", .number(Double(last)))]))
+            printJSON(.object([("results", .array(changes.map(Self.row))), ("last_seq", .number(Double(last)))]))
         }
+    }
+
+    private static func row(_ change: Change) -> JSONValue {
+        var row: [(key: String, value: JSONValue)] = [
+            ("seq", .number(Double(change.sequence))), ("id", .string(change.id)),
+            ("changes", [["rev": .string(change.revision.description)]]),
+        ]
+        if change.isDeleted { row.append(("deleted", true)) }
+        return .object(row)
     }
 }
 

@@ -4,7 +4,7 @@ import Logging
 import Settee
 
 @main
-struct SetteeCommand: ParsableCommand {
+struct SetteeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "settee",
         abstract: "CouchDB-style documents and JavaScript views, embedded.",
@@ -15,7 +15,7 @@ struct SetteeCommand: ParsableCommand {
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
             ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self,
-            CouchJSCommand.self,
+            WatchCommand.self, CouchJSCommand.self,
         ])
 
     // Declared here too so `--db` may come before the subcommand, as in `settee --db PATH import FILE`.
@@ -71,6 +71,11 @@ func printError(_ message: String) {
 
 func printJSON(_ value: JSONValue) {
     print(value.jsonText)
+}
+
+/// Prints one JSON line and flushes it at once, for commands that run until interrupted.
+func printLine(_ value: JSONValue) {
+    FileHandle.standardOutput.write(Data((value.jsonText + "\n").utf8))
 }
 
 /// Reads a JSON argument, or standard input for `-`.

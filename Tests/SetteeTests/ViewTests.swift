@@ -139,6 +139,7 @@ struct ViewTests {
         for n in 0..<50 { try fixture.db.put(#"{"_id": "d\#(n)", "pad": "\#(pad)"}"#) }
         let error = try #require(throws: QueryError.self) { try fixture.query("grow/all") }
         #expect(error.error == "reduce_overflow_error")
+        #expect(error.errorCode == .reduceOverflow)
         #expect(error.reason.hasPrefix("Reduce output must shrink more rapidly"))
     }
 
@@ -300,6 +301,7 @@ struct ViewTests {
         #expect(syntax.view == "v")
         #expect(syntax.function == "map")
         #expect(syntax.line == 2)
+        #expect(syntax.fileLine == 1)
         #expect(syntax.reason.contains("SyntaxError"))
         #expect(try problems(design("f", #"{"v": {"map": "42"}}"#))[0].reason.hasPrefix("Expression does not eval to a function."))
         #expect(try problems(design("r", #"{"v": {"map": "function (doc) {}", "reduce": "_frob"}}"#))[0].function == "reduce")
@@ -407,7 +409,7 @@ struct ConcurrencyTests {
         let row = try #require(try await db.query("o/by").rows.first)
         #expect(try row.value(as: Order.self) == Order(total: 9.5))
         #expect(try row.key(as: [JSONKeyPart].self) == [.text("ann"), .number(2025)])
-        #expect(throws: DecodingError.self) { try row.value(as: [Int].self) }
+        #expect(throws: CodingError.self) { try row.value(as: [Int].self) }
     }
 }
 

@@ -11,6 +11,8 @@ final class DocumentStore: Sendable {
     let docs: MDB_dbi
     let seqs: MDB_dbi
     let logger: Logger
+    /// Signalled after every committed write, for live queries and changes feeds.
+    let commits: CommitSignal
     private let ids = DocumentIDGenerator()
 
     init(environment: LMDBEnvironment, logger: Logger) throws {
@@ -19,6 +21,14 @@ final class DocumentStore: Sendable {
         let tables = try environment.openDatabases(["docs", "seqs"])
         docs = tables[0]
         seqs = tables[1]
+        let seqs = seqs
+        commits = try CommitSignal.shared(path: environment.path) {
+            try environment.read { transaction in
+                try transaction.withCursor(seqs) { cursor in
+                    try cursor.last().map { UInt64(bigEndian: $0.key.loadUnaligned(as: UInt64.self)) } ?? 0
+                }
+            }
+        }
     }
 
     // MARK: Reading
@@ -134,9 +144,22 @@ final class DocumentStore: Sendable {
         }
     }
 
+    /// Runs `body` in a write transaction of documents and commits it, then
+    /// wakes whoever waits for new writes. Every document write goes through here.
+    func writing<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+        var sequence: UInt64 = 0
+        let result = try environment.write { transaction in
+            let result = try body(transaction)
+            sequence = try lastSequence(in: transaction)
+            return result
+        }
+        commits.committed(sequence)
+        return result
+    }
+
     /// Writes one edit in its own transaction.
     func write(_ edit: DocumentEdit) throws -> WriteResult {
-        try environment.write { transaction in
+        try writing { transaction in
             var scratch: [UInt8] = []
             return try apply(edit, sequence: try lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch)
         }
@@ -145,7 +168,7 @@ final class DocumentStore: Sendable {
     /// Writes many edits in one transaction. Each edit that is refused (a
     /// conflict) is reported and skipped; the others land.
     func write(_ edits: [DocumentEdit]) throws -> [Result<WriteResult, DocumentError>] {
-        try environment.write { transaction in
+        try writing { transaction in
             var sequence = try lastSequence(in: transaction)
             var scratch: [UInt8] = []
             var results: [Result<WriteResult, DocumentError>] = []

@@ -92,6 +92,33 @@ public struct ViewQueryOptions: Sendable, Equatable {
 
     public init() {}
 
+    /// Options set from Swift, each under its CouchDB meaning; keys are
+    /// ``JSONValue``s, so literals work:
+    ///
+    /// ```swift
+    /// ViewQueryOptions(startKey: "D", limit: 10)
+    /// ViewQueryOptions(startKey: ["ann"], endKey: ["ann", [:]], reduce: false)
+    /// ViewQueryOptions(groupLevel: 1)
+    /// ```
+    public init(key: JSONValue? = nil, keys: [JSONValue]? = nil, startKey: JSONValue? = nil, endKey: JSONValue? = nil,
+                inclusiveEnd: Bool = true, descending: Bool = false, limit: Int? = nil, skip: Int = 0,
+                reduce: Bool? = nil, group: Bool? = nil, groupLevel: Int? = nil, includeDocs: Bool = false,
+                update: UpdateMode = .true) {
+        self.key = key
+        self.keys = keys
+        self.startKey = startKey
+        self.endKey = endKey
+        self.inclusiveEnd = inclusiveEnd
+        self.descending = descending
+        self.limit = limit
+        self.skip = skip
+        self.reduce = reduce
+        self.group = group
+        self.groupLevel = groupLevel
+        self.includeDocs = includeDocs
+        self.update = update
+    }
+
     // MARK: - Parsing
 
     /// Parses CouchDB query-string parameters, in order: name → raw text exactly as in a URL

@@ -40,16 +40,7 @@ extension Database {
         var errors: [DesignDocumentError] = []
         for file in files {
             do {
-                let data = try Data(contentsOf: file)
-                let json: JSONValue
-                do {
-                    json = try data.withUnsafeBytes { bytes throws(JSONParseError) in try JSONParser.parse(bytes) }
-                } catch {
-                    throw DesignDocumentError(file: file.path, reason: "invalid JSON: \(error)")
-                }
-                let document = try DesignDocument(json: json, file: file.path)
-                try check(document, file: file.path)
-                documents.append(document)
+                documents.append(try designDocument(file: file, contents: try Data(contentsOf: file)))
             } catch let error as DesignDocumentError {
                 errors.append(error)
             } catch {
@@ -60,6 +51,31 @@ extension Database {
         for document in documents { try store(document) }
         try removeUnusedIndexes()
         return documents
+    }
+
+    /// Parses and checks the design document in a file's contents (see `loadDesignDocuments(from:)`).
+    func designDocument(file: URL, contents data: Data) throws(DesignDocumentError) -> DesignDocument {
+        let json: JSONValue
+        do {
+            json = try data.withUnsafeBytes { bytes throws(JSONParseError) in try JSONParser.parse(bytes) }
+        } catch let error as JSONParseError {
+            throw DesignDocumentError(file: file.path, line: error.line, column: error.column, reason: "invalid JSON: \(error.reason)")
+        } catch {
+            throw DesignDocumentError(file: file.path, reason: "invalid JSON: \(error)")
+        }
+        do {
+            let document = try DesignDocument(json: json, file: file.path)
+            try check(document, file: file.path)
+            return document
+        } catch var error as DesignDocumentError {
+            // Point at the file's line too, where the view (or its function) is written.
+            if let view = error.view {
+                error.fileLine = JSONKeyPathLocator.line(of: ["views", view] + (error.function.map { [$0] } ?? []), in: data)
+            }
+            throw error
+        } catch {
+            throw DesignDocumentError(file: file.path, designDocument: json["_id"]?.stringValue, reason: "\(error)")
+        }
     }
 
     /// Compiles every function of a design document on the JavaScript engine.
@@ -84,7 +100,7 @@ extension Database {
     }
 
     /// Writes a design document unless the database already holds the same content.
-    private func store(_ document: DesignDocument) throws {
+    func store(_ document: DesignDocument) throws {
         var members = (document.json.objectValue ?? []).filter { $0.key != "_rev" }
         if let current = try self.document(document.id) {
             let stored = (try current.value.objectValue ?? []).filter { $0.key != "_rev" }

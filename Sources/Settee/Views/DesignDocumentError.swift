@@ -2,6 +2,9 @@
 public struct DesignDocumentError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file it was loaded from, or nil for a design document in the database.
     public var file: String?
+    /// The line of that file where the function is written (a function is one
+    /// JSON string, so its own ``line`` counts within that string), when known.
+    public var fileLine: Int?
     /// The design document's id (`_design/NAME`), when known.
     public var designDocument: String?
     /// The view, when the problem is in one.
@@ -15,9 +18,10 @@ public struct DesignDocumentError: Error, Sendable, Equatable, CustomStringConve
     /// What is wrong.
     public var reason: String
 
-    public init(file: String? = nil, designDocument: String? = nil, view: String? = nil, function: String? = nil,
+    public init(file: String? = nil, fileLine: Int? = nil, designDocument: String? = nil, view: String? = nil, function: String? = nil,
                 line: Int? = nil, column: Int? = nil, reason: String) {
         self.file = file
+        self.fileLine = fileLine
         self.designDocument = designDocument
         self.view = view
         self.function = function
@@ -28,7 +32,7 @@ public struct DesignDocumentError: Error, Sendable, Equatable, CustomStringConve
 
     public var description: String {
         var place: [String] = []
-        if let file { place.append(file) }
+        if let file { place.append(file + (fileLine.map { ":\($0)" } ?? "")) }
         if let designDocument { place.append(designDocument) }
         if let view { place.append("view \"\(view)\"") }
         if let function { place.append(function) }

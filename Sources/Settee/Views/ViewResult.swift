@@ -28,19 +28,56 @@ public struct ViewRow: Sendable, Equatable {
     public var document: JSONValue? { documentJSON.flatMap { try? JSONParser.parse($0) } }
 
     /// The key decoded into the caller's type.
+    /// - Throws: ``CodingError`` naming the row and where the key does not fit `T`.
     public func key<T: Decodable>(as type: T.Type) throws -> T {
-        try JSONDecoder().decode(T.self, from: Data(keyJSON.utf8))
+        try CodingError.decode(T.self, from: Array(keyJSON.utf8), subject: "key of \(subject)")
     }
 
     /// The value decoded into the caller's type.
+    /// - Throws: ``CodingError`` naming the row and where the value does not fit `T`.
     public func value<T: Decodable>(as type: T.Type) throws -> T {
-        try JSONDecoder().decode(T.self, from: Data(valueJSON.utf8))
+        try CodingError.decode(T.self, from: Array(valueJSON.utf8), subject: "value of \(subject)")
     }
 
     /// The included document decoded into the caller's type (nil without include_docs or when missing).
     public func document<T: Decodable>(as type: T.Type) throws -> T? {
         guard let documentJSON, documentJSON != "null" else { return nil }
-        return try JSONDecoder().decode(T.self, from: Data(documentJSON.utf8))
+        return try CodingError.decode(T.self, from: Array(documentJSON.utf8), subject: "document of \(subject)")
+    }
+
+    /// How errors name the row.
+    private var subject: String {
+        id.map { "the row of document \"\($0)\" (key \(keyJSON))" } ?? "the reduce row with key \(keyJSON)"
+    }
+}
+
+/// A view row with its key and value decoded into the caller's types.
+public struct DecodedViewRow<Key: Decodable & Sendable, Value: Decodable & Sendable>: Sendable {
+    /// The emitting document's id (nil for reduce rows).
+    public var id: String?
+    /// The row's key, decoded.
+    public var key: Key
+    /// The row's value, decoded.
+    public var value: Value
+    /// The row as the view produced it (its included document too, with `include_docs`).
+    public var row: ViewRow
+}
+
+extension ViewResult {
+    /// The rows with keys and values decoded into the caller's types.
+    ///
+    /// ```swift
+    /// for row in try result.decodedRows(key: String.self, value: Int.self) {
+    ///     print(row.key, row.value)
+    /// }
+    /// ```
+    /// - Throws: ``CodingError`` naming the first row that does not fit.
+    public func decodedRows<Key: Decodable & Sendable, Value: Decodable & Sendable>(
+        key: Key.Type, value: Value.Type
+    ) throws -> [DecodedViewRow<Key, Value>] {
+        try rows.map { row in
+            DecodedViewRow(id: row.id, key: try row.key(as: Key.self), value: try row.value(as: Value.self), row: row)
+        }
     }
 }
 

@@ -1,0 +1,166 @@
+/// An error Settee throws, with a stable ``SetteeErrorCode`` to switch on.
+///
+/// Every error type of the library conforms: ``DocumentError``,
+/// ``QueryError``, ``DesignDocumentError``, ``DesignDocumentErrors``,
+/// ``JavaScriptError``, ``StorageError``, ``JSONParseError`` and
+/// ``CodingError``. Each keeps its own details (the document id, the file and
+/// line, CouchDB's reason); ``errorCode`` says what kind of failure it is in
+/// one vocabulary:
+///
+/// ```swift
+/// do {
+///     try db.put(contact, id: "ann")
+/// } catch let error as any SetteeError {
+///     switch error.errorCode {
+///     case .conflict: …        // someone else updated "ann" first
+///     case .badRequest: …
+///     default: throw error
+///     }
+/// }
+/// ```
+///
+/// A code also matches an error directly in a `catch` clause:
+///
+/// ```swift
+/// do { try db.put(contact, id: "ann") } catch SetteeErrorCode.conflict { … }
+/// ```
+public protocol SetteeError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    var errorCode: SetteeErrorCode { get }
+}
+
+/// The kinds of failure Settee reports. The raw values are stable (they are
+/// CouchDB's `error` names where CouchDB has one) and safe to store or log.
+///
+/// A struct of constants rather than an enum, so that a code can be a `catch`
+/// pattern and new codes can come without breaking exhaustive `switch`es.
+public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    /// The stable name, e.g. `conflict` or `query_parse_error`.
+    public let rawValue: String
+
+    /// A code from its stable name.
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// The stable name.
+    public var description: String { rawValue }
+
+    // Documents
+    /// A write named a stale or missing revision (CouchDB's 409).
+    public static let conflict = SetteeErrorCode(rawValue: "conflict")
+    /// No such document, design document or view, or the document was deleted.
+    public static let notFound = SetteeErrorCode(rawValue: "not_found")
+    /// The input was not acceptable: a bad `_id`, a document that is not a
+    /// JSON object, a malformed request.
+    public static let badRequest = SetteeErrorCode(rawValue: "bad_request")
+    /// A top-level member starting with `_` that CouchDB does not allow.
+    public static let documentValidation = SetteeErrorCode(rawValue: "doc_validation")
+    /// Text that is not JSON.
+    public static let invalidJSON = SetteeErrorCode(rawValue: "invalid_json")
+
+    // Views
+    /// Query options CouchDB would reject (its `query_parse_error`).
+    public static let queryParseError = SetteeErrorCode(rawValue: "query_parse_error")
+    /// A design document that cannot be used: bad shape, unknown built-in
+    /// reducer, a function that does not compile.
+    public static let invalidDesignDocument = SetteeErrorCode(rawValue: "invalid_design_document")
+    /// A custom reduce whose output does not shrink (CouchDB's `reduce_overflow_error`).
+    public static let reduceOverflow = SetteeErrorCode(rawValue: "reduce_overflow_error")
+    /// A built-in reducer refused its input (CouchDB's `builtin_reduce_error`).
+    public static let reduceFailed = SetteeErrorCode(rawValue: "reduce_error")
+
+    // JavaScript
+    /// A function's source did not compile, or did not evaluate to a function.
+    public static let compilationError = SetteeErrorCode(rawValue: "compilation_error")
+    /// A function threw.
+    public static let runtimeError = SetteeErrorCode(rawValue: "runtime_error")
+    /// A function ran past its time limit and was stopped.
+    public static let timeout = SetteeErrorCode(rawValue: "timeout")
+    /// A function exhausted the engine's memory limit.
+    public static let outOfMemory = SetteeErrorCode(rawValue: "out_of_memory")
+    /// A call was interrupted from another thread.
+    public static let interrupted = SetteeErrorCode(rawValue: "interrupted")
+    /// The JavaScript engine itself failed.
+    public static let javaScriptEngineFailure = SetteeErrorCode(rawValue: "internal_error")
+
+    // Storage
+    /// The database reached its size limit or the disk is full.
+    public static let storageFull = SetteeErrorCode(rawValue: "storage_full")
+    /// The storage engine failed otherwise.
+    public static let storageFailure = SetteeErrorCode(rawValue: "storage_error")
+
+    // Typed values
+    /// A stored document, key or value does not decode into the type asked for.
+    public static let decodingFailed = SetteeErrorCode(rawValue: "decoding_failed")
+    /// A value could not be encoded as a JSON object document.
+    public static let encodingFailed = SetteeErrorCode(rawValue: "encoding_failed")
+
+    /// Whether `error` is a ``SetteeError`` with this code, so that a code can
+    /// be a `catch` pattern: `catch SetteeErrorCode.conflict { … }`.
+    public static func ~= (code: SetteeErrorCode, error: any Error) -> Bool {
+        (error as? any SetteeError)?.errorCode == code
+    }
+}
+
+extension DocumentError: SetteeError {
+    /// What kind of failure this is.
+    public var errorCode: SetteeErrorCode {
+        switch code {
+        case .conflict: .conflict
+        case .notFound: .notFound
+        case .badRequest: .badRequest
+        case .documentValidation: .documentValidation
+        }
+    }
+}
+
+extension QueryError: SetteeError {
+    /// ``SetteeErrorCode/queryParseError`` for CouchDB's query-parameter
+    /// errors, ``SetteeErrorCode/reduceOverflow`` and
+    /// ``SetteeErrorCode/reduceFailed`` for reductions that fail,
+    /// ``SetteeErrorCode/badRequest`` for the others (`bad_request`, `illegal_partition`).
+    public var errorCode: SetteeErrorCode {
+        switch error {
+        case "query_parse_error": .queryParseError
+        case "reduce_overflow_error": .reduceOverflow
+        case "builtin_reduce_error", "reduce_error": .reduceFailed
+        default: .badRequest
+        }
+    }
+}
+
+extension DesignDocumentError: SetteeError {
+    /// What kind of failure this is.
+    public var errorCode: SetteeErrorCode { .invalidDesignDocument }
+}
+
+extension DesignDocumentErrors: SetteeError {
+    /// What kind of failure this is.
+    public var errorCode: SetteeErrorCode { .invalidDesignDocument }
+}
+
+extension JavaScriptError: SetteeError {
+    /// What kind of failure this is.
+    public var errorCode: SetteeErrorCode {
+        switch kind {
+        case .compile: .compilationError
+        case .runtime: .runtimeError
+        case .timeout: .timeout
+        case .outOfMemory: .outOfMemory
+        case .invalidInput: .badRequest
+        case .interrupted: .interrupted
+        case .internal: .javaScriptEngineFailure
+        }
+    }
+}
+
+extension StorageError: SetteeError {
+    /// What kind of failure this is.
+    public var errorCode: SetteeErrorCode { isFull ? .storageFull : .storageFailure }
+}
+
+extension JSONParseError: SetteeError {
+    /// What kind of failure this is.
+    public var errorCode: SetteeErrorCode { .invalidJSON }
+}

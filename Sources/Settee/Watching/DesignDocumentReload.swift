@@ -1,0 +1,115 @@
+import Foundation
+
+/// What one reload of a watched folder of design documents did: see
+/// ``Database/watchDesignDocuments(in:)``.
+public struct DesignDocumentReload: Sendable {
+    /// A design document file that was loaded: checked, then stored.
+    public struct Loaded: Sendable {
+        /// The file's path.
+        public var file: String
+        /// The design document now live.
+        public var designDocument: DesignDocument
+        /// Views whose signature is new (their index is built on their next
+        /// query); the others keep their indexes.
+        public var changedViews: [String]
+        /// Views the previous version had and this one has not.
+        public var removedViews: [String]
+    }
+
+    /// A design document whose file was deleted, and which was deleted from the database.
+    public struct Removed: Sendable {
+        /// The file's path.
+        public var file: String
+        /// The design document's id.
+        public var designDocument: String
+    }
+
+    /// Files whose new content was loaded.
+    public var loaded: [Loaded] = []
+    /// Files that were deleted (or moved away).
+    public var removed: [Removed] = []
+    /// Files whose new content was refused, with where the problem is. The
+    /// version loaded before stays live.
+    public var errors: [DesignDocumentError] = []
+
+    /// Whether nothing changed.
+    public var isEmpty: Bool { loaded.isEmpty && removed.isEmpty && errors.isEmpty }
+}
+
+/// The design documents loaded from one folder, by file, and the content each
+/// file had when it was last read.
+final class DesignDocumentFolder: @unchecked Sendable {
+    private struct FileState {
+        /// SHA-256 of the content last read (loaded or refused).
+        var digest: String
+        /// The design document the file last loaded, if any.
+        var designDocument: String?
+    }
+
+    let folder: URL
+    private let database: Database
+    private var files: [String: FileState] = [:]
+
+    init(folder: URL, database: Database) {
+        self.folder = folder
+        self.database = database
+    }
+
+    /// Loads every file whose content changed since the last scan, and deletes
+    /// the design documents of files that are gone.
+    func scan() throws -> DesignDocumentReload {
+        var reload = DesignDocumentReload()
+        let present: [URL]
+        do {
+            present = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
+                .filter { $0.pathExtension == "json" }.sorted { $0.lastPathComponent < $1.lastPathComponent }
+        } catch {
+            reload.errors.append(DesignDocumentError(file: folder.path, reason: "cannot read the folder: \((error as NSError).localizedDescription)"))
+            return reload
+        }
+        for file in present {
+            guard let data = try? Data(contentsOf: file) else { continue }  // gone again since the listing
+            let digest = SHA256.hexDigest(data)
+            let previous = files[file.path]
+            if previous?.digest == digest { continue }
+            files[file.path] = FileState(digest: digest, designDocument: previous?.designDocument)
+            do {
+                let design = try database.designDocument(file: file, contents: data)
+                let stored = try database.designDocument(design.id)
+                let before = Dictionary((stored?.views ?? []).map { ($0.name, $0.signature) }, uniquingKeysWith: { first, _ in first })
+                try database.store(design)
+                if let old = previous?.designDocument, old != design.id, !claimed(old, except: file.path) {
+                    try deleteDesignDocument(old)
+                }
+                files[file.path]?.designDocument = design.id
+                reload.loaded.append(DesignDocumentReload.Loaded(
+                    file: file.path, designDocument: design,
+                    changedViews: design.views.filter { before[$0.name] != $0.signature }.map(\.name),
+                    removedViews: before.keys.filter { design.view($0) == nil }.sorted()))
+            } catch let error as DesignDocumentError {
+                reload.errors.append(error)
+            }
+        }
+        let kept = Set(present.map(\.path))
+        for (path, state) in files.sorted(by: { $0.key < $1.key }) where !kept.contains(path) {
+            files[path] = nil
+            guard let id = state.designDocument, !claimed(id, except: path) else { continue }
+            try deleteDesignDocument(id)
+            reload.removed.append(DesignDocumentReload.Removed(file: path, designDocument: id))
+        }
+        return reload
+    }
+
+    /// Whether another file loaded this design document.
+    private func claimed(_ id: String, except path: String) -> Bool {
+        files.contains { $0.key != path && $0.value.designDocument == id }
+    }
+
+    private func deleteDesignDocument(_ id: String) throws {
+        do {
+            try database.delete(id, revision: nil)
+        } catch SetteeErrorCode.notFound {
+            // Already gone.
+        }
+    }
+}

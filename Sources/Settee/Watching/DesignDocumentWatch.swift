@@ -1,0 +1,80 @@
+import Foundation
+
+/// A folder of design documents kept live in a database: the `AsyncSequence`
+/// that ``Database/watchDesignDocuments(in:)`` returns.
+///
+/// The first element is the initial load of every `.json` file in the folder.
+/// After that, each time a file is written, moved in, moved away or deleted,
+/// the folder is read again and a new element says what happened:
+///
+/// - A file whose content changed is parsed and checked (every function
+///   compiled). A good edit is stored at once, replacing the previous version:
+///   views whose signature changed get a new index on their next query, the
+///   others keep theirs, and live queries on the design document run again.
+/// - A broken edit is refused with its file, design document, view and line
+///   (``DesignDocumentReload/errors``); the version loaded before stays live.
+/// - A deleted file deletes its design document; its indexes are removed and
+///   live queries on its views end with `not_found`.
+///
+/// Iteration does the work: nothing is reloaded between calls to `next()`, and
+/// ending the loop stops watching.
+///
+/// ```swift
+/// for try await reload in db.watchDesignDocuments(in: URL(filePath: "DesignDocs")) {
+///     for error in reload.errors { logger.error("\(error)") }
+/// }
+/// ```
+public struct DesignDocumentWatch: AsyncSequence, Sendable {
+    /// Each element is a ``DesignDocumentReload``.
+    public typealias Element = DesignDocumentReload
+
+    let database: Database
+    let folder: URL
+
+    /// Starts an iteration; see the type's description for what it yields.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(database: database, folder: folder)
+    }
+
+    /// The iteration's state: the reloads it has seen. Use it from one task.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        private let database: Database
+        private let state: DesignDocumentFolder
+        private var watcher: FolderWatcher?
+        private var events: AsyncStream<Void>.Iterator?
+
+        init(database: Database, folder: URL) {
+            self.database = database
+            state = DesignDocumentFolder(folder: folder, database: database)
+        }
+
+        /// The initial load (the first call), then the next reload that changed something.
+        /// - Returns: nil once the calling task is cancelled.
+        /// - Throws: ``DesignDocumentError`` when the folder cannot be watched;
+        ///   a storage error when a design document cannot be written.
+        public mutating func next() async throws -> DesignDocumentReload? {
+            let state = state
+            if watcher == nil {
+                // Watch first, then read: an edit made during the first read is not missed.
+                let watcher = try FolderWatcher(folder: state.folder)
+                self.watcher = watcher
+                events = watcher.events.makeAsyncIterator()
+                return try await database.background { try state.scan() }
+            }
+            while true {
+                guard await events?.next() != nil, !Task.isCancelled else { return nil }
+                let reload = try await database.background { try state.scan() }
+                if !reload.isEmpty { return reload }
+            }
+        }
+    }
+}
+
+extension Database {
+    /// Loads the design documents of a folder, then reloads each one whose
+    /// file changes, for as long as the returned sequence is iterated. See
+    /// ``DesignDocumentWatch``.
+    public func watchDesignDocuments(in folder: URL) -> DesignDocumentWatch {
+        DesignDocumentWatch(database: self, folder: folder)
+    }
+}
