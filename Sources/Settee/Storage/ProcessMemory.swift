@@ -5,7 +5,7 @@ enum ProcessMemory {
     private typealias TrimFunction = @convention(c) (Int) -> Int32
 
     /// glibc's `malloc_trim`, where the C library has it.
-    nonisolated(unsafe) private static let trimFunction: TrimFunction? = {
+    private static let trimFunction: TrimFunction? = {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
         return unsafeBitCast(symbol, to: TrimFunction.self)
     }()
