@@ -193,6 +193,8 @@ struct ViewIndexer {
             output.bytes.reserveCapacity(slice.count * 128)
             var fullKey: [UInt8] = []
             var withLocalSequence: [UInt8] = []
+            var emitCounts: [UInt32] = []
+            let forms = [plain, sequenced].map { (members: $0, functions: $0.map(\.function)) }
             try documents.json.withUnsafeBytes { json in
               try documents.ids.bytes.withUnsafeBytes { ids in
                 for document in slice {
@@ -202,11 +204,14 @@ struct ViewIndexer {
                     let id = UnsafeRawBufferPointer(rebasing: ids[documents.ids.range(document)])
                     let isDesign = id.starts(with: Self.designPrefix)
                     let sequence = documents.sequences[document]
-                    for (form, group) in [plain, sequenced].enumerated() where !group.isEmpty {
-                        let active = group.filter { sequences[$0.target] < sequence && (!isDesign || views[$0.target].includeDesign) }
+                    for (form, group) in forms.enumerated() where !group.members.isEmpty {
+                        func maps(_ target: Int) -> Bool { sequences[target] < sequence && (!isDesign || views[target].includeDesign) }
+                        // Usually every view maps the document: no per-document arrays then.
+                        let everyView = group.members.allSatisfy { maps($0.target) }
+                        let active = everyView ? group.members : group.members.filter { maps($0.target) }
                         if active.isEmpty { continue }
+                        let functions = everyView ? group.functions : active.map(\.function)
                         let text = UnsafeRawBufferPointer(rebasing: json[jsonRange])
-                        let functions = active.map(\.function)
                         let result: MapOutput
                         if form == 1 {
                             withLocalSequence.removeAll(keepingCapacity: true)
@@ -216,7 +221,8 @@ struct ViewIndexer {
                         } else {
                             result = try context.map(text, functions: functions)
                         }
-                        var emitCounts = [UInt32](repeating: 0, count: active.count)
+                        emitCounts.removeAll(keepingCapacity: true)
+                        emitCounts.append(contentsOf: repeatElement(0, count: active.count))
                         _ = try result.forEach(
                             rows: { function, key, value in
                                 let target = active[function].target
