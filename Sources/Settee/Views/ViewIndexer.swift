@@ -134,6 +134,9 @@ struct ViewIndexer {
             }
         }
         if writer.isBusy { states = try writer.wait() }
+        // The changes ran out before `latest` (documents written again since it
+        // was read have moved past it): what is gathered still goes in.
+        if pending.documentCount > 0 { states = try write([(pending, bulk)], targets: targets, states: states) }
         // Nothing changed past the last document read: the indexes are current.
         // Bulk builds get their chunks now, from all the rows in one pass.
         guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else { return }
