@@ -68,15 +68,17 @@ final class DocumentStore: Sendable {
         _ body: (_ sequence: UInt64, _ id: UnsafeRawBufferPointer, _ record: DocumentRecord) throws -> Bool
     ) throws {
         try transaction.withCursor(seqs) { cursor in
-            let start = (since + 1).bigEndian
-            var entry = try withUnsafeBytes(of: start) { try cursor.seek(atOrAfter: $0) }
-            while let (key, id) = entry {
-                let sequence = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
-                guard let record = try transaction.get(docs, id) else {
-                    throw StorageError(code: MDB_CORRUPTED, operation: "reading the changes feed: seq \(sequence) names a missing document")
+            try transaction.withCursor(docs) { documents in
+                let start = (since + 1).bigEndian
+                var entry = try withUnsafeBytes(of: start) { try cursor.seek(atOrAfter: $0) }
+                while let (key, id) = entry {
+                    let sequence = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+                    guard let record = try documents.find(id)?.value else {
+                        throw StorageError(code: MDB_CORRUPTED, operation: "reading the changes feed: seq \(sequence) names a missing document")
+                    }
+                    if try !body(sequence, id, DocumentRecord(bytes: record)) { return }
+                    entry = try cursor.next()
                 }
-                if try !body(sequence, id, DocumentRecord(bytes: record)) { return }
-                entry = try cursor.next()
             }
         }
     }

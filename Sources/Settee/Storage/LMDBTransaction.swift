@@ -120,6 +120,10 @@ struct LMDBCursor {
     func last() throws(StorageError) -> Entry? { try get(MDB_LAST) }
     func next() throws(StorageError) -> Entry? { try get(MDB_NEXT) }
     func previous() throws(StorageError) -> Entry? { try get(MDB_PREV) }
+    /// The entry whose key is `key`, or nil. From a positioned cursor, LMDB
+    /// looks on the current page first: lookups in key order skip the descent
+    /// from the root.
+    func find(_ key: UnsafeRawBufferPointer) throws(StorageError) -> Entry? { try get(MDB_SET_KEY, key: key) }
     /// The first entry whose key is at or after `key`.
     func seek(atOrAfter key: UnsafeRawBufferPointer) throws(StorageError) -> Entry? { try get(MDB_SET_RANGE, key: key) }
     func seek(atOrAfter key: [UInt8]) throws(StorageError) -> Entry? {
