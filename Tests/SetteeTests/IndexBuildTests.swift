@@ -201,4 +201,44 @@ struct IndexBuildTests {
             #expect(try racing.tables(view) == fresh.tables(view), "\(view)")
         }
     }
+
+    @Test("Edits the views don't see leave their tables untouched; edits of values alone still reach them")
+    func unseenEdits() throws {
+        let lines = Self.documents(1000, seed: 61)
+        let db = try Fixture(batchSize: 64)
+        try Self.load(lines, into: db.db)
+        try db.db.updateIndexes()
+        let before = try Self.views.map { try db.tables($0) }
+        func edit(_ change: (inout [(key: String, value: JSONValue)]) -> Void, count: Int) throws {
+            for line in lines.prefix(count) {
+                let id = String(line.dropFirst(9).prefix(9))
+                var members = try db.db.document(id)!.value.objectValue!
+                change(&members)
+                _ = try db.db.put(JSONValue.object(members).jsonText)
+            }
+            try db.db.updateIndexes()
+        }
+        // A member no view reads: nothing but the checkpoint changes.
+        try edit({ $0.append((key: "seen", value: true)) }, count: 40)
+        for (view, tables) in zip(Self.views, before) {
+            #expect(try db.tables(view) == tables, "\(view)")
+        }
+        // A new tag: keys of by_tag and values of twice change.
+        try edit({ members in
+            members.removeAll { $0.key == "tag" }
+            members.append((key: "tag", value: "teal"))
+        }, count: 40)
+        var finalLines: [String] = []
+        for id in try db.db.allDocuments().rows.compactMap(\.id) where !id.hasPrefix("_design/") {
+            var members = try db.db.document(id)!.value.objectValue!
+            members.removeAll { $0.key == "_rev" }
+            finalLines.append(JSONValue.object(members).jsonText)
+        }
+        let fresh = try Fixture()
+        try Self.load(finalLines, into: fresh.db)
+        try fresh.db.updateIndexes()
+        for view in Self.views {
+            #expect(try db.tables(view) == fresh.tables(view), "\(view)")
+        }
+    }
 }

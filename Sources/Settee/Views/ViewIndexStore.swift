@@ -139,6 +139,23 @@ final class ViewIndexStore: Sendable {
         return count
     }
 
+    /// Whether the index holds exactly these rows for the document: its back
+    /// index lists these stored keys, in this order, with these values.
+    func holdsRows(of id: UnsafeRawBufferPointer, keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer],
+                   in tables: ViewIndexTables, transaction: LMDBTransaction) throws -> Bool {
+        guard let old = try transaction.get(tables.back, id) else { return keys.isEmpty }
+        var offset = 0
+        for (key, value) in zip(keys, values) {
+            guard offset + 2 <= old.count else { return false }
+            let length = Int(old.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+            guard length == key.count, offset + 2 + length <= old.count,
+                  memcmp(old.baseAddress! + offset + 2, key.baseAddress!, length) == 0,
+                  let stored = try transaction.get(tables.rows, key), compareBytes(stored, value) == 0 else { return false }
+            offset += 2 + length
+        }
+        return offset == old.count
+    }
+
     /// Records the stored keys of a document's new rows in the back index
     /// (`append`: the id is known to follow every id there).
     func setBackIndex(of id: UnsafeRawBufferPointer, to keys: some Sequence<UnsafeRawBufferPointer>, in tables: ViewIndexTables,

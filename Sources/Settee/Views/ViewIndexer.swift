@@ -313,20 +313,28 @@ struct ViewIndexer {
                 }
                 var documents = batch.sequences.indices.filter { batch.sequences[$0] > before.sequence }
                 documents.sort { compareBytes(id($0), id($1)) < 0 }
-                if !target.fresh {
-                    for document in documents {
-                        state.rowCount -= try indexes.removeRows(of: id(document), in: target.tables, transaction: transaction, removed: &changed)
-                    }
-                }
-                let appendsBack = try documents.first.map { try transaction.isAfterLastKey(target.tables.back, id($0)) } ?? false
+                let appendsBack = try target.fresh && documents.first.map { try transaction.isAfterLastKey(target.tables.back, id($0)) } ?? false
+                var documentRows: [MappedRow] = []
                 var keys: [UnsafeRawBufferPointer] = []
+                var values: [UnsafeRawBufferPointer] = []
                 var scratch: [UInt8] = []
                 for document in documents {
+                    documentRows.removeAll(keepingCapacity: true)
                     keys.removeAll(keepingCapacity: true)
+                    values.removeAll(keepingCapacity: true)
                     for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == index {
-                        rows.add(row)
+                        documentRows.append(row)
                         keys.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)]))
+                        values.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.valueStart)..<Int(row.valueStart + row.valueLength)]))
                     }
+                    if !target.fresh {
+                        // A change the view doesn't see (same rows as before) writes nothing.
+                        if try indexes.holdsRows(of: id(document), keys: keys, values: values, in: target.tables, transaction: transaction) {
+                            continue
+                        }
+                        state.rowCount -= try indexes.removeRows(of: id(document), in: target.tables, transaction: transaction, removed: &changed)
+                    }
+                    for row in documentRows { rows.add(row) }
                     guard !keys.isEmpty else { continue }
                     try indexes.setBackIndex(of: id(document), to: keys, in: target.tables, transaction: transaction,
                                              scratch: &scratch, append: appendsBack)
