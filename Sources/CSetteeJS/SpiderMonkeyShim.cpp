@@ -10,12 +10,18 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <cstdio>
 #include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+#include <unistd.h>
 
 using settee::ByteBuffer;
 
@@ -33,6 +39,14 @@ struct settee_js_context {
     std::atomic<uint64_t> timedOutCall{0};
     std::atomic<bool> interruptRequested{false};
     uint32_t timeoutMilliseconds = 0;
+
+    // Memory: the watchdog notes the process's anonymous resident memory when
+    // it first sees a call and stops the call once it has grown by more than
+    // `memoryLimitBytes` (0 = no bound). Only the watchdog touches the first two.
+    uint64_t watchedCall = 0;
+    uint64_t residentAtCallStart = 0;
+    uint64_t memoryLimitBytes = 0;
+    std::atomic<uint64_t> memoryExceededCall{0};
 
     // Output of the running call.
     ByteBuffer output;
@@ -63,6 +77,24 @@ int64_t nowNanoseconds() {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
     return int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+// The process's anonymous resident memory (resident minus file-backed and
+// shared pages, so LMDB's memory map does not count), or 0 when unknown.
+// The engine's own accounting misses what it mallocs for array elements,
+// strings and typed arrays, so the bound is on what the system sees.
+uint64_t anonymousResidentBytes() {
+#if defined(__linux__)
+    FILE *file = fopen("/proc/self/statm", "r");
+    if (!file) return 0;
+    unsigned long long size = 0, resident = 0, shared = 0;
+    int read = fscanf(file, "%llu %llu %llu", &size, &resident, &shared);
+    fclose(file);
+    if (read != 3 || resident < shared) return 0;
+    return uint64_t(resident - shared) * uint64_t(sysconf(_SC_PAGESIZE));
+#else
+    return 0;
+#endif
 }
 
 class Watchdog {
@@ -103,13 +135,29 @@ private:
             // costs the calls nothing.
             wake_.wait_for(lock, std::chrono::milliseconds(2));
             int64_t now = nowNanoseconds();
+            uint64_t resident = 0;
+            bool residentRead = false;
             for (settee_js_context *context : contexts_) {
+                uint64_t call = context->currentCall.load(std::memory_order_acquire);
                 int64_t deadline = context->deadline.load(std::memory_order_acquire);
                 if (deadline != 0 && now > deadline) {
-                    uint64_t call = context->currentCall.load(std::memory_order_acquire);
                     if (context->timedOutCall.exchange(call) != call) {
                         JS_RequestInterruptCallback(context->cx);
                     }
+                }
+                if (call == 0 || context->memoryLimitBytes == 0) continue;
+                if (!residentRead) {
+                    resident = anonymousResidentBytes();
+                    residentRead = true;
+                }
+                if (resident == 0) continue;
+                if (context->watchedCall != call) {
+                    context->watchedCall = call;
+                    context->residentAtCallStart = resident;
+                } else if (resident > context->residentAtCallStart &&
+                           resident - context->residentAtCallStart > context->memoryLimitBytes &&
+                           context->memoryExceededCall.exchange(call) != call) {
+                    JS_RequestInterruptCallback(context->cx);
                 }
             }
         }
@@ -134,7 +182,8 @@ bool interruptCallback(JSContext *cx) {
     if (context->interruptRequested.load()) return false;
     uint64_t call = context->currentCall.load();
     // A stale request (the call it was meant for already ended) is ignored.
-    return !(call != 0 && context->timedOutCall.load() == call);
+    if (call == 0) return true;
+    return context->timedOutCall.load() != call && context->memoryExceededCall.load() != call;
 }
 
 bool blockCodeGeneration(JSContext *, JS::RuntimeCode, JS::HandleString) { return false; }
@@ -160,6 +209,15 @@ void setError(settee_js_context *context, settee_js_error *error, settee_js_stat
     error->column = column;
 }
 
+// After an out-of-memory failure: collect what the call left behind and hand
+// freed pages back to the system, so the bound holds for the next call too.
+void releaseMemory(JSContext *cx) {
+    JS_GC(cx);
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 struct Failure {
     settee_js_status status = SETTEE_JS_RUNTIME_ERROR;
     std::string message;
@@ -170,6 +228,7 @@ struct Failure {
 
 std::string stringOf(JSContext *cx, JS::HandleValue value) {
     std::string out;
+    if (value.isUndefined()) return "undefined";
     if (value.isString()) {
         if (!settee::appendUTF8(cx, value.toString(), out)) JS_ClearPendingException(cx);
         return out;
@@ -196,6 +255,14 @@ Failure takeFailure(settee_js_context *context, uint32_t lineOneShift) {
         failure.message = "the call was interrupted";
         return failure;
     }
+    if (call != 0 && context->memoryExceededCall.load() == call) {
+        JS_ClearPendingException(cx);
+        failure.status = SETTEE_JS_OUT_OF_MEMORY;
+        failure.message = "out of memory: the call used more than " +
+                          std::to_string(context->memoryLimitBytes >> 20) + " MiB";
+        releaseMemory(cx);
+        return failure;
+    }
     if (call != 0 && context->timedOutCall.load() == call) {
         JS_ClearPendingException(cx);
         failure.status = SETTEE_JS_TIMEOUT;
@@ -206,7 +273,7 @@ Failure takeFailure(settee_js_context *context, uint32_t lineOneShift) {
         // Uncatchable without an interrupt: the engine gave up for lack of memory.
         failure.status = SETTEE_JS_OUT_OF_MEMORY;
         failure.message = "out of memory";
-        JS_GC(cx);
+        releaseMemory(cx);
         return failure;
     }
     JS::ExceptionStack exception(cx);
@@ -221,7 +288,7 @@ Failure takeFailure(settee_js_context *context, uint32_t lineOneShift) {
         if (text == "out of memory") {
             failure.status = SETTEE_JS_OUT_OF_MEMORY;
             failure.message = text;
-            JS_GC(cx);
+            releaseMemory(cx);
             return failure;
         }
     }
@@ -361,8 +428,10 @@ bool setUpGlobal(settee_js_context *context) {
     context->global = std::make_unique<JS::PersistentRootedObject>(cx, global);
     JSAutoRealm realm(cx, global);
     if (!JS::InitRealmStandardClasses(cx)) return false;
-    if (!JS_DefineFunction(cx, global, "emit", nativeEmit, 2, JSPROP_ENUMERATE)) return false;
-    if (!JS_DefineFunction(cx, global, "log", nativeLog, 1, JSPROP_ENUMERATE)) return false;
+    // Read-only, so a view cannot replace them for the views that run after it
+    // on this context (configurable: the query server swaps them deliberately).
+    if (!JS_DefineFunction(cx, global, "emit", nativeEmit, 2, JSPROP_ENUMERATE | JSPROP_READONLY)) return false;
+    if (!JS_DefineFunction(cx, global, "log", nativeLog, 1, JSPROP_ENUMERATE | JSPROP_READONLY)) return false;
     if (!JS_DefineFunction(cx, global, "__settee_compileModule", nativeCompileModule, 2, 0)) return false;
     JS::CompileOptions compileOptions(cx);
     compileOptions.setFileAndLine("settee:prelude", 1);
@@ -462,6 +531,7 @@ settee_js_context *settee_js_context_create(const settee_js_context_options *opt
     if (!(options && options->allow_code_generation)) JS_SetSecurityCallbacks(cx, &kBlockingSecurityCallbacks);
     JS_AddInterruptCallback(cx, interruptCallback);
     context->timeoutMilliseconds = options ? options->timeout_milliseconds : 0;
+    context->memoryLimitBytes = options ? options->memory_limit_bytes : 0;
     if (!setUpGlobal(context.get())) {
         Failure failure = takeFailure(context.get(), 0);
         setError(context.get(), error, SETTEE_JS_INTERNAL_ERROR, "the JavaScript globals could not be set up: " + failure.message);
