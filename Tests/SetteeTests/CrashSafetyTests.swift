@@ -183,6 +183,48 @@ struct CrashSafetyTests {
         print("full database: the build stopped at seq \(reached) of \(count + 1) and resumed")
     }
 
+    @Test("A full disk (a small tmpfs) while importing and indexing: a clear error, nothing committed lost, and the build resumes with room",
+          .enabled(if: SmallFileSystem.available, "mounting a tmpfs needs root"))
+    func fullDisk() throws {
+        let disk = try #require(SmallFileSystem(megabytes: 8))
+        let path = disk.url.appendingPathComponent("db").path
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        let count = 3000
+        var log = WriteLog()
+        log.writes = (0..<count).map { (UInt64($0 + 1), documentID($0), $0) }
+        let lines = (0..<count).map { #"{"_id": "\#(documentID($0))", "n": \#($0), "pad": "\#(String(repeating: "p", count: 200))"}"# }
+        let design = FileManager.default.temporaryDirectory.appendingPathComponent("full-disk-design-\(UUID().uuidString).json")
+        try Data(crashDesign.utf8).write(to: design)
+        defer { try? FileManager.default.removeItem(at: design) }
+        do {
+            let db = try Database(at: URL(fileURLWithPath: path), options: options)
+            #expect(try db.importDocuments(Data(lines.joined(separator: "\n").utf8)).imported == count)
+            try db.loadDesignDocuments(from: design)
+            try disk.fill(leaving: 64 << 10)
+            // An index build that cannot fit fails with the reason.
+            let indexError = try #require(throws: StorageError.self) {
+                _ = try db.query("crash/by_mod", options: ViewQueryOptions(parameters: []))
+            }
+            #expect(indexError.isFull && indexError.description.contains("No space left on device"), "\(indexError)")
+            // So does an import, whole.
+            let more = (count..<(count + 20_000)).map { #"{"_id": "\#(documentID($0))", "pad": "\#(String(repeating: "p", count: 200))"}"# }
+            let importError = try #require(throws: StorageError.self) { _ = try db.importDocuments(Data(more.joined(separator: "\n").utf8)) }
+            #expect(importError.isFull && importError.description.contains("No space left on device"), "\(importError)")
+            #expect(try db.lastSequence() == UInt64(count + 1))
+        }
+        let reached = try checkIndexes(at: path, against: &log, round: 0)
+        #expect(try withDatabase(at: path) { try $0.changes().count } == count + 1)
+        try disk.removeFiller()
+        do {
+            let db = try Database(at: URL(fileURLWithPath: path), options: options)
+            _ = try db.query("crash/by_mod", options: ViewQueryOptions(parameters: []))
+            _ = try db.query("crash/thirds", options: ViewQueryOptions(parameters: []))
+        }
+        #expect(try checkIndexes(at: path, against: &log, round: 0) == UInt64(count + 1))
+        print("full disk: the build stopped at seq \(reached) of \(count + 1) and resumed once the disk had room")
+    }
+
     /// The documents present are the first ones of the input, each whole, with
     /// sequence numbers 1…k and nothing else. Returns k.
     private func checkImportPrefix(at path: String, round: Int) throws -> Int {
@@ -239,4 +281,54 @@ private func withDatabase<T>(at path: String, _ body: (Database) throws -> T) th
     options.javaScriptWorkers = 1
     let database = try Database(at: URL(fileURLWithPath: path), options: options)
     return try body(database)
+}
+
+/// A small tmpfs, mounted for one test and unmounted after.
+private final class SmallFileSystem {
+    let url: URL
+
+    /// Whether this process can mount one (as root, with the right to mount).
+    static let available: Bool = {
+        guard getuid() == 0 else { return false }
+        return SmallFileSystem(megabytes: 1) != nil
+    }()
+
+    init?(megabytes: Int) {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("settee-tmpfs-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        guard Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", url.path]) else {
+            try? FileManager.default.removeItem(at: url)
+            return nil
+        }
+    }
+
+    private var filler: URL { url.appendingPathComponent("filler") }
+
+    /// Takes all the free space but `bytes` (written out: tmpfs holds no holes).
+    func fill(leaving bytes: Int) throws {
+        var stats = statvfs()
+        guard statvfs(url.path, &stats) == 0 else { throw SetteeExecutableError(message: "statvfs failed") }
+        let free = Int(stats.f_bavail) * Int(stats.f_frsize)
+        try Data(count: max(free - bytes, 0)).write(to: filler)
+    }
+
+    func removeFiller() throws {
+        try FileManager.default.removeItem(at: filler)
+    }
+
+    deinit {
+        // Lazily: detached now, gone once nothing has a file open in it.
+        _ = Self.run("/bin/umount", ["--lazy", url.path])
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    private static func run(_ tool: String, _ arguments: [String]) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
 }

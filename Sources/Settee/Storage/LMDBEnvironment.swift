@@ -178,10 +178,19 @@ final class LMDBEnvironment: @unchecked Sendable {
             mdb_txn_abort(txn)
             throw error
         }
-        let code = mdb_txn_commit(txn)
+        var code = mdb_txn_commit(txn)
         if code == MDB_MAP_FULL { throw StorageError(code: code, operation: "committing to \(path)") }
+        // LMDB reports a write that a full disk cut short as EIO.
+        if code == EIO && diskIsFull { code = ENOSPC }
         try check(code, "committing to \(path)")
         return result
+    }
+
+    /// Whether the file system holding the database has (almost) no room left.
+    private var diskIsFull: Bool {
+        var stats = statvfs()
+        guard statvfs(path, &stats) == 0 else { return false }
+        return UInt64(stats.f_bavail) * UInt64(stats.f_frsize) < 1 << 20
     }
 
     private func grow() throws(StorageError) {
