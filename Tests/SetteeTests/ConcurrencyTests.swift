@@ -84,6 +84,31 @@ extension ConcurrencyTests {
         print("concurrency: \(results.snapshots) consistent snapshots read by \(readers) threads in \(writing); longest read \(results.longest)")
     }
 
+    @Test("Letting go of a database while its queries run: they finish, then it closes and opens again")
+    func releasedWhileQuerying() async throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        var db: Database? = try Database(at: url)
+        _ = try await db!.loadDesignDocuments(from: directory.file("pairs.json", contents: pairsDesign))
+        _ = try db!.importDocuments(Data(pairLines(0..<2000).utf8))
+        let queries = (0..<4).map { _ in
+            Task.detached { [db = db!] in
+                try db.query("pairs/by_n", options: ViewQueryOptions(parameters: [("reduce", "false")])).rows.count
+            }
+        }
+        weak let environment = db!.environment
+        db = nil
+        for query in queries {
+            #expect(try await query.value == 4000)
+        }
+        // A finished task lets go of what it captured as it winds down.
+        for _ in 0..<100 where environment != nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(environment == nil, "the environment closes once the last query let go")
+        let reopened = try Database(at: url)
+        let total = try await reopened.query("pairs/by_n", options: ViewQueryOptions(parameters: [("update", "false")])).rows.first?.valueJSON
+        #expect(total == "\((0..<2000).reduce(0, +) * 2)")
+    }
+
     @Test("Two settee processes importing and indexing one database at once: every document once, sequences gapless, the index exact")
     func twoProcesses() throws {
         let settee = try SetteeExecutable.find()
