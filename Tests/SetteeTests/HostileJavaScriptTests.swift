@@ -152,6 +152,13 @@ struct HostileJavaScriptTests {
         #expect(failure(result.outcomes[1])?.kind == .runtime)
         // Dynamic import gives a promise that never settles: there is no module loader.
         #expect(rows(result.outcomes[2]) == [["true", "{}"]])
+        // With views.lib, require resolves inside it and nowhere else.
+        let outside = try boundedWorker.run { context in
+            let function = try context.compile(
+                "function (doc) { emit(require('fs'), null); }", library: #"{"views":{"lib":{"util":"exports.x = 1;"}}}"#)
+            return try context.map(#"{"_id":"d"}"#, functions: [function]).outcomes[0]
+        }
+        #expect(failure(outside)?.message.contains("invalid_require_path") == true, "\(String(describing: failure(outside)))")
     }
 
     @Test("Every hostile function at once in a real index: each bad doc is skipped and counted, the rest is indexed, queries work")
