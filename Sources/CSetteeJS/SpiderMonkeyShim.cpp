@@ -40,9 +40,10 @@ struct settee_js_context {
     std::atomic<bool> interruptRequested{false};
     uint32_t timeoutMilliseconds = 0;
 
-    // Memory: the watchdog notes the process's anonymous resident memory when
-    // it first sees a call and stops the call once it has grown by more than
-    // `memoryLimitBytes` (0 = no bound). Only the watchdog touches the first two.
+    // Memory: the watchdog notes the process's anonymous resident memory as a
+    // call starts (and the lowest it sees after) and stops the call once it has
+    // grown by more than `memoryLimitBytes` (0 = no bound). Only the watchdog
+    // touches the first two.
     uint64_t watchedCall = 0;
     uint64_t residentAtCallStart = 0;
     uint64_t memoryLimitBytes = 0;
@@ -97,6 +98,9 @@ uint64_t anonymousResidentBytes() {
 #endif
 }
 
+// Numbers the calls (CallScope); the watchdog reads it to know whether any ran.
+std::atomic<uint64_t> gNextCall{1};
+
 class Watchdog {
 public:
     void add(settee_js_context *context) {
@@ -135,32 +139,52 @@ private:
             // costs the calls nothing.
             wake_.wait_for(lock, std::chrono::milliseconds(2));
             int64_t now = nowNanoseconds();
-            uint64_t resident = 0;
-            bool residentRead = false;
             for (settee_js_context *context : contexts_) {
-                uint64_t call = context->currentCall.load(std::memory_order_acquire);
                 int64_t deadline = context->deadline.load(std::memory_order_acquire);
                 if (deadline != 0 && now > deadline) {
+                    uint64_t call = context->currentCall.load(std::memory_order_acquire);
                     if (context->timedOutCall.exchange(call) != call) {
                         JS_RequestInterruptCallback(context->cx);
                     }
                 }
-                if (call == 0 || context->memoryLimitBytes == 0) continue;
-                if (!residentRead) {
-                    resident = anonymousResidentBytes();
-                    residentRead = true;
-                }
-                if (resident == 0) continue;
-                if (context->watchedCall != call) {
-                    context->watchedCall = call;
-                    context->residentAtCallStart = resident;
-                } else if (resident > context->residentAtCallStart &&
-                           resident - context->residentAtCallStart > context->memoryLimitBytes &&
-                           context->memoryExceededCall.exchange(call) != call) {
-                    JS_RequestInterruptCallback(context->cx);
-                }
+            }
+            checkMemory(now);
+        }
+    }
+
+    // Reads the process's memory when calls ran since the last tick, and stops
+    // a call that grew it past its context's bound. A call's baseline is the
+    // reading taken before it was first seen, when recent: a tick that comes
+    // late (a busy machine) must not start the bound late.
+    void checkMemory(int64_t now) {
+        uint64_t calls = gNextCall.load(std::memory_order_relaxed);
+        bool ran = calls != lastNextCall_;
+        lastNextCall_ = calls;
+        bool watching = false;
+        for (settee_js_context *context : contexts_) {
+            watching = watching || (context->memoryLimitBytes != 0 && context->currentCall.load() != 0);
+        }
+        if (!ran && !watching) return;
+        uint64_t resident = anonymousResidentBytes();
+        if (resident == 0) return;
+        bool previousIsRecent = previousResident_ != 0 && now - previousResidentAt_ < 500 * 1000000LL;
+        for (settee_js_context *context : contexts_) {
+            uint64_t call = context->currentCall.load(std::memory_order_acquire);
+            if (call == 0 || context->memoryLimitBytes == 0) continue;
+            if (context->watchedCall != call) {
+                context->watchedCall = call;
+                context->residentAtCallStart = previousIsRecent ? std::min(previousResident_, resident) : resident;
+            } else if (resident < context->residentAtCallStart) {
+                // Memory freed since (a previous call's garbage, say) does not
+                // add to this call's allowance.
+                context->residentAtCallStart = resident;
+            } else if (resident - context->residentAtCallStart > context->memoryLimitBytes &&
+                       context->memoryExceededCall.exchange(call) != call) {
+                JS_RequestInterruptCallback(context->cx);
             }
         }
+        previousResident_ = resident;
+        previousResidentAt_ = now;
     }
 
     std::mutex mutex_;
@@ -168,6 +192,9 @@ private:
     std::vector<settee_js_context *> contexts_;
     std::thread thread_;
     bool stop_ = false;
+    uint64_t lastNextCall_ = 0;
+    uint64_t previousResident_ = 0;
+    int64_t previousResidentAt_ = 0;
 };
 
 Watchdog gWatchdog;
@@ -209,8 +236,8 @@ void setError(settee_js_context *context, settee_js_error *error, settee_js_stat
     error->column = column;
 }
 
-// After an out-of-memory failure: collect what the call left behind and hand
-// freed pages back to the system, so the bound holds for the next call too.
+// After a call stopped for its memory or its time: collect what it left behind
+// and hand freed pages back to the system, so the bound holds for the next call.
 void releaseMemory(JSContext *cx) {
     JS_GC(cx);
 #if defined(__GLIBC__)
@@ -267,6 +294,9 @@ Failure takeFailure(settee_js_context *context, uint32_t lineOneShift) {
         JS_ClearPendingException(cx);
         failure.status = SETTEE_JS_TIMEOUT;
         failure.message = "function timed out after " + std::to_string(context->timeoutMilliseconds) + " ms";
+        // A runaway call may have piled up garbage: left in place, it would
+        // count against the next call's memory bound.
+        releaseMemory(cx);
         return failure;
     }
     if (!JS_IsExceptionPending(cx)) {
@@ -343,8 +373,7 @@ void appendLogs(settee_js_context *context) {
 class CallScope {
 public:
     explicit CallScope(settee_js_context *context) : context_(context) {
-        static std::atomic<uint64_t> nextCall{1};
-        context->currentCall.store(nextCall.fetch_add(1));
+        context->currentCall.store(gNextCall.fetch_add(1));
         if (context->timeoutMilliseconds > 0) {
             context->deadline.store(nowNanoseconds() + int64_t(context->timeoutMilliseconds) * 1000000,
                                     std::memory_order_release);

@@ -71,11 +71,18 @@ struct ChildProcess {
         _ = Foundation.kill(pid, signal)
     }
 
+    /// Waits for the process to end, reading its peak resident memory (VmHWM)
+    /// every few milliseconds meanwhile. (`wait4`'s `ru_maxrss` will not do: a
+    /// child spawned with vfork inherits this process's high-water mark at exec.)
     func wait() throws -> Outcome {
         var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 {
-            guard errno == EINTR else { throw SetteeExecutableError(message: "wait4 failed with errno \(errno)") }
+        var peak = 0
+        while true {
+            peak = max(peak, highWaterMark() ?? 0)
+            let ended = waitpid(pid, &status, WNOHANG)
+            if ended == pid { break }
+            guard ended == 0 || errno == EINTR else { throw SetteeExecutableError(message: "waitpid failed with errno \(errno)") }
+            usleep(5000)
         }
         let signalled = (status & 0x7F) != 0
         return Outcome(
@@ -83,6 +90,15 @@ struct ChildProcess {
             signal: signalled ? status & 0x7F : nil,
             standardOutput: (try? String(contentsOf: output, encoding: .utf8)) ?? "",
             standardError: (try? String(contentsOf: errors, encoding: .utf8)) ?? "",
-            peakResidentBytes: Int(usage.ru_maxrss) * 1024)
+            peakResidentBytes: peak)
+    }
+
+    /// The process's peak resident memory so far, from /proc.
+    private func highWaterMark() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kilobytes = Int(line.dropFirst("VmHWM:".count).trimmingCharacters(in: .whitespaces).dropLast(3).trimmingCharacters(in: .whitespaces))
+        else { return nil }
+        return kilobytes * 1024
     }
 }
