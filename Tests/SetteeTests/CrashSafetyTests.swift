@@ -15,6 +15,10 @@ private let documentCount = 20_000
 
 private func padding(_ index: Int) -> String { String(repeating: "p", count: 1800 + index % 50) }
 
+private func documentLines() -> [String] {
+    (0..<documentCount).map { #"{"_id": "\#(documentID($0))", "n": \#($0), "pad": "\#(padding($0))"}"# }
+}
+
 private let crashDesign = #"""
     {"_id": "_design/crash", "views": {
       "by_mod": {"map": "function (doc) { emit([doc.n % 7, doc.n], doc.n); }", "reduce": "_sum"},
@@ -64,13 +68,37 @@ struct CrashSafetyTests {
         let settee = try SetteeExecutable.find()
         var random = SplitMix64(seed: seed)
         print("crash safety: \(iterations) rounds, SETTEE_CRASH_SEED=\(seed)")
+        let windows = try KillWindows.measure(settee)
+        print("crash safety: an import takes \(windows.importMilliseconds) ms here, a build \(windows.indexMilliseconds) ms; kills fall within those")
         var outcomes = KillOutcomes()
         for round in 0..<iterations {
-            try killRound(settee, &random, round: round, outcomes: &outcomes)
+            try killRound(settee, &random, round: round, windows: windows, outcomes: &outcomes)
         }
         print("crash safety: \(outcomes.kills) settee processes killed (the others ended first), all recovered; " +
               "docs present after a killed import: \(outcomes.importedPrefixes); " +
               "indexed seqs after a killed build: \(outcomes.indexedSequences)")
+    }
+
+    /// How long the killed commands take on this machine, unkilled, so that
+    /// the random kill times fall inside their work however fast the machine is.
+    struct KillWindows {
+        var importMilliseconds: Int
+        var indexMilliseconds: Int
+
+        static func measure(_ settee: SetteeExecutable) throws -> KillWindows {
+            let directory = TemporaryDirectory()
+            let db = directory.url.appendingPathComponent("db").path
+            let documents = directory.file("docs.ndjson", contents: documentLines().joined(separator: "\n"))
+            func time(_ arguments: [String]) throws -> Int {
+                let started = ContinuousClock.now
+                let outcome = try settee.run(["--db", db] + arguments, in: directory.url)
+                #expect(outcome.exitStatus == 0, "\(outcome.standardError)")
+                return Int((ContinuousClock.now - started) / .milliseconds(1))
+            }
+            let importTime = try time(["import", documents.path])
+            _ = try time(["design", "load", directory.file("design.json", contents: crashDesign).path])
+            return KillWindows(importMilliseconds: importTime, indexMilliseconds: try time(["index"]))
+        }
     }
 
     /// What the kills left behind, to show they landed mid-work.
@@ -80,16 +108,16 @@ struct CrashSafetyTests {
         var indexedSequences: [UInt64] = []
     }
 
-    private func killRound(_ settee: SetteeExecutable, _ random: inout SplitMix64, round: Int, outcomes: inout KillOutcomes) throws {
+    private func killRound(_ settee: SetteeExecutable, _ random: inout SplitMix64, round: Int, windows: KillWindows,
+                           outcomes: inout KillOutcomes) throws {
         let directory = TemporaryDirectory()
         let db = directory.url.appendingPathComponent("db").path
-        let lines = (0..<documentCount).map { #"{"_id": "\#(documentID($0))", "n": \#($0), "pad": "\#(padding($0))"}"# }
-        let documents = directory.file("docs.ndjson", contents: lines.joined(separator: "\n"))
+        let documents = directory.file("docs.ndjson", contents: documentLines().joined(separator: "\n"))
         let design = directory.file("design.json", contents: crashDesign)
         var log = WriteLog()
 
         // 1. Bulk import, killed: what is there is a prefix of the input, whole.
-        if try runKilled(settee, ["--db", db, "import", documents.path], within: 200...2200, using: &random, in: directory.url) { outcomes.kills += 1 }
+        if try runKilled(settee, ["--db", db, "import", documents.path], within: (windows.importMilliseconds / 2)...windows.importMilliseconds, using: &random, in: directory.url) { outcomes.kills += 1 }
         let imported = try checkImportPrefix(at: db, round: round)
         outcomes.importedPrefixes.append(imported)
         // The rerun refuses what is there (a conflict each) and writes the rest.
@@ -101,7 +129,7 @@ struct CrashSafetyTests {
         let designSequence = UInt64(documentCount + 1)
 
         // 2. Index build, killed: each index equals the map of the docs up to its seq.
-        if try runKilled(settee, ["--db", db, "index"], within: 150...1400, using: &random, in: directory.url) { outcomes.kills += 1 }
+        if try runKilled(settee, ["--db", db, "index"], within: 0...windows.indexMilliseconds, using: &random, in: directory.url) { outcomes.kills += 1 }
         outcomes.indexedSequences.append(try checkIndexes(at: db, against: &log, round: round))
 
         // 3. Edits and deletions, imported and killed, then imported in full.
@@ -122,7 +150,7 @@ struct CrashSafetyTests {
             }
         }
         let editFile = directory.file("edits.ndjson", contents: editLines.joined(separator: "\n"))
-        if try runKilled(settee, ["--db", db, "import", editFile.path], within: 0...500, using: &random, in: directory.url) { outcomes.kills += 1 }
+        if try runKilled(settee, ["--db", db, "import", editFile.path], within: 0...(windows.importMilliseconds / 4), using: &random, in: directory.url) { outcomes.kills += 1 }
         let applied = try withDatabase(at: db) { database in
             let changes = try database.changes(since: designSequence)
             #expect(changes.map(\.id) == edits.prefix(changes.count).map(\.id), "round \(round): edits applied in order, none half")
@@ -133,7 +161,7 @@ struct CrashSafetyTests {
         log.writes += edits.enumerated().map { (designSequence + 1 + UInt64($0.offset), $0.element.id, $0.element.n) }
 
         // 4. The incremental update, killed; then resumed to the end.
-        if try runKilled(settee, ["--db", db, "index"], within: 100...900, using: &random, in: directory.url) { outcomes.kills += 1 }
+        if try runKilled(settee, ["--db", db, "index"], within: 0...(windows.indexMilliseconds / 2), using: &random, in: directory.url) { outcomes.kills += 1 }
         let resumedFrom = try checkIndexes(at: db, against: &log, round: round)
         outcomes.indexedSequences.append(resumedFrom)
         let finished = try settee.run(["--db", db, "index", "--verbose"], in: directory.url)
