@@ -8,7 +8,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo-db
 BENCH_DOCS ?= 1000000
 
-.PHONY: deps build test demo bench bench-couchjs clean
+.PHONY: deps build test crash-test demo bench bench-couchjs clean
 
 deps:
 	@missing=""; \
@@ -27,6 +27,13 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# More rounds of the SIGKILL crash test than the suite runs (4 kills per round);
+# SETTEE_CRASH_SEED=… replays a printed seed.
+CRASH_ITERATIONS ?= 25
+crash-test: deps
+	$(SWIFT) build --build-tests
+	SETTEE_CRASH_ITERATIONS=$(CRASH_ITERATIONS) $(SWIFT) test --skip-build --filter CrashSafetyTests
 
 demo: build
 	@bash Scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/settee" "$(DEMO_DB)"

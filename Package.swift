@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // LMDB, from Debian's liblmdb-dev. Prefixed so it cannot clash with other LMDB wrappers.
@@ -63,7 +64,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SetteeTests",
-            dependencies: ["Settee"]
+            dependencies: ["Settee", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
     ],
     swiftLanguageModes: [.v6],

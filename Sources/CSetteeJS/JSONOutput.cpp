@@ -9,8 +9,10 @@ namespace settee {
 namespace {
 
 // Deep enough for any real key or value; shallow enough that the native stack
-// (bounded by the worker thread's size) never overflows while we recurse.
-constexpr size_t kMaximumDepth = 4096;
+// (bounded by the worker thread's size) never overflows while we recurse. The
+// same as Settee's JSON parser (JSONParser.defaultMaximumDepth): a deeper value
+// is refused here, as that doc's error, rather than by the index it cannot enter.
+constexpr size_t kMaximumDepth = 1000;
 
 const char kHex[] = "0123456789abcdef";
 

@@ -21,6 +21,10 @@ var toJSON = function (value) {
   return JSON.stringify(value);
 };
 (function (global) {
+  // Read-only, as emit and log: one view cannot break them for the next.
+  ["sum", "isArray", "toJSON"].forEach(function (name) {
+    Object.defineProperty(global, name, { writable: false });
+  });
   var compileModule = global.__settee_compileModule;
   delete global.__settee_compileModule;
   // CouchDB's require (share/server/util.js): paths resolve inside the design

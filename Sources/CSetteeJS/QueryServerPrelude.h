@@ -24,6 +24,10 @@ static const char kQueryServerSource[] = R"JS(
   var stringify = JSON.stringify;
   var parse = JSON.parse;
   var isArray = Array.isArray;
+  // The map globals are read-only (see Prelude.h); the runtime redefines them.
+  function setGlobal(name, value) {
+    Object.defineProperty(global, name, { value: value, writable: false, enumerable: true, configurable: true });
+  }
 
   function respond(value) {
     print(stringify(value));
@@ -365,7 +369,7 @@ static const char kQueryServerSource[] = R"JS(
     var results = [];
     var emitted = false;
     var mapEmit = global.emit;
-    global.emit = function () { emitted = true; };
+    setGlobal("emit", function () { emitted = true; });
     try {
       for (var i = 0; i < docs.length; i++) {
         emitted = false;
@@ -373,7 +377,7 @@ static const char kQueryServerSource[] = R"JS(
         results.push(emitted);
       }
     } finally {
-      global.emit = mapEmit;
+      setGlobal("emit", mapEmit);
     }
     respond([true, results]);
   }
@@ -522,7 +526,7 @@ static const char kQueryServerSource[] = R"JS(
     return ["error", "unnamed_error", describe(e)];
   }
 
-  global.log = log;
+  setGlobal("log", log);
   global.start = start;
   global.send = send;
   global.getRow = getRow;

@@ -10,12 +10,18 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <cstdio>
 #include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+#include <unistd.h>
 
 using settee::ByteBuffer;
 
@@ -33,6 +39,15 @@ struct settee_js_context {
     std::atomic<uint64_t> timedOutCall{0};
     std::atomic<bool> interruptRequested{false};
     uint32_t timeoutMilliseconds = 0;
+
+    // Memory: the watchdog notes the process's anonymous resident memory as a
+    // call starts (and the lowest it sees after) and stops the call once it has
+    // grown by more than `memoryLimitBytes` (0 = no bound). Only the watchdog
+    // touches the first two.
+    uint64_t watchedCall = 0;
+    uint64_t residentAtCallStart = 0;
+    uint64_t memoryLimitBytes = 0;
+    std::atomic<uint64_t> memoryExceededCall{0};
 
     // Output of the running call.
     ByteBuffer output;
@@ -64,6 +79,27 @@ int64_t nowNanoseconds() {
     clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
     return int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
 }
+
+// The process's anonymous resident memory (resident minus file-backed and
+// shared pages, so LMDB's memory map does not count), or 0 when unknown.
+// The engine's own accounting misses what it mallocs for array elements,
+// strings and typed arrays, so the bound is on what the system sees.
+uint64_t anonymousResidentBytes() {
+#if defined(__linux__)
+    FILE *file = fopen("/proc/self/statm", "r");
+    if (!file) return 0;
+    unsigned long long size = 0, resident = 0, shared = 0;
+    int read = fscanf(file, "%llu %llu %llu", &size, &resident, &shared);
+    fclose(file);
+    if (read != 3 || resident < shared) return 0;
+    return uint64_t(resident - shared) * uint64_t(sysconf(_SC_PAGESIZE));
+#else
+    return 0;
+#endif
+}
+
+// Numbers the calls (CallScope); the watchdog reads it to know whether any ran.
+std::atomic<uint64_t> gNextCall{1};
 
 class Watchdog {
 public:
@@ -112,7 +148,43 @@ private:
                     }
                 }
             }
+            checkMemory(now);
         }
+    }
+
+    // Reads the process's memory when calls ran since the last tick, and stops
+    // a call that grew it past its context's bound. A call's baseline is the
+    // reading taken before it was first seen, when recent: a tick that comes
+    // late (a busy machine) must not start the bound late.
+    void checkMemory(int64_t now) {
+        uint64_t calls = gNextCall.load(std::memory_order_relaxed);
+        bool ran = calls != lastNextCall_;
+        lastNextCall_ = calls;
+        bool watching = false;
+        for (settee_js_context *context : contexts_) {
+            watching = watching || (context->memoryLimitBytes != 0 && context->currentCall.load() != 0);
+        }
+        if (!ran && !watching) return;
+        uint64_t resident = anonymousResidentBytes();
+        if (resident == 0) return;
+        bool previousIsRecent = previousResident_ != 0 && now - previousResidentAt_ < 500 * 1000000LL;
+        for (settee_js_context *context : contexts_) {
+            uint64_t call = context->currentCall.load(std::memory_order_acquire);
+            if (call == 0 || context->memoryLimitBytes == 0) continue;
+            if (context->watchedCall != call) {
+                context->watchedCall = call;
+                context->residentAtCallStart = previousIsRecent ? std::min(previousResident_, resident) : resident;
+            } else if (resident < context->residentAtCallStart) {
+                // Memory freed since (a previous call's garbage, say) does not
+                // add to this call's allowance.
+                context->residentAtCallStart = resident;
+            } else if (resident - context->residentAtCallStart > context->memoryLimitBytes &&
+                       context->memoryExceededCall.exchange(call) != call) {
+                JS_RequestInterruptCallback(context->cx);
+            }
+        }
+        previousResident_ = resident;
+        previousResidentAt_ = now;
     }
 
     std::mutex mutex_;
@@ -120,6 +192,9 @@ private:
     std::vector<settee_js_context *> contexts_;
     std::thread thread_;
     bool stop_ = false;
+    uint64_t lastNextCall_ = 0;
+    uint64_t previousResident_ = 0;
+    int64_t previousResidentAt_ = 0;
 };
 
 Watchdog gWatchdog;
@@ -134,7 +209,8 @@ bool interruptCallback(JSContext *cx) {
     if (context->interruptRequested.load()) return false;
     uint64_t call = context->currentCall.load();
     // A stale request (the call it was meant for already ended) is ignored.
-    return !(call != 0 && context->timedOutCall.load() == call);
+    if (call == 0) return true;
+    return context->timedOutCall.load() != call && context->memoryExceededCall.load() != call;
 }
 
 bool blockCodeGeneration(JSContext *, JS::RuntimeCode, JS::HandleString) { return false; }
@@ -160,6 +236,15 @@ void setError(settee_js_context *context, settee_js_error *error, settee_js_stat
     error->column = column;
 }
 
+// After a call stopped for its memory or its time: collect what it left behind
+// and hand freed pages back to the system, so the bound holds for the next call.
+void releaseMemory(JSContext *cx) {
+    JS_GC(cx);
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 struct Failure {
     settee_js_status status = SETTEE_JS_RUNTIME_ERROR;
     std::string message;
@@ -170,6 +255,7 @@ struct Failure {
 
 std::string stringOf(JSContext *cx, JS::HandleValue value) {
     std::string out;
+    if (value.isUndefined()) return "undefined";
     if (value.isString()) {
         if (!settee::appendUTF8(cx, value.toString(), out)) JS_ClearPendingException(cx);
         return out;
@@ -196,17 +282,28 @@ Failure takeFailure(settee_js_context *context, uint32_t lineOneShift) {
         failure.message = "the call was interrupted";
         return failure;
     }
+    if (call != 0 && context->memoryExceededCall.load() == call) {
+        JS_ClearPendingException(cx);
+        failure.status = SETTEE_JS_OUT_OF_MEMORY;
+        failure.message = "out of memory: the call used more than " +
+                          std::to_string(context->memoryLimitBytes >> 20) + " MiB";
+        releaseMemory(cx);
+        return failure;
+    }
     if (call != 0 && context->timedOutCall.load() == call) {
         JS_ClearPendingException(cx);
         failure.status = SETTEE_JS_TIMEOUT;
         failure.message = "function timed out after " + std::to_string(context->timeoutMilliseconds) + " ms";
+        // A runaway call may have piled up garbage: left in place, it would
+        // count against the next call's memory bound.
+        releaseMemory(cx);
         return failure;
     }
     if (!JS_IsExceptionPending(cx)) {
         // Uncatchable without an interrupt: the engine gave up for lack of memory.
         failure.status = SETTEE_JS_OUT_OF_MEMORY;
         failure.message = "out of memory";
-        JS_GC(cx);
+        releaseMemory(cx);
         return failure;
     }
     JS::ExceptionStack exception(cx);
@@ -221,7 +318,7 @@ Failure takeFailure(settee_js_context *context, uint32_t lineOneShift) {
         if (text == "out of memory") {
             failure.status = SETTEE_JS_OUT_OF_MEMORY;
             failure.message = text;
-            JS_GC(cx);
+            releaseMemory(cx);
             return failure;
         }
     }
@@ -276,8 +373,7 @@ void appendLogs(settee_js_context *context) {
 class CallScope {
 public:
     explicit CallScope(settee_js_context *context) : context_(context) {
-        static std::atomic<uint64_t> nextCall{1};
-        context->currentCall.store(nextCall.fetch_add(1));
+        context->currentCall.store(gNextCall.fetch_add(1));
         if (context->timeoutMilliseconds > 0) {
             context->deadline.store(nowNanoseconds() + int64_t(context->timeoutMilliseconds) * 1000000,
                                     std::memory_order_release);
@@ -361,8 +457,10 @@ bool setUpGlobal(settee_js_context *context) {
     context->global = std::make_unique<JS::PersistentRootedObject>(cx, global);
     JSAutoRealm realm(cx, global);
     if (!JS::InitRealmStandardClasses(cx)) return false;
-    if (!JS_DefineFunction(cx, global, "emit", nativeEmit, 2, JSPROP_ENUMERATE)) return false;
-    if (!JS_DefineFunction(cx, global, "log", nativeLog, 1, JSPROP_ENUMERATE)) return false;
+    // Read-only, so a view cannot replace them for the views that run after it
+    // on this context (configurable: the query server swaps them deliberately).
+    if (!JS_DefineFunction(cx, global, "emit", nativeEmit, 2, JSPROP_ENUMERATE | JSPROP_READONLY)) return false;
+    if (!JS_DefineFunction(cx, global, "log", nativeLog, 1, JSPROP_ENUMERATE | JSPROP_READONLY)) return false;
     if (!JS_DefineFunction(cx, global, "__settee_compileModule", nativeCompileModule, 2, 0)) return false;
     JS::CompileOptions compileOptions(cx);
     compileOptions.setFileAndLine("settee:prelude", 1);
@@ -462,6 +560,7 @@ settee_js_context *settee_js_context_create(const settee_js_context_options *opt
     if (!(options && options->allow_code_generation)) JS_SetSecurityCallbacks(cx, &kBlockingSecurityCallbacks);
     JS_AddInterruptCallback(cx, interruptCallback);
     context->timeoutMilliseconds = options ? options->timeout_milliseconds : 0;
+    context->memoryLimitBytes = options ? options->memory_limit_bytes : 0;
     if (!setUpGlobal(context.get())) {
         Failure failure = takeFailure(context.get(), 0);
         setError(context.get(), error, SETTEE_JS_INTERNAL_ERROR, "the JavaScript globals could not be set up: " + failure.message);

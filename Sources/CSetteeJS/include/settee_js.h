@@ -23,7 +23,7 @@ typedef enum {
     SETTEE_JS_RUNTIME_ERROR = 2,
     /// The call ran past its deadline and was interrupted.
     SETTEE_JS_TIMEOUT = 3,
-    /// The engine ran out of memory (its GC heap limit).
+    /// The engine ran out of memory (its GC heap limit or the call's memory limit).
     SETTEE_JS_OUT_OF_MEMORY = 4,
     /// The input JSON could not be parsed by the engine.
     SETTEE_JS_INVALID_INPUT = 5,
@@ -53,6 +53,11 @@ typedef struct {
     uint64_t native_stack_quota_bytes;
     /// Per-call time limit in milliseconds; 0 means none.
     uint32_t timeout_milliseconds;
+    /// Bound on how much one call may grow the process's anonymous resident
+    /// memory (what the GC heap limit misses: array elements, strings, typed
+    /// arrays); a call past it fails with SETTEE_JS_OUT_OF_MEMORY. 0 means none.
+    /// Checked every few milliseconds, on Linux.
+    uint64_t memory_limit_bytes;
     /// Whether `eval` and `new Function` may run (CouchDB blocks them).
     bool allow_code_generation;
 } settee_js_context_options;

@@ -5,6 +5,14 @@ public struct JavaScriptConfiguration: Sendable, Equatable {
     public var timeout: Duration = .seconds(5)
     /// The bound on each context's garbage-collected heap.
     public var heapLimitBytes: Int = 256 << 20
+    /// The most one function call may grow the process's resident memory
+    /// (anonymous pages: LMDB's memory map does not count). The heap limit
+    /// alone misses what the engine allocates outside its heap — array
+    /// elements, string characters, typed arrays — so a call past this bound
+    /// is stopped with ``JavaScriptError/Kind-swift.enum/outOfMemory``, its
+    /// garbage collected and the freed pages returned to the system. Checked
+    /// every few milliseconds (on Linux); `0` turns the bound off.
+    public var memoryLimitBytes: Int = 512 << 20
     /// Each worker thread's stack; the engine may use three quarters of it, so
     /// deep recursion is an error ("too much recursion"), not a crash.
     public var threadStackBytes: Int = 16 << 20

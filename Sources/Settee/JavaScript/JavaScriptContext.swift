@@ -22,6 +22,7 @@ public final class JavaScriptContext {
             gc_heap_limit_bytes: UInt64(configuration.heapLimitBytes),
             native_stack_quota_bytes: UInt64(configuration.threadStackBytes - configuration.threadStackBytes / 4),
             timeout_milliseconds: configuration.timeoutMilliseconds,
+            memory_limit_bytes: UInt64(max(configuration.memoryLimitBytes, 0)),
             allow_code_generation: configuration.allowsCodeGeneration)
         var error = settee_js_error()
         guard let raw = settee_js_context_create(&options, &error) else {

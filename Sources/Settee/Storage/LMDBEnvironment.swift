@@ -180,10 +180,19 @@ final class LMDBEnvironment: @unchecked Sendable {
             mdb_txn_abort(txn)
             throw error
         }
-        let code = mdb_txn_commit(txn)
+        var code = mdb_txn_commit(txn)
         if code == MDB_MAP_FULL { throw StorageError(code: code, operation: "committing to \(path)") }
+        // LMDB reports a write that a full disk cut short as EIO.
+        if code == EIO && diskIsFull { code = ENOSPC }
         try check(code, "committing to \(path)")
         return result
+    }
+
+    /// Whether the file system holding the database has (almost) no room left.
+    private var diskIsFull: Bool {
+        var stats = statvfs()
+        guard statvfs(path, &stats) == 0 else { return false }
+        return UInt64(stats.f_bavail) * UInt64(stats.f_frsize) < 1 << 20
     }
 
     private func grow() throws(StorageError) {
@@ -257,26 +266,30 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     // MARK: Named databases
 
-    /// The handle of the named database, created on first use.
+    /// The handle of the named database in `transaction`, created on first use.
+    /// Not shared with other threads: see ``openDatabases(_:)``.
     func database(_ name: String, in transaction: LMDBTransaction) throws(StorageError) -> MDB_dbi {
-        databasesLock.lock()
-        defer { databasesLock.unlock() }
-        if let dbi = databases[name] { return dbi }
+        if let dbi = databasesLock.withLock({ databases[name] }) { return dbi }
         var dbi = MDB_dbi()
         try check(mdb_dbi_open(transaction.txn, name, UInt32(MDB_CREATE), &dbi), "opening the table \(name) in \(path)")
-        databases[name] = dbi
         return dbi
     }
 
     /// Opens named databases in their own committed transaction, so that
-    /// handles are valid for every later transaction (LMDB's rule).
+    /// handles are valid for every later transaction (LMDB's rule). Handles are
+    /// shared only once that transaction has committed: a reader given one
+    /// earlier would fail with EINVAL.
     func openDatabases(_ names: [String]) throws -> [MDB_dbi] {
         let known: [MDB_dbi]? = databasesLock.withLock {
             let handles = names.compactMap { databases[$0] }
             return handles.count == names.count ? handles : nil
         }
         if let known { return known }
-        return try write { transaction in try names.map { try database($0, in: transaction) } }
+        let handles = try write { transaction in try names.map { try database($0, in: transaction) } }
+        databasesLock.withLock {
+            for (name, dbi) in zip(names, handles) { databases[name] = dbi }
+        }
+        return handles
     }
 
     /// Drops a named database and its handle.

@@ -1,0 +1,180 @@
+import Foundation
+import Testing
+@testable import Settee
+
+private let pairsDesign = #"""
+    {"_id": "_design/pairs", "views": {
+      "by_n": {"map": "function (doc) { emit(doc.n, doc.n); }", "reduce": "_sum"}}}
+    """#
+
+/// `count` documents in pairs (`a…` and `b…` with the same `n`), as NDJSON.
+private func pairLines(_ range: Range<Int>, padding: Int = 0) -> String {
+    range.flatMap { n in
+        ["a", "b"].map { #"{"_id": "\#($0)\#(String(format: "%06d", n))", "n": \#(n), "pad": "\#(String(repeating: "p", count: padding))"}"# }
+    }.joined(separator: "\n")
+}
+
+/// More of the suite "Database from many threads" (ViewTests.swift): readers
+/// during writes and index builds, and two processes on one database.
+extension ConcurrencyTests {
+    @Test("Readers on many threads never wait for the writer and never see half a write or half an index batch")
+    func readersDuringWritesAndIndexing() throws {
+        let directory = TemporaryDirectory()
+        var options = Database.Options()
+        options.javaScriptWorkers = 2
+        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        // Pairs never straddle an index batch (8,192 changes): the design
+        // document comes last, and every later update is one batch.
+        _ = try db.importDocuments(Data(pairLines(0..<10_000).utf8))
+        try db.loadDesignDocuments(from: directory.file("pairs.json", contents: pairsDesign))
+        _ = try db.query("pairs/by_n", options: ViewQueryOptions(parameters: [("limit", "0")]))
+
+        let done = ManagedAtomicFlag()
+        let readers = 4
+        let results = ReaderResults()
+        let threads = (0..<readers).map { reader in
+            Thread {
+                var snapshots = 0
+                var longest = Duration.zero
+                var lastTotal = -1
+                while !done.isSet || snapshots == 0 {
+                    let started = ContinuousClock.now
+                    let parameters: [(name: String, value: String)] = [("update", "false"), ("reduce", "false")]
+                    let result: ViewResult
+                    do {
+                        result = try db.query("pairs/by_n", options: ViewQueryOptions(parameters: parameters))
+                    } catch {
+                        results.record(problem: "reader \(reader): \(error)")
+                        break
+                    }
+                    longest = max(longest, ContinuousClock.now - started)
+                    snapshots += 1
+                    // One snapshot: total_rows counts exactly the rows returned, which come in whole pairs.
+                    if result.totalRows != result.rows.count { results.record(problem: "total_rows \(result.totalRows ?? -1) != \(result.rows.count) rows") }
+                    var ids = Set<String>()
+                    for row in result.rows { ids.insert(row.id!) }
+                    for id in ids where id.hasPrefix("a") && !ids.contains("b" + id.dropFirst()) {
+                        results.record(problem: "half a pair: \(id)")
+                    }
+                    if ids.count % 2 != 0 { results.record(problem: "odd row count \(ids.count)") }
+                    if result.rows.count < lastTotal { results.record(problem: "the index went back") }
+                    lastTotal = result.rows.count
+                }
+                results.record(snapshots: snapshots, longest: longest)
+            }
+        }
+        threads.forEach { $0.start() }
+        // The writer: pairs in one transaction each, and index updates of every size.
+        let started = ContinuousClock.now
+        var next = 10_000
+        for round in 0..<30 {
+            let count = round % 10 == 0 ? 3000 : 20
+            _ = try db.importDocuments(Data(pairLines(next..<(next + count)).utf8))
+            next += count
+            _ = try db.query("pairs/by_n", options: ViewQueryOptions(parameters: [("limit", "0")]))
+        }
+        let writing = ContinuousClock.now - started
+        done.set()
+        results.wait(for: readers)
+        #expect(results.problems.isEmpty, "\(results.problems.prefix(5))")
+        #expect(results.snapshots > readers * 5, "readers kept reading while the writer worked: \(results.snapshots)")
+        #expect(results.longest < writing / 4, "no read waited for the writer: longest \(results.longest) of \(writing)")
+        let final = try db.query("pairs/by_n", options: ViewQueryOptions(parameters: []))
+        #expect(final.rows.first?.valueJSON == "\((0..<next).reduce(0, +) * 2)")
+        print("concurrency: \(results.snapshots) consistent snapshots read by \(readers) threads in \(writing); longest read \(results.longest)")
+    }
+
+    @Test("Letting go of a database while its queries run: they finish, then it closes and opens again")
+    func releasedWhileQuerying() async throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        var db: Database? = try Database(at: url)
+        _ = try await db!.loadDesignDocuments(from: directory.file("pairs.json", contents: pairsDesign))
+        _ = try db!.importDocuments(Data(pairLines(0..<2000).utf8))
+        let queries = (0..<4).map { _ in
+            Task.detached { [db = db!] in
+                try db.query("pairs/by_n", options: ViewQueryOptions(parameters: [("reduce", "false")])).rows.count
+            }
+        }
+        weak let environment = db!.environment
+        db = nil
+        for query in queries {
+            #expect(try await query.value == 4000)
+        }
+        // A finished task lets go of what it captured as it winds down.
+        for _ in 0..<100 where environment != nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(environment == nil, "the environment closes once the last query let go")
+        let reopened = try Database(at: url)
+        let total = try await reopened.query("pairs/by_n", options: ViewQueryOptions(parameters: [("update", "false")])).rows.first?.valueJSON
+        #expect(total == "\((0..<2000).reduce(0, +) * 2)")
+    }
+
+    @Test("Two settee processes importing and indexing one database at once: every document once, sequences gapless, the index exact")
+    func twoProcesses() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let db = directory.url.appendingPathComponent("db").path
+        #expect(try settee.run(["--db", db, "design", "load", directory.file("pairs.json", contents: pairsDesign).path], in: directory.url).exitStatus == 0)
+        let first = directory.file("first.ndjson", contents: pairLines(0..<5000, padding: 200))
+        let second = directory.file("second.ndjson", contents: pairLines(5000..<10_000, padding: 200))
+        let processes = [
+            try settee.start(["--db", db, "import", first.path], in: directory.url),
+            try settee.start(["--db", db, "index"], in: directory.url),
+            try settee.start(["--db", db, "import", second.path], in: directory.url),
+            try settee.start(["--db", db, "index"], in: directory.url),
+        ]
+        for process in processes {
+            let outcome = try process.wait()
+            #expect(outcome.exitStatus == 0, "\(outcome.standardError)")
+        }
+        #expect(try settee.run(["--db", db, "index"], in: directory.url).exitStatus == 0)
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        let database = try Database(at: URL(fileURLWithPath: db), options: options)
+        let changes = try database.changes()
+        #expect(changes.count == 20_001)
+        #expect(changes.map(\.sequence) == (1...20_001).map { UInt64($0) })
+        let rows = try database.query("pairs/by_n", options: ViewQueryOptions(parameters: [("update", "false"), ("reduce", "false")])).rows
+        #expect(rows.count == 20_000)
+        #expect(Set(rows.compactMap(\.id)).count == 20_000)
+        let total = try database.query("pairs/by_n", options: ViewQueryOptions(parameters: [("update", "false")])).rows.first?.valueJSON
+        #expect(total == "\((0..<10_000).reduce(0, +) * 2)")
+        #expect(try database.viewInfo().first?.indexedSequence == 20_001)
+    }
+}
+
+/// A flag set once by the writer and read by the readers.
+private final class ManagedAtomicFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
+}
+
+/// What the reader threads saw.
+private final class ReaderResults: @unchecked Sendable {
+    private let condition = NSCondition()
+    private(set) var problems: [String] = []
+    private(set) var snapshots = 0
+    private(set) var longest = Duration.zero
+    private var finished = 0
+
+    func record(problem: String) {
+        condition.withLock { problems.append(problem) }
+    }
+
+    func record(snapshots: Int, longest: Duration) {
+        condition.withLock {
+            self.snapshots += snapshots
+            self.longest = max(self.longest, longest)
+            finished += 1
+            condition.broadcast()
+        }
+    }
+
+    func wait(for readers: Int) {
+        condition.withLock {
+            while finished < readers { condition.wait() }
+        }
+    }
+}
