@@ -33,7 +33,6 @@ struct DocumentRecord {
     /// body's members — without building strings on the way.
     func appendFullJSON(id: UnsafeRawBufferPointer, into out: inout [UInt8]) {
         let body = self.body
-        out.reserveCapacity(out.count + body.count + id.count + 60)
         out.append(contentsOf: #"{"_id":"#.utf8)
         JSONWriter.writeString(utf8: id.assumingMemoryBound(to: UInt8.self), into: &out)
         out.append(contentsOf: #","_rev":""#.utf8)
