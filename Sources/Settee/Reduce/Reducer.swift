@@ -93,14 +93,33 @@ struct Reducer: Sendable {
     /// The reduction of everything added before a built-in's final step (what
     /// rereduce combines), as JSON text.
     func partial(_ accumulator: inout Accumulator) throws -> String {
+        try partial(&accumulator, in: nil)
+    }
+
+    /// The partials of many accumulators, computed together: a JavaScript
+    /// reducer makes all its calls in one turn on one worker (what rebuilding
+    /// an index's chunks does per batch of chunks) instead of one turn each.
+    func partials(_ accumulators: inout [Accumulator]) throws -> [Result<String, any Error>] {
+        switch kind {
+        case .builtin:
+            return accumulators.indices.map { index in Result { try partial(&accumulators[index], in: nil) } }
+        case .javascript:
+            return try workers.nextWorker().run { context in
+                accumulators.indices.map { index in Result { try partial(&accumulators[index], in: context) } }
+            }
+        }
+    }
+
+    /// `context`: the worker's context when already on its thread.
+    private func partial(_ accumulator: inout Accumulator, in context: JavaScriptContext?) throws -> String {
         switch kind {
         case .builtin(let reducer):
             return try builtinPartial(reducer, &accumulator).jsonText
         case .javascript(let source, let name):
-            if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, &accumulator) }
+            if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, &accumulator, in: context) }
             if accumulator.partialTexts.count == 1 { return accumulator.partialTexts[0] }
             let values = "[" + accumulator.partialTexts.joined(separator: ",") + "]"
-            return try call(source: source, name: name, keys: "null", values: values, rereduce: true)
+            return try call(source: source, name: name, keys: "null", values: values, rereduce: true, in: context)
         }
     }
 
@@ -128,25 +147,26 @@ struct Reducer: Sendable {
         }
     }
 
-    private func reduceChunk(source: String, name: String, _ accumulator: inout Accumulator) throws {
+    private func reduceChunk(source: String, name: String, _ accumulator: inout Accumulator, in context: JavaScriptContext? = nil) throws {
         accumulator.keysText.append(UInt8(ascii: "]"))
         accumulator.valuesText.append(UInt8(ascii: "]"))
         let result = try call(
             source: source, name: name,
             keys: String(decoding: accumulator.keysText, as: UTF8.self),
-            values: String(decoding: accumulator.valuesText, as: UTF8.self), rereduce: false)
+            values: String(decoding: accumulator.valuesText, as: UTF8.self), rereduce: false, in: context)
         accumulator.partialTexts.append(result)
         accumulator.keysText.removeAll(keepingCapacity: true)
         accumulator.valuesText.removeAll(keepingCapacity: true)
         accumulator.chunkRows = 0
     }
 
-    private func call(source: String, name: String, keys: String, values: String, rereduce: Bool) throws -> String {
-        let worker = workers.nextWorker()
-        let result = try worker.run { context in
+    private func call(source: String, name: String, keys: String, values: String, rereduce: Bool,
+                      in context: JavaScriptContext? = nil) throws -> String {
+        func reduce(_ context: JavaScriptContext) throws -> CallResult {
             let function = try context.compile(source, name: name)
             return try context.reduce([function], keysJSON: keys, valuesJSON: values, rereduce: rereduce)
         }
+        let result = try context.map(reduce) ?? workers.nextWorker().run(reduce)
         let output = try result.results[0].get()
         // CouchDB's reduce_limit: a reduction that does not shrink is a mistake.
         let inputSize = keys.utf8.count + values.utf8.count + 3

@@ -64,10 +64,25 @@ struct StoredReductions {
 
     /// Recomputes every chunk from the rows, in one pass (which lets go of the
     /// rows' pages of the memory map as it goes: see
-    /// ``LMDBEnvironment/releaseMappedPages()``).
+    /// ``LMDBEnvironment/releaseMappedPages()``). Level-1 chunks are finished
+    /// in batches, so that a JavaScript reduce makes its calls a batch at a
+    /// time on a worker rather than one turn per chunk.
     func rebuild(in transaction: LMDBTransaction) throws {
         try transaction.clear(chunks)
         var builders = (0...Self.maximumLevel).map { _ in ChunkBuilder(reducer: reducer) }
+        // Level-1 chunks closed but not yet finished: builder, key part, height.
+        var unfinished: [(builder: ChunkBuilder, part: [UInt8], height: Int)] = []
+        func finishLevelOne() throws {
+            var inputs = unfinished.compactMap(\.builder.pendingReduction)
+            var results = try reducer.map { try $0.partials(&inputs) }?.makeIterator()
+            for (builder, part, height) in unfinished {
+                let reduction = builder.pendingReduction == nil ? nil : results?.next()
+                let value = try builder.finish(height: height, reduction: reduction)
+                try transaction.put(chunks, Self.entryKey(level: 1, part), value)
+                try value.withUnsafeBytes { try builders[2].add(chunk: StoredChunk(value: $0)) }
+            }
+            unfinished.removeAll(keepingCapacity: true)
+        }
         var count = 0
         try transaction.withCursor(rows) { cursor in
             var entry = try cursor.first()
@@ -78,14 +93,22 @@ struct StoredReductions {
                 try builders[1].add(row: row)
                 let height = Self.height(of: key)
                 if height > 0 {
-                    for level in 1...height {
-                        try close(level, at: Array(key), height: height, builders: &builders, in: transaction)
+                    unfinished.append((builders[1], Array(key), height))
+                    builders[1] = ChunkBuilder(reducer: reducer)
+                    // A level-2 chunk closes here: it needs its level-1 chunks' values.
+                    if height > 1 || unfinished.count >= 1024 { try finishLevelOne() }
+                    if height > 1 {
+                        for level in 2...height {
+                            try close(level, at: Array(key), height: height, builders: &builders, in: transaction)
+                        }
                     }
                 }
                 entry = try cursor.next()
             }
         }
-        for level in 1...Self.maximumLevel {
+        unfinished.append((builders[1], Self.tailKey, StoredChunk.tailHeight))
+        try finishLevelOne()
+        for level in 2...Self.maximumLevel {
             try close(level, at: Self.tailKey, height: StoredChunk.tailHeight, builders: &builders, in: transaction)
         }
     }
@@ -312,14 +335,27 @@ struct ChunkBuilder {
 
     /// The stored value, with the partial reduction computed now.
     mutating func finish(height: Int) throws -> [UInt8] {
+        let reduction = pendingReduction.map { _ in Result { try reducer!.partial(&accumulator!) } }
+        return try finish(height: height, reduction: reduction)
+    }
+
+    /// What a partial reduction is still to be computed from (nil: none is
+    /// needed — no reducer, no rows, or an error already).
+    var pendingReduction: Reducer.Accumulator? {
+        reducer != nil && error == nil && rowCount > 0 ? accumulator : nil
+    }
+
+    /// The stored value, with the partial reduction of ``pendingReduction``
+    /// computed elsewhere (nil when there is none to compute).
+    func finish(height: Int, reduction partial: Result<String, any Error>?) throws -> [UInt8] {
         var flags: UInt8 = 0
         var reduction: [UInt8] = []
         if let error {
             flags = StoredChunk.isError
             reduction = error
-        } else if let reducer, rowCount > 0 {
+        } else if let partial {
             do {
-                reduction = Array(try reducer.partial(&accumulator!).utf8)
+                reduction = Array(try partial.get().utf8)
                 flags = StoredChunk.hasReduction
             } catch {
                 flags = StoredChunk.isError
