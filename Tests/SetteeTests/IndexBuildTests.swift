@@ -241,4 +241,22 @@ struct IndexBuildTests {
             #expect(try db.tables(view) == fresh.tables(view), "\(view)")
         }
     }
+
+    @Test("A document the engine cannot take within its heap bound is that document's map error; the others are indexed")
+    func documentTooLargeForTheEngine() throws {
+        let directory = TemporaryDirectory()
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        options.javaScript.heapLimitBytes = 32 << 20
+        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        try db.loadDesignDocuments(from: directory.file("b.json", contents: Self.design))
+        // A million small objects: a few MB of JSON, far more as engine objects.
+        let huge = #"{"_id": "huge", "tag": "red", "n": 1, "items": ["# + Array(repeating: #"{"a":1}"#, count: 1_000_000).joined(separator: ",") + "]}"
+        try Self.load(Self.documents(50, seed: 71) + [huge] + Self.documents(100, seed: 72).suffix(50), into: db)
+        let result = try db.query("b/by_tag", options: ViewQueryOptions(parameters: [("reduce", "false")]))
+        #expect(!result.rows.contains { $0.id == "huge" })
+        #expect(result.rows.count > 60, "the other documents are indexed")
+        let info = try db.viewInfo().first { $0.path == "b/by_tag" }!
+        #expect(info.mapErrors == 1)
+    }
 }

@@ -36,6 +36,9 @@ struct ViewIndexer {
     var flushBytes = 24 << 20
 
     private static let designPrefix = Array("_design/".utf8)
+    /// Failures of a whole map call that belong to its document: the others
+    /// (an interrupted or broken engine) stop the update.
+    private static let documentErrors: Set<JavaScriptError.Kind> = [.invalidInput, .outOfMemory, .timeout, .runtime]
     /// Bytes of document JSON after which a batch ends early (large documents).
     private static let batchBytes = 32 << 20
     /// Batches and writes this large release the memory map's pages they
@@ -216,13 +219,20 @@ struct ViewIndexer {
                         let functions = everyView ? group.functions : active.map(\.function)
                         let text = UnsafeRawBufferPointer(rebasing: json[jsonRange])
                         let result: MapOutput
-                        if form == 1 {
-                            withLocalSequence.removeAll(keepingCapacity: true)
-                            withLocalSequence.append(contentsOf: text.dropLast())
-                            withLocalSequence.append(contentsOf: #","_local_seq":\#(sequence)}"#.utf8)
-                            result = try withLocalSequence.withUnsafeBytes { try context.map($0, functions: functions) }
-                        } else {
-                            result = try context.map(text, functions: functions)
+                        do {
+                            if form == 1 {
+                                withLocalSequence.removeAll(keepingCapacity: true)
+                                withLocalSequence.append(contentsOf: text.dropLast())
+                                withLocalSequence.append(contentsOf: #","_local_seq":\#(sequence)}"#.utf8)
+                                result = try withLocalSequence.withUnsafeBytes { try context.map($0, functions: functions) }
+                            } else {
+                                result = try context.map(text, functions: functions)
+                            }
+                        } catch let error as JavaScriptError where Self.documentErrors.contains(error.kind) {
+                            // The engine could not take this document (too large or too deep
+                            // to parse within its bounds): its error, not the build's.
+                            for member in active { output.errors.append((document - slice.lowerBound, member.target, error)) }
+                            continue
                         }
                         emitCounts.removeAll(keepingCapacity: true)
                         emitCounts.append(contentsOf: repeatElement(0, count: active.count))
