@@ -31,6 +31,23 @@ struct IndexBuildTests {
             try db.loadDesignDocuments(from: directory.file("b.json", contents: IndexBuildTests.design))
         }
 
+        /// Expects every view's tables to equal those of a database built from
+        /// scratch from this one's live documents.
+        func expectEqualToFreshBuild(_ context: String = "") throws {
+            var lines: [String] = []
+            for id in try db.allDocuments().rows.compactMap(\.id) where !id.hasPrefix("_design/") {
+                var members = try db.document(id)!.value.objectValue!
+                members.removeAll { $0.key == "_rev" }
+                lines.append(JSONValue.object(members).jsonText)
+            }
+            let fresh = try Fixture()
+            try IndexBuildTests.load(lines, into: fresh.db)
+            try fresh.db.updateIndexes()
+            for view in IndexBuildTests.views {
+                #expect(try tables(view) == fresh.tables(view), "\(context) \(view): differs from a fresh build")
+            }
+        }
+
         /// Every entry of the view's rows, back-index and chunk tables, and its row count.
         func tables(_ view: String) throws -> [[UInt8]] {
             let signature = try db.designDocument("b")!.view(view)!.signature
@@ -104,20 +121,7 @@ struct IndexBuildTests {
         }
         try updated.db.updateIndexes()
 
-        let survivors = try updated.db.allDocuments().rows.compactMap(\.id)
-        var finalLines: [String] = []
-        for id in survivors where !id.hasPrefix("_design/") {
-            let document = try updated.db.document(id)!
-            var members = try document.value.objectValue!
-            members.removeAll { $0.key == "_rev" }
-            finalLines.append(JSONValue.object(members).jsonText)
-        }
-        let fresh = try Fixture()
-        try Self.load(finalLines, into: fresh.db)
-        try fresh.db.updateIndexes()
-        for view in Self.views {
-            #expect(try updated.tables(view) == fresh.tables(view), "\(view): updated index differs from a fresh build")
-        }
+        try updated.expectEqualToFreshBuild()
     }
 
     @Test("Small updates kept batch by batch equal a build from scratch")
@@ -188,18 +192,7 @@ struct IndexBuildTests {
         #expect(rows >= 128, "the rows of the documents read before the rewrite are in")
         try racing.db.updateIndexes()
 
-        var finalLines: [String] = []
-        for id in try racing.db.allDocuments().rows.compactMap(\.id) where !id.hasPrefix("_design/") {
-            var members = try racing.db.document(id)!.value.objectValue!
-            members.removeAll { $0.key == "_rev" }
-            finalLines.append(JSONValue.object(members).jsonText)
-        }
-        let fresh = try Fixture()
-        try Self.load(finalLines, into: fresh.db)
-        try fresh.db.updateIndexes()
-        for view in Self.views {
-            #expect(try racing.tables(view) == fresh.tables(view), "\(view)")
-        }
+        try racing.expectEqualToFreshBuild()
     }
 
     @Test("Edits the views don't see leave their tables untouched; edits of values alone still reach them")
@@ -228,18 +221,7 @@ struct IndexBuildTests {
             members.removeAll { $0.key == "tag" }
             members.append((key: "tag", value: "teal"))
         }, count: 40)
-        var finalLines: [String] = []
-        for id in try db.db.allDocuments().rows.compactMap(\.id) where !id.hasPrefix("_design/") {
-            var members = try db.db.document(id)!.value.objectValue!
-            members.removeAll { $0.key == "_rev" }
-            finalLines.append(JSONValue.object(members).jsonText)
-        }
-        let fresh = try Fixture()
-        try Self.load(finalLines, into: fresh.db)
-        try fresh.db.updateIndexes()
-        for view in Self.views {
-            #expect(try db.tables(view) == fresh.tables(view), "\(view)")
-        }
+        try db.expectEqualToFreshBuild()
     }
 
     @Test("A document the engine cannot take within its heap bound is that document's map error; the others are indexed")
