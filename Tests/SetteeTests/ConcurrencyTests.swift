@@ -177,4 +177,37 @@ private final class ReaderResults: @unchecked Sendable {
             while finished < readers { condition.wait() }
         }
     }
+
+    @Test("A query reading an index while a design-document change removes it goes on reading its snapshot")
+    func indexRemovedUnderAReader() throws {
+        let directory = TemporaryDirectory()
+        let db = try Database(at: directory.url.appendingPathComponent("db"))
+        #expect(try db.importDocuments(Data(pairLines(0..<500).utf8)).imported == 1000)
+        try db.loadDesignDocuments(from: directory.file("pairs.json", contents: pairsDesign))
+        #expect(try db.query("pairs/by_n", options: ViewQueryOptions(reduce: false)).rows.count == 1000)
+        let signature = try db.designDocument("pairs")!.view("by_n")!.signature
+        let tables = try db.indexes.tables(for: signature)
+        try db.environment.read { transaction in
+            let before = try transaction.count(tables.rows)
+            // The view changes on another thread (its old index goes) while this transaction reads.
+            let changed = DispatchSemaphore(value: 0)
+            let edited = directory.file("pairs.json", contents: pairsDesign.replacingOccurrences(of: "doc.n, doc.n", with: "doc.n, 1"))
+            let edit = Thread {
+                _ = try? db.loadDesignDocuments(from: edited)
+                changed.signal()
+            }
+            edit.start()
+            changed.wait()
+            #expect(try db.environment.read { try db.indexes.state(signature, in: $0) } == nil, "the old index is gone for new readers")
+            #expect(try transaction.count(tables.rows) == before)
+            let rows = try transaction.withCursor(tables.rows) { cursor in
+                var count = 0
+                var entry = try cursor.first()
+                while entry != nil { count += 1; entry = try cursor.next() }
+                return count
+            }
+            #expect(rows == before)
+        }
+        #expect(try db.query("pairs/by_n", options: ViewQueryOptions(reduce: false)).rows.first?.valueJSON == "1")
+    }
 }
