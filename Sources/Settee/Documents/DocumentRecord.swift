@@ -32,38 +32,38 @@ struct DocumentRecord {
     /// Appends the document as map functions see it — `{"_id":…,"_rev":…` and the
     /// body's members — without building strings on the way.
     func appendFullJSON(id: UnsafeRawBufferPointer, into out: inout [UInt8]) {
-        let body = self.body
-        out.append(contentsOf: #"{"_id":"#.utf8)
-        JSONWriter.writeString(utf8: id.assumingMemoryBound(to: UInt8.self), into: &out)
-        out.append(contentsOf: #","_rev":""#.utf8)
-        JSONWriter.writeNumber(Double(generation), into: &out)
-        out.append(UInt8(ascii: "-"))
-        let digits: StaticString = "0123456789abcdef"
-        for byte in bytes[12..<28] {
-            out.append(digits.utf8Start[Int(byte >> 4)])
-            out.append(digits.utf8Start[Int(byte & 15)])
-        }
-        out.append(UInt8(ascii: "\""))
-        if isDeleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
-        // The body is `{…}`: drop its opening brace, keep its members.
-        if body.dropFirst().first != UInt8(ascii: "}") { out.append(UInt8(ascii: ",")) }
-        out.append(contentsOf: body.dropFirst())
+        Self.appendFullJSON(id: id, generation: generation, hash: bytes[12..<28], deleted: isDeleted, body: body, into: &out)
     }
 
     /// `{"_id":…,"_rev":…` + the body's members (+ `"_deleted":true` for a tombstone).
     static func fullJSON(id: String, revision: Revision, deleted: Bool, body: some Collection<UInt8>) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(body.count + id.utf8.count + 60)
+        var id = id
+        id.withUTF8 { id in
+            appendFullJSON(id: UnsafeRawBufferPointer(id), generation: revision.generation, hash: revision.hash,
+                           deleted: deleted, body: body, into: &out)
+        }
+        return out
+    }
+
+    private static func appendFullJSON(id: UnsafeRawBufferPointer, generation: UInt32, hash: some Sequence<UInt8>, deleted: Bool,
+                                       body: some Collection<UInt8>, into out: inout [UInt8]) {
         out.append(contentsOf: #"{"_id":"#.utf8)
-        JSONWriter.writeString(id, into: &out)
+        JSONWriter.writeString(utf8: id.assumingMemoryBound(to: UInt8.self), into: &out)
         out.append(contentsOf: #","_rev":""#.utf8)
-        out.append(contentsOf: revision.description.utf8)
+        JSONWriter.writeNumber(Double(generation), into: &out)
+        out.append(UInt8(ascii: "-"))
+        let digits: StaticString = "0123456789abcdef"
+        for byte in hash {
+            out.append(digits.utf8Start[Int(byte >> 4)])
+            out.append(digits.utf8Start[Int(byte & 15)])
+        }
         out.append(UInt8(ascii: "\""))
         if deleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
         // The body is `{…}`: drop its opening brace, keep its members.
         let members = body.dropFirst()
         if members.first != UInt8(ascii: "}") { out.append(UInt8(ascii: ",")) }
         out.append(contentsOf: members)
-        return out
     }
 }
