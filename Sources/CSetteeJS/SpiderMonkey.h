@@ -16,6 +16,8 @@
 #include <js/Exception.h>
 #include <js/Initialization.h>
 #include <js/Interrupt.h>
+#include <js/MemoryMetrics.h>
+#include <js/experimental/TypedData.h>
 #include <js/JSON.h>
 #include <js/Object.h>
 #include <js/Principals.h>

@@ -14,6 +14,7 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,15 @@ struct settee_js_context {
     std::unique_ptr<JS::PersistentRootedObject> makeRequire;
     std::vector<std::unique_ptr<JS::PersistentRootedObject>> functions;
     std::vector<int32_t> freeHandles;
+    // What each handle was compiled from, to compile it again when the global
+    // state is reset (see keepWithinKeptBound).
+    struct Source {
+        std::string text;  // trimmed
+        std::string name;
+        std::string library;
+        bool hasLibrary = false;
+    };
+    std::vector<Source> sources;
 
     // Timeouts: the watchdog compares `deadline` (steady-clock ns, 0 = none)
     // with the clock and interrupts the call whose number it read.
@@ -48,6 +58,13 @@ struct settee_js_context {
     uint64_t residentAtCallStart = 0;
     uint64_t memoryLimitBytes = 0;
     std::atomic<uint64_t> memoryExceededCall{0};
+    // Memory kept between calls: the watchdog asks for a measurement each time
+    // the process has grown by a step; the context takes it after its call.
+    uint64_t keptMemoryLimitBytes = 0;
+    std::atomic<bool> keptMemoryCheckRequested{false};
+    uint64_t heapBytesAtKeptCheck = 0;
+    uint64_t majorCollectionsAtKeptCheck = 0;
+    bool queryServerInstalled = false;
 
     // Output of the running call.
     ByteBuffer output;
@@ -97,6 +114,10 @@ uint64_t anonymousResidentBytes() {
     return 0;
 #endif
 }
+
+// How much the process (or a context's GC heap past the kept bound) grows
+// between two measurements of what the functions keep.
+constexpr uint64_t kKeptCheckStep = 32 << 20;
 
 // Numbers the calls (CallScope); the watchdog reads it to know whether any ran.
 std::atomic<uint64_t> gNextCall{1};
@@ -185,6 +206,24 @@ private:
         }
         previousResident_ = resident;
         previousResidentAt_ = now;
+        requestKeptMemoryChecks(resident);
+    }
+
+    // Each time the process has grown by a step since the last request, every
+    // context measures what its functions keep after its next call. Growth
+    // that is not the engine's (LMDB's pages, the host's data) costs one
+    // measurement per step.
+    void requestKeptMemoryChecks(uint64_t resident) {
+        static constexpr uint64_t step = kKeptCheckStep;
+        if (residentAtKeptRequest_ == 0 || resident < residentAtKeptRequest_) {
+            residentAtKeptRequest_ = resident;
+            return;
+        }
+        if (resident - residentAtKeptRequest_ < step) return;
+        residentAtKeptRequest_ = resident;
+        for (settee_js_context *context : contexts_) {
+            if (context->keptMemoryLimitBytes != 0) context->keptMemoryCheckRequested.store(true);
+        }
     }
 
     std::mutex mutex_;
@@ -195,6 +234,7 @@ private:
     uint64_t lastNextCall_ = 0;
     uint64_t previousResident_ = 0;
     int64_t previousResidentAt_ = 0;
+    uint64_t residentAtKeptRequest_ = 0;
 };
 
 Watchdog gWatchdog;
@@ -238,7 +278,10 @@ void setError(settee_js_context *context, settee_js_error *error, settee_js_stat
 
 // After a call stopped for its memory or its time: collect what it left behind
 // and hand freed pages back to the system, so the bound holds for the next call.
+// What the functions keep is measured after this call (keepWithinKeptBound):
+// globals that fill the heap would fail every call after.
 void releaseMemory(JSContext *cx) {
+    if (settee_js_context *context = contextOf(cx)) context->keptMemoryCheckRequested.store(true);
     JS_GC(cx);
 #if defined(__GLIBC__)
     malloc_trim(0);
@@ -516,7 +559,179 @@ bool parseJSON(settee_js_context *context, const char *bytes, size_t length, JS:
     return JS_ParseJSON(cx, context->utf16.data(), uint32_t(context->utf16.size()), out);
 }
 
+// Evaluates a function's source in the context's global; false with `error` set.
+bool compileSource(settee_js_context *context, const settee_js_context::Source &compiled,
+                   JS::MutableHandleObject function, settee_js_error *error) {
+    JSContext *cx = context->cx;
+    JSAutoRealm realm(cx, *context->global);
+    CallScope scope(context);
+    std::string prefix = compiled.hasLibrary ? "(function (require) { return (" : "(";
+    std::string wrapped = prefix + compiled.text + (compiled.hasLibrary ? "\n); })" : "\n)");
+    JS::CompileOptions options(cx);
+    options.setFileAndLine(compiled.name.c_str(), 1);
+    JS::SourceText<mozilla::Utf8Unit> text;
+    JS::RootedValue value(cx);
+    if (!text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) ||
+        !JS::Evaluate(cx, options, text, &value)) {
+        Failure failure = takeFailure(context, uint32_t(prefix.size()));
+        settee_js_status status = failure.status == SETTEE_JS_RUNTIME_ERROR ? SETTEE_JS_COMPILE_ERROR : failure.status;
+        setError(context, error, status, failure.message, failure.line, failure.column, failure.stack);
+        return false;
+    }
+    if (compiled.hasLibrary) {
+        // Bind `require` to this function's own module tree and cache.
+        JS::RootedValue library(cx);
+        JS::RootedValue require(cx);
+        JS::RootedValue makeRequire(cx, JS::ObjectValue(**context->makeRequire));
+        JS::RootedValue factory(cx, value);
+        bool ok = parseJSON(context, compiled.library.data(), compiled.library.size(), &library) &&
+                  JS::Call(cx, JS::UndefinedHandleValue, makeRequire, JS::HandleValueArray(library), &require) &&
+                  JS::Call(cx, JS::UndefinedHandleValue, factory, JS::HandleValueArray(require), &value);
+        if (!ok) {
+            Failure failure = takeFailure(context, 0);
+            setError(context, error, SETTEE_JS_COMPILE_ERROR, failure.message, failure.line, failure.column,
+                     failure.stack);
+            return false;
+        }
+    }
+    if (!value.isObject() || !JS::IsCallable(&value.toObject())) {
+        std::string shown(compiled.text, 0, std::min<size_t>(compiled.text.size(), 200));
+        setError(context, error, SETTEE_JS_COMPILE_ERROR, "Expression does not eval to a function. (" + shown + ")",
+                 1, 1);
+        return false;
+    }
+    function.set(&value.toObject());
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// Memory kept between calls
+
+size_t mallocSizeOf(const void *pointer) {
+#if defined(__GLIBC__)
+    return pointer ? malloc_usable_size(const_cast<void *>(pointer)) : 0;
+#else
+    return 0;
+#endif
+}
+
+// Typed-array data the engine's memory reporter misses: a typed array the JIT
+// created owns its elements until something asks for its buffer, and only
+// buffers are reported. The reporter calls the visitor for every object.
+thread_local size_t tUnreportedTypedArrayBytes = 0;
+
+class TypedArrayVisitor : public JS::ObjectPrivateVisitor {
+public:
+    TypedArrayVisitor() : JS::ObjectPrivateVisitor(visit) {}
+    size_t sizeOfIncludingThis(nsISupports *) override { return 0; }
+
+private:
+    // No object of ours carries an nsISupports: this only counts. Slot 0 of a
+    // typed array is its buffer once it has one (SpiderMonkey 102's layout);
+    // data up to 96 bytes lives inside the object.
+    static bool visit(JSObject *object, nsISupports **) {
+        if (JS_IsTypedArrayObject(object) && !JS::GetReservedSlot(object, 0).isObject()) {
+            size_t length = JS_GetTypedArrayByteLength(object);
+            if (length > 96) tUnreportedTypedArrayBytes += length;
+        }
+        return false;
+    }
+};
+
+// What the context's global holds: its GC heap and what that mallocs (array
+// elements, string characters, typed arrays), garbage included.
+size_t keptBytes(settee_js_context *context) {
+    JSContext *cx = context->cx;
+    JS::RootedObject global(cx, *context->global);
+    JSAutoRealm realm(cx, global);
+    JS::TabSizes sizes;
+    TypedArrayVisitor visitor;
+    tUnreportedTypedArrayBytes = 0;
+    if (!JS::AddSizeOfTab(cx, global, mallocSizeOf, &visitor, &sizes)) return 0;
+    return sizes.objects_ + sizes.strings_ + sizes.private_ + sizes.other_ + tUnreportedTypedArrayBytes;
+}
+
+// Replaces the global with a fresh one and compiles every live function again
+// under its handle: what the functions kept in globals is gone.
+void resetGlobalState(settee_js_context *context) {
+    JSContext *cx = context->cx;
+    for (auto &function : context->functions) function.reset();
+    context->makeRequire.reset();
+    context->global.reset();
+    JS_GC(cx);
+    if (!setUpGlobal(context)) {
+        // Without a global no call can run: each reports its missing function.
+        JS_ClearPendingException(cx);
+        return;
+    }
+    for (size_t handle = 0; handle < context->sources.size(); handle++) {
+        const settee_js_context::Source &compiled = context->sources[handle];
+        if (compiled.text.empty()) continue;
+        JS::RootedObject function(cx);
+        settee_js_error ignored{};
+        if (compileSource(context, compiled, &function, &ignored)) {
+            context->functions[handle] = std::make_unique<JS::PersistentRootedObject>(cx, function);
+        }
+    }
+    releaseMemory(cx);
+}
+
+// After a call, when asked (see below): measures what the functions keep,
+// collects garbage if that is over the bound, and resets the global state if
+// it still is. Returns false, with the failure to report for the call, if it
+// was reset. Runs outside any realm, so the old global can go.
+// Where the next measurement's heap and collection triggers start from.
+void noteKeptCheck(settee_js_context *context) {
+    context->heapBytesAtKeptCheck = JS_GetGCParameter(context->cx, JSGC_BYTES);
+    context->majorCollectionsAtKeptCheck = JS_GetGCParameter(context->cx, JSGC_MAJOR_GC_NUMBER);
+}
+
+bool keepWithinKeptBound(settee_js_context *context, Failure &failure) {
+    if (context->keptMemoryLimitBytes == 0 || context->queryServerInstalled) return true;
+    JSContext *cx = context->cx;
+    // Besides the watchdog's request: after each major collection (the engine
+    // starts one as its heap or what that mallocs grows, typed arrays
+    // included), and as the GC heap grows past the bound, in steps of a
+    // quarter of it (at most kKeptCheckStep), since it can grow in pages the
+    // process already holds, unseen by the watchdog.
+    uint64_t heap = JS_GetGCParameter(cx, JSGC_BYTES);
+    bool requested = context->keptMemoryCheckRequested.exchange(false) ||
+                     JS_GetGCParameter(cx, JSGC_MAJOR_GC_NUMBER) != context->majorCollectionsAtKeptCheck ||
+                     (heap > context->keptMemoryLimitBytes &&
+                      heap >= context->heapBytesAtKeptCheck + std::min(kKeptCheckStep, context->keptMemoryLimitBytes / 4));
+    if (!requested) return true;
+    size_t kept = keptBytes(context);
+    if (kept > context->keptMemoryLimitBytes) {
+        JS_GC(cx);
+        kept = keptBytes(context);
+    }
+    noteKeptCheck(context);
+    if (kept <= context->keptMemoryLimitBytes) return true;
+    resetGlobalState(context);
+    noteKeptCheck(context);
+    failure.status = SETTEE_JS_OUT_OF_MEMORY;
+    failure.message = "out of memory: the functions kept " + std::to_string(kept >> 20) +
+                      " MiB between calls, more than " + std::to_string(context->keptMemoryLimitBytes >> 20) +
+                      " MiB; their global variables were cleared";
+    return false;
+}
+
+// Ends a call of `function_count` functions: its output stands, or every
+// function reports the kept-memory failure.
+void finishCall(settee_js_context *context, size_t function_count, settee_js_output *output) {
+    ByteBuffer &out = context->output;
+    Failure failure;
+    if (!keepWithinKeptBound(context, failure)) {
+        out.clear();
+        for (size_t i = 0; i < function_count; i++) appendFailure(out, failure);
+    }
+    appendLogs(context);
+    output->bytes = out.data();
+    output->length = out.size();
+}
+
 }  // namespace
+
 
 // ---------------------------------------------------------------------------
 // The C interface
@@ -561,6 +776,7 @@ settee_js_context *settee_js_context_create(const settee_js_context_options *opt
     JS_AddInterruptCallback(cx, interruptCallback);
     context->timeoutMilliseconds = options ? options->timeout_milliseconds : 0;
     context->memoryLimitBytes = options ? options->memory_limit_bytes : 0;
+    context->keptMemoryLimitBytes = options ? options->kept_memory_limit_bytes : 0;
     if (!setUpGlobal(context.get())) {
         Failure failure = takeFailure(context.get(), 0);
         setError(context.get(), error, SETTEE_JS_INTERNAL_ERROR, "the JavaScript globals could not be set up: " + failure.message);
@@ -577,6 +793,7 @@ void settee_js_context_destroy(settee_js_context *context) {
     if (!context) return;
     gWatchdog.remove(context);
     context->functions.clear();
+    context->sources.clear();
     context->makeRequire.reset();
     context->global.reset();
     JS_DestroyContext(context->cx);
@@ -596,62 +813,31 @@ void settee_js_context_collect_garbage(settee_js_context *context) { JS_GC(conte
 
 int32_t settee_js_compile(settee_js_context *context, const char *source, size_t source_length, const char *name,
                           const char *library_json, size_t library_json_length, settee_js_error *error) {
-    JSContext *cx = context->cx;
-    JSAutoRealm realm(cx, *context->global);
-    CallScope scope(context);
-    size_t length = trimmedLength(source, source_length);
-    std::string prefix = library_json ? "(function (require) { return (" : "(";
-    std::string wrapped = prefix;
-    wrapped.append(source, length);
-    wrapped.append(library_json ? "\n); })" : "\n)");
-    JS::CompileOptions options(cx);
-    options.setFileAndLine(name ? name : "function", 1);
-    JS::SourceText<mozilla::Utf8Unit> text;
-    JS::RootedValue value(cx);
-    if (!text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) ||
-        !JS::Evaluate(cx, options, text, &value)) {
-        Failure failure = takeFailure(context, uint32_t(prefix.size()));
-        settee_js_status status = failure.status == SETTEE_JS_RUNTIME_ERROR ? SETTEE_JS_COMPILE_ERROR : failure.status;
-        setError(context, error, status, failure.message, failure.line, failure.column, failure.stack);
-        return -1;
-    }
-    if (library_json) {
-        // Bind `require` to this function's own module tree and cache.
-        JS::RootedValue library(cx);
-        JS::RootedValue require(cx);
-        JS::RootedValue makeRequire(cx, JS::ObjectValue(**context->makeRequire));
-        JS::RootedValue factory(cx, value);
-        bool ok = parseJSON(context, library_json, library_json_length, &library) &&
-                  JS::Call(cx, JS::UndefinedHandleValue, makeRequire, JS::HandleValueArray(library), &require) &&
-                  JS::Call(cx, JS::UndefinedHandleValue, factory, JS::HandleValueArray(require), &value);
-        if (!ok) {
-            Failure failure = takeFailure(context, 0);
-            setError(context, error, SETTEE_JS_COMPILE_ERROR, failure.message, failure.line, failure.column,
-                     failure.stack);
-            return -1;
-        }
-    }
-    if (!value.isObject() || !JS::IsCallable(&value.toObject())) {
-        std::string shown(source, std::min<size_t>(length, 200));
-        setError(context, error, SETTEE_JS_COMPILE_ERROR,
-                 "Expression does not eval to a function. (" + shown + ")", 1, 1);
-        return -1;
-    }
+    settee_js_context::Source compiled;
+    compiled.text.assign(source, trimmedLength(source, source_length));
+    compiled.name = name ? name : "function";
+    compiled.hasLibrary = library_json != nullptr;
+    if (library_json) compiled.library.assign(library_json, library_json_length);
+    JS::RootedObject function(context->cx);
+    if (!compileSource(context, compiled, &function, error)) return -1;
     int32_t handle;
     if (!context->freeHandles.empty()) {
         handle = context->freeHandles.back();
         context->freeHandles.pop_back();
-        context->functions[handle] = std::make_unique<JS::PersistentRootedObject>(cx, &value.toObject());
     } else {
         handle = int32_t(context->functions.size());
-        context->functions.push_back(std::make_unique<JS::PersistentRootedObject>(cx, &value.toObject()));
+        context->functions.emplace_back();
+        context->sources.emplace_back();
     }
+    context->functions[handle] = std::make_unique<JS::PersistentRootedObject>(context->cx, function);
+    context->sources[handle] = std::move(compiled);
     return handle;
 }
 
 void settee_js_release(settee_js_context *context, int32_t function) {
     if (!functionFor(context, function)) return;
     context->functions[function].reset();
+    context->sources[function] = settee_js_context::Source();
     context->freeHandles.push_back(function);
 }
 
@@ -659,7 +845,7 @@ settee_js_status settee_js_map_document(settee_js_context *context, const int32_
                                         const char *document, size_t document_length, settee_js_output *output,
                                         settee_js_error *error) {
     JSContext *cx = context->cx;
-    JSAutoRealm realm(cx, *context->global);
+    std::optional<JSAutoRealm> realm(std::in_place, cx, *context->global);
     ByteBuffer &out = context->output;
     out.clear();
     context->logs.clear();
@@ -713,9 +899,12 @@ settee_js_status settee_js_map_document(settee_js_context *context, const int32_
         context->emitTarget = nullptr;
         if (ok) out.patchU32(start + 4, context->emitCount);
     }
-    appendLogs(context);
-    output->bytes = out.data();
-    output->length = out.size();
+    // Nothing of this call may keep the global alive if it is reset.
+    doc.setUndefined();
+    fn.setUndefined();
+    ignored.setUndefined();
+    realm.reset();
+    finishCall(context, function_count, output);
     return SETTEE_JS_OK;
 }
 
@@ -723,7 +912,7 @@ settee_js_status settee_js_call(settee_js_context *context, const int32_t *funct
                                 const char *arguments_json, size_t arguments_json_length, settee_js_output *output,
                                 settee_js_error *error) {
     JSContext *cx = context->cx;
-    JSAutoRealm realm(cx, *context->global);
+    std::optional<JSAutoRealm> realm(std::in_place, cx, *context->global);
     ByteBuffer &out = context->output;
     out.clear();
     context->logs.clear();
@@ -776,9 +965,13 @@ settee_js_status settee_js_call(settee_js_context *context, const int32_t *funct
             appendFailure(out, failure);
         }
     }
-    appendLogs(context);
-    output->bytes = out.data();
-    output->length = out.size();
+    // Nothing of this call may keep the global alive if it is reset.
+    argumentsValue.setUndefined();
+    arguments.clear();
+    fn.setUndefined();
+    result.setUndefined();
+    realm.reset();
+    finishCall(context, function_count, output);
     return SETTEE_JS_OK;
 }
 
@@ -864,6 +1057,8 @@ extern "C" bool settee_js_context_install_query_server(settee_js_context *contex
     JSContext *cx = context->cx;
     JSAutoRealm realm(cx, *context->global);
     context->host = *host;
+    // The query server's state is CouchDB's to manage (it resets it with `reset`).
+    context->queryServerInstalled = true;
     JS::RootedObject global(cx, *context->global);
     JS::CompileOptions options(cx);
     options.setFileAndLine("settee:query-server", 1);

@@ -102,6 +102,101 @@ struct HostileJavaScriptTests {
         #expect(info.standardOutput.contains(#""map_errors":2"#), "\(info.standardOutput)")
     }
 
+    @Test("Memory kept in globals between calls is bounded: the call past the bound fails, the globals are cleared, the next documents map",
+          arguments: [
+            // Typed arrays: outside the GC heap, so the heap limit never sees them.
+            "function (doc) { if (typeof kept === 'undefined') kept = []; kept.push(new Uint8Array(4 << 20).fill(1)); emit(doc._id, kept.length); }",
+            // Objects: they fill the heap, and without the bound every call after would fail.
+            "function (doc) { if (typeof kept === 'undefined') kept = []; for (var i = 0; i < 50000; i++) kept.push({i: i, s: 'k' + i}); emit(doc._id, kept.length); }",
+          ])
+    func keptMemory(_ source: String) throws {
+        var configuration = JavaScriptConfiguration()
+        configuration.timeout = .seconds(30)
+        configuration.heapLimitBytes = 64 << 20
+        configuration.memoryLimitBytes = 96 << 20
+        configuration.keptMemoryLimitBytes = 32 << 20
+        let worker = try JavaScriptWorker(configuration: configuration)
+        let started = ContinuousClock.now
+        var failures: [JavaScriptError] = []
+        var lengths: [Int] = []
+        for number in 0..<150 {
+            let result = try map(#"{"_id":"d\#(number)"}"#, [source, healthyMap], on: worker)
+            if let error = failure(result.outcomes[0]) {
+                failures.append(error)
+                // The other function of the same call fails alike: its globals went too.
+                #expect(failure(result.outcomes[1])?.kind == .outOfMemory)
+            } else {
+                let length = rows(result.outcomes[0])?.first.flatMap { Int($0[1]) }
+                lengths.append(try #require(length))
+                #expect(rows(result.outcomes[1]) == [[#""d\#(number)""#, "1"]])
+            }
+        }
+        #expect(!failures.isEmpty, "150 calls each keeping 4 MB or 50,000 objects under a 32 MiB bound")
+        #expect(failures.allSatisfy { $0.kind == .outOfMemory }, "\(failures)")
+        #expect(failures.contains { $0.message.contains("between calls") && $0.message.contains("global variables were cleared") },
+                "\(failures.map(\.message))")
+        // After each reset the function starts again from an empty global.
+        let first = try #require(lengths.first)
+        #expect(lengths.filter { $0 == first }.count > 1, "\(lengths)")
+        // Measured at each 8 MiB the heap grows past the bound, or 32 MiB the process
+        // grows: 4 MB arrays or 3.3 MB of objects, kept by at most about twice the bound.
+        #expect(lengths.allSatisfy { $0 <= 16 * first }, "\(lengths)")
+        print("150 calls keeping memory in globals under a 32 MiB bound: \(failures.count) cleared, " +
+              "longest kept \(lengths.max() ?? 0), \(ContinuousClock.now - started)")
+    }
+
+    @Test("A function using `require` works again after its globals are cleared")
+    func keptMemoryWithLibrary() throws {
+        var configuration = JavaScriptConfiguration()
+        configuration.keptMemoryLimitBytes = 32 << 20
+        let worker = try JavaScriptWorker(configuration: configuration)
+        let library = #"{"views": {"lib": {"size": "exports.bytes = 4 << 20;"}}}"#
+        let source = """
+            function (doc) {
+              if (typeof kept === 'undefined') kept = [];
+              kept.push(new Uint8Array(require('views/lib/size').bytes).fill(1));
+              emit(doc._id, kept.length);
+            }
+            """
+        let outcomes = try worker.run { context in
+            let function = try context.compile(source, name: "kept", library: library)
+            return try (0..<60).map { number in
+                try context.map(#"{"_id":"d\#(number)"}"#, functions: [function]).outcomes[0]
+            }
+        }
+        let cleared = outcomes.indices.filter { failure(outcomes[$0])?.message.contains("global variables were cleared") == true }
+        #expect(!cleared.isEmpty)
+        for index in cleared where index + 1 < outcomes.count {
+            #expect(rows(outcomes[index + 1]) == [[#""d\#(index + 1)""#, "1"]], "the call after a reset, at \(index + 1)")
+        }
+    }
+
+    @Test("Memory kept in globals while indexing, in the settee tool: stays bounded, every document but the few at a reset is indexed")
+    func keptMemoryInTheTool() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let db = directory.url.appendingPathComponent("db").path
+        let documents = directory.file("docs.ndjson", contents: (0..<150).map { #"{"_id": "d\#($0)"}"# }.joined(separator: "\n"))
+        let design = directory.file("design.json", contents: #"""
+            {"_id": "_design/app", "views": {"v": {"map":
+              "function (doc) { if (typeof kept === 'undefined') kept = []; kept.push(new Uint8Array(4 << 20).fill(1)); emit(doc._id, null); }"}}}
+            """#)
+        #expect(try settee.run(["--db", db, "import", documents.path], in: directory.url).exitStatus == 0)
+        #expect(try settee.run(["--db", db, "design", "load", design.path], in: directory.url).exitStatus == 0)
+        let query = try settee.run(["--db", db, "query", "app/v", "--verbose"], in: directory.url)
+        #expect(query.exitStatus == 0, "\(query.standardError)")
+        let resets = query.standardError.split(separator: "\n").filter { $0.contains("global variables were cleared") }
+        #expect(!resets.isEmpty, "\(query.standardError)")
+        let result = try JSONValue(parsing: query.standardOutput)
+        let indexed = result["rows"]?.arrayValue?.count ?? 0
+        #expect(indexed + resets.count == 150, "\(indexed) indexed, \(resets.count) reset")
+        // Unbounded, the 150 × 4 MB kept took the process to 643 MiB. Two workers
+        // may keep 128 MiB each.
+        #expect(query.peakResidentBytes < 480 << 20, "peak \(query.peakResidentBytes >> 20) MiB")
+        print("150 documents each keeping 4 MB in a global, in `settee query`: peak resident " +
+              "\(query.peakResidentBytes >> 20) MiB, \(resets.count) resets, \(indexed) indexed")
+    }
+
     @Test("Values thrown that are not Errors are reported as the doc's error; the next function runs",
           arguments: [
             ("throw null", "null"), ("throw undefined", "undefined"), ("throw 42", "42"),

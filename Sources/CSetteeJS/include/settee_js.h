@@ -58,6 +58,12 @@ typedef struct {
     /// arrays); a call past it fails with SETTEE_JS_OUT_OF_MEMORY. 0 means none.
     /// Checked every few milliseconds, on Linux.
     uint64_t memory_limit_bytes;
+    /// The most memory (heap and what it mallocs, after a collection) the
+    /// functions may keep between calls, in globals. When a call leaves more,
+    /// it fails with SETTEE_JS_OUT_OF_MEMORY and the context's global state is
+    /// reset: a new global, every compiled function compiled again under its
+    /// handle. Checked each time the process has grown by a step. 0 means none.
+    uint64_t kept_memory_limit_bytes;
     /// Whether `eval` and `new Function` may run (CouchDB blocks them).
     bool allow_code_generation;
 } settee_js_context_options;

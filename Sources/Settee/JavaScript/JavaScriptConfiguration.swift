@@ -13,6 +13,15 @@ public struct JavaScriptConfiguration: Sendable, Equatable {
     /// garbage collected and the freed pages returned to the system. Checked
     /// every few milliseconds (on Linux); `0` turns the bound off.
     public var memoryLimitBytes: Int = 512 << 20
+    /// The most memory a context's functions may keep between calls, in
+    /// global variables: its garbage-collected heap and what that allocates
+    /// outside it, measured after a collection. A call that leaves more fails
+    /// with ``JavaScriptError/Kind-swift.enum/outOfMemory`` and the context's
+    /// globals are cleared (its functions are compiled again, under the same
+    /// handles), so the calls after it run. Measured each time the process has
+    /// grown by 32 MiB; `0` turns the bound off. Not applied to the query
+    /// server, whose state CouchDB manages.
+    public var keptMemoryLimitBytes: Int = 128 << 20
     /// Each worker thread's stack; the engine may use three quarters of it, so
     /// deep recursion is an error ("too much recursion"), not a crash.
     public var threadStackBytes: Int = 16 << 20

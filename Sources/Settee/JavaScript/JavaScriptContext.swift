@@ -23,6 +23,7 @@ public final class JavaScriptContext {
             native_stack_quota_bytes: UInt64(configuration.threadStackBytes - configuration.threadStackBytes / 4),
             timeout_milliseconds: configuration.timeoutMilliseconds,
             memory_limit_bytes: UInt64(max(configuration.memoryLimitBytes, 0)),
+            kept_memory_limit_bytes: UInt64(max(configuration.keptMemoryLimitBytes, 0)),
             allow_code_generation: configuration.allowsCodeGeneration)
         var error = settee_js_error()
         guard let raw = settee_js_context_create(&options, &error) else {
