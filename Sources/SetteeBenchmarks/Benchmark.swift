@@ -10,13 +10,15 @@ struct Benchmark {
     static func main() throws {
         var documentCount = 1_000_000
         var workerCount = ProcessInfo.processInfo.activeProcessorCount
+        var queryRuns = 5000
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
             case "--docs": documentCount = Int(arguments.popFirst() ?? "") ?? documentCount
             case "--workers": workerCount = Int(arguments.popFirst() ?? "") ?? workerCount
+            case "--query-runs": queryRuns = Int(arguments.popFirst() ?? "") ?? queryRuns
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)]")
                 return
             }
         }
@@ -102,7 +104,7 @@ struct Benchmark {
         var ranges: [Duration] = []
         var options = ViewQueryOptions()
         options.update = .false
-        for _ in 0..<5000 {
+        for _ in 0..<queryRuns {
             // A key that exists: an order's [customer, date].
             var document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
             while try document.value["type"] != "order" {

@@ -65,11 +65,14 @@ struct IndexScanner {
         /// The level of the chunk the cursor is on, when it is the last one handed over.
         var currentLevel: Int?
 
+        /// Room for the entry key sought (a fold seeks once per level).
+        var key: [UInt8] = []
+
         /// The level's first chunk after `boundary` (from the index's start when nil).
         mutating func chunk(level: Int, after boundary: [UInt8]?) throws -> LMDBCursor.Entry? {
             defer { currentLevel = nil }
             guard currentLevel == level, boundary != nil else {
-                return try StoredReductions.chunk(level: level, after: boundary, cursor: cursor)
+                return try StoredReductions.chunk(level: level, after: boundary, cursor: cursor, key: &key)
             }
             // The cursor is on the chunk that ended at `boundary`: the next is one step on.
             guard let entry = try cursor.next(), entry.key.first == UInt8(level) else { return nil }
@@ -87,7 +90,13 @@ struct IndexScanner {
             entry = try cursor.first()
         }
         // The last chunk boundary passed and its height; the index's start is a boundary of every level.
+        // Its bytes are reused from boundary to boundary.
         var boundary: [UInt8]?
+        func pass(_ key: UnsafeRawBufferPointer) {
+            if boundary == nil { boundary = [] }
+            boundary!.removeAll(keepingCapacity: true)
+            boundary!.append(contentsOf: key)
+        }
         var height = range.lower == nil ? StoredReductions.maximumLevel : 0
         // After chunks were handed over, the row cursor is moved only when rows are needed again.
         var rowsBehind = false
@@ -106,7 +115,7 @@ struct IndexScanner {
                     if chunk.rowCount > 0, try !body(.chunk(chunk, boundary: part)) { return }
                     if chunk.isTail { return }
                     chunks!.currentLevel = level
-                    boundary = Array(part)
+                    pass(part)
                     height = chunk.height
                     skipped = true
                     break
@@ -118,7 +127,9 @@ struct IndexScanner {
                 height = 0
             }
             if rowsBehind {
-                entry = try cursor.seek(atOrAfter: boundary! + [0])
+                boundary!.append(0)
+                entry = try cursor.seek(atOrAfter: boundary!)
+                boundary!.removeLast()
                 rowsBehind = false
             }
             guard let current = entry else { return }
@@ -135,9 +146,9 @@ struct IndexScanner {
                 guard range.isBelowUpper(row.fullKey) else { return }
                 if try !body(.row(row)) { return }
                 // Only while some level's chunks can still fit does a row's height matter.
-                if let chunks, chunks.usefulLevel > 0 {
+                if (chunks?.usefulLevel ?? 0) > 0 {
                     height = StoredReductions.height(of: current.key)
-                    if height > 0 { boundary = Array(current.key) }
+                    if height > 0 { pass(current.key) }
                 }
             }
             entry = try cursor.next()

@@ -179,14 +179,18 @@ struct StoredReductions {
 
     /// The key part of the level's first chunk whose key part is after `key`.
     private static func chunkPart(level: Int, after key: [UInt8], cursor: LMDBCursor) throws -> [UInt8] {
-        guard let entry = try chunk(level: level, after: key, cursor: cursor) else { return tailKey }
+        var entryKey: [UInt8] = []
+        guard let entry = try chunk(level: level, after: key, cursor: cursor, key: &entryKey) else { return tailKey }
         return Array(entry.key.dropFirst())
     }
 
     /// The level's first chunk whose key part is after `boundary` (the level's
     /// first chunk when nil), or nil past the level's last.
-    static func chunk(level: Int, after boundary: [UInt8]?, cursor: LMDBCursor) throws -> LMDBCursor.Entry? {
-        let key = entryKey(level: level, boundary ?? [])
+    /// `key` is room for the entry key sought (reused across calls by a caller that seeks often).
+    static func chunk(level: Int, after boundary: [UInt8]?, cursor: LMDBCursor, key: inout [UInt8]) throws -> LMDBCursor.Entry? {
+        key.removeAll(keepingCapacity: true)
+        key.append(UInt8(level))
+        if let boundary { key.append(contentsOf: boundary) }
         var entry = try cursor.seek(atOrAfter: key)
         if boundary != nil, let found = entry, compareBytes(found.key, key) == 0 { entry = try cursor.next() }
         guard let entry, entry.key.first == UInt8(level) else { return nil }

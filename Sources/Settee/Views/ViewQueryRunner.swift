@@ -92,14 +92,12 @@ struct ViewQueryRunner {
                         skip -= 1
                         return true
                     }
-                    var viewRow = ViewRow(
+                    // Made in place: a row copied into the array would retain and release each of its strings.
+                    rows.append(ViewRow(
                         id: String(decoding: row.id, as: UTF8.self),
                         keyJSON: String(decoding: row.keyJSON, as: UTF8.self),
-                        valueJSON: String(decoding: row.valueJSON, as: UTF8.self))
-                    if options.includeDocs {
-                        viewRow.documentJSON = try includedDocument(for: row, transaction: transaction)
-                    }
-                    rows.append(viewRow)
+                        valueJSON: String(decoding: row.valueJSON, as: UTF8.self),
+                        documentJSON: options.includeDocs ? try includedDocument(for: row, transaction: transaction) : nil))
                     more = rows.count < limit
                     return more
                 }
