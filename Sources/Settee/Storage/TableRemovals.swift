@@ -20,7 +20,9 @@ final class TableRemovals: @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`:
     private var epoch: UInt64 = 0
-    private var readers: [UInt64: Int] = [:]
+    /// Readers by the epoch they began in, oldest first (one entry, as a rule:
+    /// every read would otherwise hash into a dictionary).
+    private var readers: [(epoch: UInt64, count: Int)] = []
     private var pending: [String: UInt64] = [:]
     /// Tables dropped by the write transaction in progress (the writer's only).
     private var uncommitted: [String] = []
@@ -28,18 +30,20 @@ final class TableRemovals: @unchecked Sendable {
     /// Registers a reader before its transaction begins; pass the result to ``readerEnded(_:)``.
     func readerBegins() -> UInt64 {
         lock.withLock {
-            readers[epoch, default: 0] += 1
+            if let last = readers.indices.last, readers[last].epoch == epoch {
+                readers[last].count += 1
+            } else {
+                readers.append((epoch, 1))
+            }
             return epoch
         }
     }
 
     func readerEnded(_ epoch: UInt64) {
         lock.withLock {
-            if let count = readers[epoch], count > 1 {
-                readers[epoch] = count - 1
-            } else {
-                readers[epoch] = nil
-            }
+            guard let index = readers.firstIndex(where: { $0.epoch == epoch }) else { return }
+            readers[index].count -= 1
+            if readers[index].count == 0 { readers.remove(at: index) }
         }
     }
 
@@ -74,7 +78,7 @@ final class TableRemovals: @unchecked Sendable {
     func removable() -> [String] {
         lock.withLock {
             guard !pending.isEmpty else { return [] }
-            let oldestReader = readers.keys.min() ?? .max
+            let oldestReader = readers.first?.epoch ?? .max
             return pending.filter { $0.value < oldestReader }.map(\.key).sorted()
         }
     }

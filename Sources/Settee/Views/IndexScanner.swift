@@ -40,19 +40,26 @@ struct IndexScanner {
     /// Calls `body` for the rows in `range` in order, handing over instead a
     /// whole stored chunk wherever one lies inside the range and `accept` takes
     /// it (nil: rows only). Stops when `body` returns false.
+    ///
+    /// An ascending fold over a range open below may instead begin after
+    /// `start.boundary`, a boundary of a level above `start.height` whose next
+    /// chunk of that level reaches past the range, the rows up to it counted by
+    /// the caller (see ``ChunkCounts``): it goes on with chunks of
+    /// `start.height` and below.
     func fold(_ range: IndexRange, descending: Bool, chunksWhere accept: ((StoredChunk) throws -> Bool)?,
-              _ body: (Item) throws -> Bool) throws {
+              after start: (boundary: [UInt8], height: Int)? = nil, _ body: (Item) throws -> Bool) throws {
+        precondition(start == nil || (!descending && range.lower == nil && chunks != nil && accept != nil))
         try transaction.withCursor(rows) { rowCursor in
             guard let chunks, let accept else {
                 return descending
                     ? try foldDescending(range, rowCursor: rowCursor, chunks: nil, body)
-                    : try foldAscending(range, rowCursor: rowCursor, chunks: nil, body)
+                    : try foldAscending(range, rowCursor: rowCursor, chunks: nil, after: nil, body)
             }
             try transaction.withCursor(chunks) { chunkCursor in
                 let skipping = ChunkSkipping(cursor: chunkCursor, accept: accept)
                 descending
                     ? try foldDescending(range, rowCursor: rowCursor, chunks: skipping, body)
-                    : try foldAscending(range, rowCursor: rowCursor, chunks: skipping, body)
+                    : try foldAscending(range, rowCursor: rowCursor, chunks: skipping, after: start, body)
             }
         }
     }
@@ -81,25 +88,26 @@ struct IndexScanner {
     }
 
     private func foldAscending(_ range: IndexRange, rowCursor cursor: LMDBCursor, chunks: ChunkSkipping?,
-                               _ body: (Item) throws -> Bool) throws {
+                               after start: (boundary: [UInt8], height: Int)?, _ body: (Item) throws -> Bool) throws {
         var chunks = chunks
         var entry: LMDBCursor.Entry?
         if let lower = range.lower {
             entry = try cursor.seek(atOrAfter: Array(lower.bytes.prefix(IndexRow.prefixLength)))
-        } else {
+        } else if start == nil {
             entry = try cursor.first()
         }
         // The last chunk boundary passed and its height; the index's start is a boundary of every level.
         // Its bytes are reused from boundary to boundary.
-        var boundary: [UInt8]?
+        var boundary: [UInt8]? = start?.boundary
         func pass(_ key: UnsafeRawBufferPointer) {
             if boundary == nil { boundary = [] }
             boundary!.removeAll(keepingCapacity: true)
             boundary!.append(contentsOf: key)
         }
-        var height = range.lower == nil ? StoredReductions.maximumLevel : 0
+        var height = start?.height ?? (range.lower == nil ? StoredReductions.maximumLevel : 0)
+        if let start { chunks!.usefulLevel = start.height }
         // After chunks were handed over, the row cursor is moved only when rows are needed again.
-        var rowsBehind = false
+        var rowsBehind = start != nil
         while true {
             if chunks != nil && height > 0 {
                 var skipped = false

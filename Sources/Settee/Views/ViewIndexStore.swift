@@ -40,6 +40,42 @@ struct ViewIndexState: Sendable, Equatable {
     }
 }
 
+/// An index's state as some transaction read it, and what the queries reading
+/// that same state may share: its rows and chunks are those the state was
+/// committed with, so nothing kept here can go stale (a write makes a new state).
+final class IndexSnapshot: Sendable {
+    let bytes: [UInt8]
+    let state: ViewIndexState
+    private let kept = Mutex<(reads: Int, counts: ChunkCounts?)>((0, nil))
+
+    /// Queries that read a state before its chunk counts are kept: an index
+    /// that changes between queries never pays for them.
+    static let readsBeforeCounts = 3
+
+    init(bytes: [UInt8], state: ViewIndexState) {
+        self.bytes = bytes
+        self.state = state
+    }
+
+    /// The chunk counts kept so far, if any.
+    var keptChunkCounts: ChunkCounts? {
+        kept.withLock { $0.counts }
+    }
+
+    /// The index's level-``ChunkCounts/level`` chunks in memory, once enough
+    /// queries have read this state (nil before); `load` reads them in a
+    /// transaction that sees this state.
+    func chunkCounts(_ load: () throws -> ChunkCounts) throws -> ChunkCounts? {
+        try kept.withLock { kept in
+            if let counts = kept.counts { return counts }
+            kept.reads += 1
+            guard kept.reads >= Self.readsBeforeCounts else { return nil }
+            kept.counts = try load()
+            return kept.counts
+        }
+    }
+}
+
 /// The tables of one view index: rows by full key, the back index (doc id →
 /// the stored keys of its rows) that lets a changed document's old rows go, and
 /// the rows' stored chunk reductions.
@@ -58,7 +94,7 @@ final class ViewIndexStore: Sendable {
     /// Tables by signature, and each index's state as last read (with the
     /// bytes it was parsed from): queries neither reopen nor reparse them.
     private let tablesCache = Mutex<[String: ViewIndexTables]>([:])
-    private let stateCache = Mutex<[String: (bytes: [UInt8], state: ViewIndexState)]>([:])
+    private let stateCache = Mutex<[String: IndexSnapshot]>([:])
 
     init(environment: LMDBEnvironment) throws {
         self.environment = environment
@@ -79,12 +115,17 @@ final class ViewIndexStore: Sendable {
     }
 
     func state(_ signature: String, in transaction: LMDBTransaction) throws -> ViewIndexState? {
+        try snapshot(signature, in: transaction)?.state
+    }
+
+    /// The index's state in `transaction`, with what queries of that state keep.
+    func snapshot(_ signature: String, in transaction: LMDBTransaction) throws -> IndexSnapshot? {
         var key = signature
         guard let bytes = try key.withUTF8({ try transaction.get(states, UnsafeRawBufferPointer($0)) }) else { return nil }
-        if let cached = stateCache.withLock({ $0[signature] }), compareBytes(bytes, cached.bytes) == 0 { return cached.state }
-        let state = ViewIndexState(json: try JSONParser.parse(bytes))
-        stateCache.withLock { $0[signature] = (Array(bytes), state) }
-        return state
+        if let cached = stateCache.withLock({ $0[signature] }), compareBytes(bytes, cached.bytes) == 0 { return cached }
+        let snapshot = IndexSnapshot(bytes: Array(bytes), state: ViewIndexState(json: try JSONParser.parse(bytes)))
+        stateCache.withLock { $0[signature] = snapshot }
+        return snapshot
     }
 
     func setState(_ state: ViewIndexState, for signature: String, in transaction: LMDBTransaction) throws {

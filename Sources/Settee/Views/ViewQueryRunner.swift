@@ -18,13 +18,18 @@ struct ViewQueryRunner {
 
     func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables) throws -> ViewResult {
         try store.environment.read { transaction in
-            let state = try indexes.state(view.signature, in: transaction) ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
+            let snapshot = try indexes.snapshot(view.signature, in: transaction)
+            let state = snapshot?.state ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
             let scanner = IndexScanner(transaction: transaction, rows: tables.rows, chunks: storedReductions && state.chunksCurrent ? tables.chunks : nil)
             var result: ViewResult
             if options.reduce ?? (view.reduce != nil), let reduce = view.reduce {
                 result = try reduceQuery(view, reduce: reduce, options, scanner: scanner)
             } else {
-                result = try mapQuery(view, options, scanner: scanner, transaction: transaction)
+                // Kept for the index state once it has served a few queries.
+                let counts = scanner.chunks == nil ? nil : try snapshot?.chunkCounts {
+                    try ChunkCounts(chunks: tables.chunks, in: transaction)
+                }
+                result = try mapQuery(view, options, scanner: scanner, counts: counts, transaction: transaction)
                 result.totalRows = state.rowCount
             }
             if options.updateSeq { result.updateSequence = state.sequence }
@@ -79,7 +84,8 @@ struct ViewQueryRunner {
 
     // MARK: Map queries
 
-    private func mapQuery(_ view: ViewDefinition, _ options: ViewQueryOptions, scanner: IndexScanner, transaction: LMDBTransaction) throws -> ViewResult {
+    private func mapQuery(_ view: ViewDefinition, _ options: ViewQueryOptions, scanner: IndexScanner, counts: ChunkCounts?,
+                          transaction: LMDBTransaction) throws -> ViewResult {
         let ranges = ranges(options, collation: view.collation)
         var rows: [ViewRow] = []
         var skip = options.skip
@@ -104,23 +110,29 @@ struct ViewQueryRunner {
                 if !more { break scan }
             }
         }
-        let offset = try rowsBefore(ranges.first, descending: options.descending, scanner: scanner) + options.skip
+        let offset = try rowsBefore(ranges.first, descending: options.descending, scanner: scanner, counts: counts) + options.skip
         return ViewResult(totalRows: nil, offset: offset, updateSequence: nil, rows: rows)
     }
 
     /// Rows that sort before the range in the scan's direction.
-    private func rowsBefore(_ range: IndexRange?, descending: Bool, scanner: IndexScanner) throws -> Int {
+    private func rowsBefore(_ range: IndexRange?, descending: Bool, scanner: IndexScanner, counts: ChunkCounts?) throws -> Int {
         guard let range else { return 0 }
         var count = 0
         let before: IndexRange
+        var start: (boundary: [UInt8], height: Int)?
         if descending {
             guard let upper = range.upper else { return 0 }
             before = IndexRange(lower: IndexBound(bytes: upper.bytes, inclusive: !upper.inclusive), upper: nil)
         } else {
             guard let lower = range.lower else { return 0 }
             before = IndexRange(lower: nil, upper: IndexBound(bytes: lower.bytes, inclusive: !lower.inclusive))
+            if let (boundary, rows) = counts?.lastChunk(below: before) {
+                // The kept level counts the rows up to its last chunk before the range.
+                count = rows
+                start = (boundary, ChunkCounts.level - 1)
+            }
         }
-        try scanner.fold(before, descending: descending, chunksWhere: { _ in true }) { item in
+        try scanner.fold(before, descending: descending, chunksWhere: { _ in true }, after: start) { item in
             switch item {
             case .row: count += 1
             case .chunk(let chunk, _): count += chunk.rowCount
