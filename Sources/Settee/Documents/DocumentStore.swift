@@ -41,6 +41,18 @@ final class DocumentStore: Sendable {
         }
     }
 
+    /// The revision of a document that exists and is not deleted, read without its body.
+    func liveRevision(_ id: String) throws -> Revision? {
+        var key = id
+        return try environment.read { transaction in
+            try key.withUTF8 { key in
+                guard let bytes = try transaction.get(docs, UnsafeRawBufferPointer(key)) else { return nil }
+                let record = DocumentRecord(bytes: bytes)
+                return record.isDeleted ? nil : record.revision
+            }
+        }
+    }
+
     /// The document, or nil when it does not exist or was deleted.
     func document(_ id: String) throws -> Document? {
         try environment.read { transaction in

@@ -148,18 +148,25 @@ extension Database {
     func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
         let id = name.hasPrefix("_design/") ? name : "_design/" + name
-        guard let document = try document(id) else {
-            throw DocumentError(.notFound, "missing", id: id)
+        // The revision alone tells whether the parsed design document is current.
+        let design: DesignDocument
+        let revision: Revision
+        if let live = try store.liveRevision(id), let cached = designDocumentCache.cached(id, revision: live) {
+            (design, revision) = (cached, live)
+        } else {
+            guard let document = try document(id) else {
+                throw DocumentError(.notFound, "missing", id: id)
+            }
+            (design, revision) = (try designDocumentCache.parsed(document), document.revision)
         }
-        let design = try designDocumentCache.parsed(document)
         guard let view = design.view(viewName) else {
             throw DocumentError(.notFound, "missing_named_view", id: design.id)
         }
         let validated = try options.validated(viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
         // A design document written with put() was never compiled: say so with its id and view, not mid-indexing.
-        if !designDocumentCache.isChecked(document) {
+        if !designDocumentCache.isChecked(id, revision: revision) {
             try check(design, file: nil)
-            designDocumentCache.markChecked(document)
+            designDocumentCache.markChecked(id, revision: revision)
         }
         let indexer = try makeIndexer()
         if validated.update == .true {
@@ -243,20 +250,23 @@ final class DesignDocumentCache: @unchecked Sendable {
     private var entries: [String: Entry] = [:]
 
     /// Whether this revision of the design document compiled.
-    func isChecked(_ document: Document) -> Bool {
-        lock.withLock { entries[document.id].map { $0.revision == document.revision && $0.checked } ?? false }
+    func isChecked(_ id: String, revision: Revision) -> Bool {
+        lock.withLock { entries[id].map { $0.revision == revision && $0.checked } ?? false }
     }
 
-    func markChecked(_ document: Document) {
+    func markChecked(_ id: String, revision: Revision) {
         lock.withLock {
-            if entries[document.id]?.revision == document.revision { entries[document.id]?.checked = true }
+            if entries[id]?.revision == revision { entries[id]?.checked = true }
         }
+    }
+
+    /// The design document parsed at `revision`, if that is the one cached.
+    func cached(_ id: String, revision: Revision) -> DesignDocument? {
+        lock.withLock { entries[id].flatMap { $0.revision == revision ? $0.design : nil } }
     }
 
     func parsed(_ document: Document) throws -> DesignDocument {
-        if let design = lock.withLock({ entries[document.id].flatMap { $0.revision == document.revision ? $0.design : nil } }) {
-            return design
-        }
+        if let design = cached(document.id, revision: document.revision) { return design }
         let design = try DesignDocument(json: try document.value)
         lock.withLock { entries[document.id] = Entry(revision: document.revision, design: design) }
         return design

@@ -47,8 +47,12 @@ struct ViewQueryRunner {
         if let key = options.key {
             return [exactRange(CollationKey.encode(key, mode: collation))]
         }
-        let start = options.startKey.map { bound(CollationKey.encode($0, mode: collation), docID: options.startKeyDocID) }
-        let end = options.endKey.map { bound(CollationKey.encode($0, mode: collation), docID: options.endKeyDocID) }
+        let encodedStart = options.startKey.map { CollationKey.encode($0, mode: collation) }
+        // `key` arrives as the same start and end key: encoded once.
+        let sameKey = if let startKey = options.startKey, let endKey = options.endKey { ViewQueryOptions.identical(startKey, endKey) } else { false }
+        let encodedEnd = sameKey ? encodedStart : options.endKey.map { CollationKey.encode($0, mode: collation) }
+        let start = encodedStart.map { bound($0, docID: options.startKeyDocID) }
+        let end = encodedEnd.map { bound($0, docID: options.endKeyDocID) }
         // `start` is where the scan begins: the lower bound ascending, the upper descending.
         if options.descending {
             let upper = start.map { IndexBound(bytes: $0.afterAll, inclusive: true) }
