@@ -1,3 +1,5 @@
+import Foundation
+
 /// CouchDB's view query parameters (`#mrargs` in `couch_mrview.hrl`).
 ///
 /// Build one from a query string with ``init(parameters:)``, or set the
@@ -515,15 +517,24 @@ public struct ViewQueryOptions: Sendable, Equatable {
         case let (.number(x), .number(y)):
             return x == y
         case let (.string(x), .string(y)):
-            return x.utf8.elementsEqual(y.utf8)
+            return sameBytes(x, y)
         case let (.array(x), .array(y)):
             return x.count == y.count && zip(x, y).allSatisfy { identical($0, $1) }
         case let (.object(x), .object(y)):
             return x.count == y.count
-                && zip(x, y).allSatisfy { $0.key.utf8.elementsEqual($1.key.utf8) && identical($0.value, $1.value) }
+                && zip(x, y).allSatisfy { sameBytes($0.key, $1.key) && identical($0.value, $1.value) }
         default:
             return false
         }
+    }
+
+    /// Whether two strings hold the same UTF-8 bytes (`==` compares canonical equivalence).
+    private static func sameBytes(_ x: String, _ y: String) -> Bool {
+        guard x.utf8.count == y.utf8.count else { return false }
+        let compared = x.utf8.withContiguousStorageIfAvailable { x in
+            y.utf8.withContiguousStorageIfAvailable { y in x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
+        }
+        return (compared ?? nil) ?? x.utf8.elementsEqual(y.utf8)
     }
 
     // MARK: - Erlang's ~p

@@ -168,9 +168,9 @@ extension Database {
             try check(design, file: nil)
             designDocumentCache.markChecked(id, revision: revision)
         }
-        let indexer = try makeIndexer()
         if validated.update == .true {
             // All views of the design document share one pass over the changes.
+            let indexer = try makeIndexer()
             try indexing.withLock { try indexer.update(design.views, progress: progress) }
         }
         let tables = try indexes.tables(for: view.signature)
@@ -178,6 +178,7 @@ extension Database {
         runner.storedReductions = storedReductions
         let result = try runner.run(view, validated, tables: tables)
         if validated.update == .lazy {
+            let indexer = try makeIndexer()
             try indexing.withLock { try indexer.update(design.views) }
         }
         return result
