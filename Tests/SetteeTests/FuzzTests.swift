@@ -71,7 +71,7 @@ struct FuzzTests {
                 parsed = value
             case .failure(let error):
                 #expect(error.offset >= 0 && error.offset <= bytes.count, "\(error) for \(bytes)")
-                #expect(throws: JSONParseError.self) { try CollationKey.encode(json: UnsafeRawBufferPointer(start: bytes, count: bytes.count), mode: .unicode) }
+                #expect(throws: JSONParseError.self) { try bytes.withUnsafeBytes { _ = try CollationKey.encode(json: $0, mode: .unicode) } }
                 #expect(throws: DocumentError.self) { try bytes.withUnsafeBytes { _ = try DocumentEdit(json: $0) } }
                 return
             }
