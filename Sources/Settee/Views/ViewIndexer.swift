@@ -357,10 +357,14 @@ struct ViewIndexer {
             }
             // A fresh index's first flush, or keys that keep growing: LMDB fills pages in order.
             let appends = try transaction.isAfterLastKey(target.tables.rows, key(first))
-            for entry in rows.entries {
+            // Rows landing all over a large table read nearly every page of it
+            // (even 25,000 rows in a million): those pages go as the writes pass.
+            let releasing = !appends && rows.entries.count >= Self.releaseThreshold
+            for (number, entry) in rows.entries.enumerated() {
                 let value = UnsafeRawBufferPointer(start: base + Int(entry.keyStart + entry.keyLength), count: Int(entry.valueLength))
                 try transaction.put(target.tables.rows, key(entry), value, append: appends)
                 changed?.append(Array(key(entry)))
+                if releasing && number & 0xFFF == 0xFFF { transaction.environment.releaseMappedPages() }
             }
         }
         state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > before.sequence }
