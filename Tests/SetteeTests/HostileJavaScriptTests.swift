@@ -30,6 +30,22 @@ private func rows(_ outcome: Result<[EmittedRow], JavaScriptError>) -> [[String]
 
 private let healthyMap = "function (doc) { emit(doc._id, 1); }"
 
+/// Imports `documents` (NDJSON) and the design document `design` (whose view
+/// is `app/v`) into a fresh database with the `settee` tool, then queries the
+/// view with `--verbose`; returns the query's outcome and the database's path.
+private func queryWithTheTool(documents: String, design: String, in directory: TemporaryDirectory) throws
+    -> (query: ChildProcess.Outcome, database: String) {
+    let settee = try SetteeExecutable.find()
+    let db = directory.url.appendingPathComponent("db").path
+    let documentsFile = directory.file("docs.ndjson", contents: documents)
+    let designFile = directory.file("design.json", contents: design)
+    #expect(try settee.run(["--db", db, "import", documentsFile.path], in: directory.url).exitStatus == 0)
+    #expect(try settee.run(["--db", db, "design", "load", designFile.path], in: directory.url).exitStatus == 0)
+    let query = try settee.run(["--db", db, "query", "app/v", "--verbose"], in: directory.url)
+    #expect(query.exitStatus == 0, "\(query.standardError)")
+    return (query, db)
+}
+
 /// Runs `body` with a database of two workers in a fresh directory.
 private func withDatabase(_ body: (Database, TemporaryDirectory) throws -> Void) throws {
     let directory = TemporaryDirectory()
@@ -66,23 +82,16 @@ struct HostileJavaScriptTests {
 
     @Test("Memory bombs while indexing, in the settee tool: each is skipped, the others are indexed, peak memory stays bounded")
     func memoryBombInTheTool() throws {
-        let settee = try SetteeExecutable.find()
         let directory = TemporaryDirectory()
-        let db = directory.url.appendingPathComponent("db").path
-        let documents = directory.file("docs.ndjson", contents: """
+        let (query, db) = try queryWithTheTool(documents: """
             {"_id": "a"}
             {"_id": "bomb", "bomb": true}
             {"_id": "c"}
             {"_id": "second-bomb", "bomb": true}
-            """)
-        let design = directory.file("design.json", contents: #"""
+            """, design: #"""
             {"_id": "_design/app", "views": {"v": {"map":
               "function (doc) { if (doc.bomb) { var a = []; while (true) a.push(new Uint8Array(16 << 20).fill(1)); } emit(doc._id, null); }"}}}
-            """#)
-        #expect(try settee.run(["--db", db, "import", documents.path], in: directory.url).exitStatus == 0)
-        #expect(try settee.run(["--db", db, "design", "load", design.path], in: directory.url).exitStatus == 0)
-        let query = try settee.run(["--db", db, "query", "app/v", "--verbose"], in: directory.url)
-        #expect(query.exitStatus == 0, "\(query.standardError)")
+            """#, in: directory)
         // Each bomb was stopped: by the memory bound, or on a machine too busy
         // to reach it in time (the in-process test above tells them apart) by
         // the 5 s time limit.
@@ -98,7 +107,7 @@ struct HostileJavaScriptTests {
         #expect(query.peakResidentBytes < 768 << 20, "peak \(query.peakResidentBytes >> 20) MiB")
         print("two memory bombs in `settee query`: peak resident \(query.peakResidentBytes >> 20) MiB; " +
               "\(stopped.filter { $0.contains("out of memory") }.count) of 2 stopped by the memory bound, the rest by the time limit")
-        let info = try settee.run(["--db", db, "info"], in: directory.url)
+        let info = try SetteeExecutable.find().run(["--db", db, "info"], in: directory.url)
         #expect(info.standardOutput.contains(#""map_errors":2"#), "\(info.standardOutput)")
     }
 
@@ -173,18 +182,11 @@ struct HostileJavaScriptTests {
 
     @Test("Memory kept in globals while indexing, in the settee tool: stays bounded, every document but the few at a reset is indexed")
     func keptMemoryInTheTool() throws {
-        let settee = try SetteeExecutable.find()
-        let directory = TemporaryDirectory()
-        let db = directory.url.appendingPathComponent("db").path
-        let documents = directory.file("docs.ndjson", contents: (0..<150).map { #"{"_id": "d\#($0)"}"# }.joined(separator: "\n"))
-        let design = directory.file("design.json", contents: #"""
+        let (query, _) = try queryWithTheTool(
+            documents: (0..<150).map { #"{"_id": "d\#($0)"}"# }.joined(separator: "\n"), design: #"""
             {"_id": "_design/app", "views": {"v": {"map":
               "function (doc) { if (typeof kept === 'undefined') kept = []; kept.push(new Uint8Array(4 << 20).fill(1)); emit(doc._id, null); }"}}}
-            """#)
-        #expect(try settee.run(["--db", db, "import", documents.path], in: directory.url).exitStatus == 0)
-        #expect(try settee.run(["--db", db, "design", "load", design.path], in: directory.url).exitStatus == 0)
-        let query = try settee.run(["--db", db, "query", "app/v", "--verbose"], in: directory.url)
-        #expect(query.exitStatus == 0, "\(query.standardError)")
+            """#, in: TemporaryDirectory())
         let resets = query.standardError.split(separator: "\n").filter { $0.contains("global variables were cleared") }
         #expect(!resets.isEmpty, "\(query.standardError)")
         let result = try JSONValue(parsing: query.standardOutput)
