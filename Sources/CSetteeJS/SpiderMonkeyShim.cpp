@@ -676,16 +676,16 @@ void resetGlobalState(settee_js_context *context) {
     releaseMemory(cx);
 }
 
-// After a call, when asked (see below): measures what the functions keep,
-// collects garbage if that is over the bound, and resets the global state if
-// it still is. Returns false, with the failure to report for the call, if it
-// was reset. Runs outside any realm, so the old global can go.
 // Where the next measurement's heap and collection triggers start from.
 void noteKeptCheck(settee_js_context *context) {
     context->heapBytesAtKeptCheck = JS_GetGCParameter(context->cx, JSGC_BYTES);
     context->majorCollectionsAtKeptCheck = JS_GetGCParameter(context->cx, JSGC_MAJOR_GC_NUMBER);
 }
 
+// After a call, when asked (see below): measures what the functions keep,
+// collects garbage if that is over the bound, and resets the global state if
+// it still is. Returns false, with the failure to report for the call, if it
+// was reset. Runs outside any realm, so the old global can go.
 bool keepWithinKeptBound(settee_js_context *context, Failure &failure) {
     if (context->keptMemoryLimitBytes == 0 || context->queryServerInstalled) return true;
     JSContext *cx = context->cx;
