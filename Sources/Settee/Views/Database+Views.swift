@@ -130,11 +130,12 @@ extension Database {
     /// - Throws: ``QueryError`` for invalid options (CouchDB's messages),
     ///   ``DocumentError`` (`not_found`) for a missing design document or view.
     public func query(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
-        let parts = path.split(separator: "/", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else {
+        guard let slash = path.utf8.firstIndex(of: UInt8(ascii: "/")), slash != path.utf8.startIndex,
+              path.utf8.index(after: slash) != path.utf8.endIndex else {
             throw QueryError(error: "bad_request", reason: "a view is named DESIGN/VIEW, not \"\(path)\"")
         }
-        return try query(designDocument: parts[0], view: parts[1], options: options, progress: progress)
+        return try query(designDocument: String(path[..<slash]), view: String(path[path.utf8.index(after: slash)...]),
+                         options: options, progress: progress)
     }
 
     /// Queries the view `view` of the design document `designDocument`.
