@@ -21,6 +21,20 @@ private func randomDocument(_ id: Int, _ random: inout SplitMix64) -> String {
     #"{"_id": "d\#(String(format: "%05d", id))", "a": \#(random.next() % 10), "b": \#(random.next() % 50), "s": "\#(words[Int(random.next() % 7)])", "v": \#(random.next() % 1000)}"#
 }
 
+/// A query's response, or its error as text, read from stored chunks or by walking every row.
+private func queryOutcome(_ db: Database, _ designDocument: String, _ view: String, _ parameters: [(String, String)],
+                          storedReductions: Bool) throws -> String {
+    do {
+        let options = try ViewQueryOptions(parameters: parameters.map { (name: $0.0, value: $0.1) })
+        return try db.query(designDocument: designDocument, view: view, options: options, progress: { _ in },
+                            storedReductions: storedReductions).json
+    } catch let error as JavaScriptError {
+        return "\(error.kind): \(error.message)"
+    } catch let error as QueryError {
+        return "\(error)"
+    }
+}
+
 private struct ReductionFixture {
     let directory = TemporaryDirectory()
     let db: Database
@@ -38,17 +52,8 @@ private struct ReductionFixture {
 
     /// The query's response (or error) with stored chunks and by walking every row.
     func bothWays(_ view: String, _ parameters: [(String, String)]) throws -> (stored: String, walked: String) {
-        func outcome(_ stored: Bool) throws -> String {
-            do {
-                let options = try ViewQueryOptions(parameters: parameters.map { (name: $0.0, value: $0.1) })
-                return try db.query(designDocument: "r", view: view, options: options, progress: { _ in }, storedReductions: stored).json
-            } catch let error as JavaScriptError {
-                return "\(error.kind): \(error.message)"
-            } catch let error as QueryError {
-                return "\(error)"
-            }
-        }
-        return (try outcome(true), try outcome(false))
+        (try queryOutcome(db, "r", view, parameters, storedReductions: true),
+         try queryOutcome(db, "r", view, parameters, storedReductions: false))
     }
 
     /// Every entry of a view's chunk table.
@@ -211,16 +216,7 @@ struct StoredReductionTests {
         _ = try db.importDocuments(Data(#"{"_id": "text", "n": 1700, "v": "x"}"#.utf8))
         for view in ["js", "sum"] {
             func both(_ parameters: [(String, String)]) throws -> [String] {
-                try [true, false].map { stored in
-                    do {
-                        let options = try ViewQueryOptions(parameters: parameters.map { (name: $0.0, value: $0.1) })
-                        return try db.query(designDocument: "e", view: view, options: options, progress: { _ in }, storedReductions: stored).json
-                    } catch let error as JavaScriptError {
-                        return "\(error.kind): \(error.message)"
-                    } catch let error as QueryError {
-                        return "\(error)"
-                    }
-                }
+                try [true, false].map { stored in try queryOutcome(db, "e", view, parameters, storedReductions: stored) }
             }
             let full = try both([])
             #expect(full[0] == full[1])
