@@ -62,7 +62,7 @@ final class IndexSnapshot: Sendable {
         kept.withLock { $0.counts }
     }
 
-    /// The index's level-``ChunkCounts/level`` chunks in memory, once enough
+    /// The index's chunk boundaries in memory (see ``ChunkCounts``), once enough
     /// queries have read this state (nil before); `load` reads them in a
     /// transaction that sees this state.
     func chunkCounts(_ load: () throws -> ChunkCounts) throws -> ChunkCounts? {

@@ -130,10 +130,10 @@ struct ViewQueryRunner {
         } else {
             guard let lower = range.lower else { return 0 }
             before = IndexRange(lower: nil, upper: IndexBound(bytes: lower.bytes, inclusive: !lower.inclusive))
-            if let (boundary, rows) = counts?.lastChunk(below: before) {
-                // The kept level counts the rows up to its last chunk before the range.
+            if let chunks = scanner.chunks, let (boundary, rows) = try counts?.lastChunk(below: before, chunks: chunks, in: scanner.transaction) {
+                // The kept boundaries count the rows up to the last level-1 chunk before the range: rows follow.
                 count = rows
-                start = (boundary, ChunkCounts.level - 1)
+                start = (boundary, 0)
             }
         }
         try scanner.fold(before, descending: descending, chunksWhere: { _ in true }, after: start) { item in
