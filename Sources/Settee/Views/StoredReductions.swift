@@ -69,6 +69,12 @@ struct StoredReductions {
     /// time on a worker rather than one turn per chunk.
     func rebuild(in transaction: LMDBTransaction) throws {
         try transaction.clear(chunks)
+        try computeChunks(from: transaction) { try transaction.put(chunks, $0, $1) }
+    }
+
+    /// Computes every chunk from the rows `transaction` sees (a read
+    /// transaction will do), handing each entry's key and value to `emit`.
+    func computeChunks(from transaction: LMDBTransaction, _ emit: (_ key: [UInt8], _ value: [UInt8]) throws -> Void) throws {
         var builders = (0...Self.maximumLevel).map { _ in ChunkBuilder(reducer: reducer) }
         // Level-1 chunks closed but not yet finished: builder, key part, height.
         var unfinished: [(builder: ChunkBuilder, part: [UInt8], height: Int)] = []
@@ -78,7 +84,7 @@ struct StoredReductions {
             for (builder, part, height) in unfinished {
                 let reduction = builder.pendingReduction == nil ? nil : results?.next()
                 let value = try builder.finish(height: height, reduction: reduction)
-                try transaction.put(chunks, Self.entryKey(level: 1, part), value)
+                try emit(Self.entryKey(level: 1, part), value)
                 try value.withUnsafeBytes { try builders[2].add(chunk: StoredChunk(value: $0)) }
             }
             unfinished.removeAll(keepingCapacity: true)
@@ -99,7 +105,7 @@ struct StoredReductions {
                     if height > 1 || unfinished.count >= 1024 { try finishLevelOne() }
                     if height > 1 {
                         for level in 2...height {
-                            try close(level, at: Array(key), height: height, builders: &builders, in: transaction)
+                            try close(level, at: Array(key), height: height, builders: &builders, emit)
                         }
                     }
                 }
@@ -109,13 +115,14 @@ struct StoredReductions {
         unfinished.append((builders[1], Self.tailKey, StoredChunk.tailHeight))
         try finishLevelOne()
         for level in 2...Self.maximumLevel {
-            try close(level, at: Self.tailKey, height: StoredChunk.tailHeight, builders: &builders, in: transaction)
+            try close(level, at: Self.tailKey, height: StoredChunk.tailHeight, builders: &builders, emit)
         }
     }
 
-    private func close(_ level: Int, at part: [UInt8], height: Int, builders: inout [ChunkBuilder], in transaction: LMDBTransaction) throws {
+    private func close(_ level: Int, at part: [UInt8], height: Int, builders: inout [ChunkBuilder],
+                       _ emit: (_ key: [UInt8], _ value: [UInt8]) throws -> Void) throws {
         let value = try builders[level].finish(height: height)
-        try transaction.put(chunks, Self.entryKey(level: level, part), value)
+        try emit(Self.entryKey(level: level, part), value)
         if level < Self.maximumLevel {
             try value.withUnsafeBytes { try builders[level + 1].add(chunk: StoredChunk(value: $0)) }
         }
@@ -300,7 +307,10 @@ struct ChunkBuilder {
     private mutating func extend(first chunkFirst: UnsafeRawBufferPointer, last chunkLast: UnsafeRawBufferPointer) {
         // Stored order is key order except inside groups of long keys: keep the extremes.
         if first == nil || compareBytes(chunkFirst, first!) < 0 { first = Array(chunkFirst) }
-        if rowCount == 0 || compareBytes(chunkLast, last) >= 0 { last = Array(chunkLast) }
+        if rowCount == 0 || compareBytes(chunkLast, last) >= 0 {
+            last.removeAll(keepingCapacity: true)
+            last.append(contentsOf: chunkLast)
+        }
     }
 
     mutating func add(row: IndexRow) throws {

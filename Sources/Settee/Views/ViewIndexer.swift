@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Progress of an index build.
 public struct IndexProgress: Sendable {
@@ -143,10 +144,12 @@ struct ViewIndexer {
         // Nothing changed past the last document read: the indexes are current.
         // Bulk builds get their chunks now, from all the rows in one pass.
         guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else { return }
+        let chunks = try computeChunks(of: targets.indices.filter { !states[$0].chunksCurrent }.map { targets[$0] })
         try store.environment.write(durable: false) { transaction in
             for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
-                if !state.chunksCurrent {
-                    try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer).rebuild(in: transaction)
+                if !state.chunksCurrent, let entries = chunks[target.tables.signature] {
+                    try transaction.clear(target.tables.chunks)
+                    for (key, value) in entries { try transaction.put(target.tables.chunks, key, value) }
                     state.chunksCurrent = true
                 }
                 state.sequence = max(state.sequence, latest)
@@ -157,6 +160,26 @@ struct ViewIndexer {
             store.environment.releaseMappedPages()
             ProcessMemory.returnFreeMemory()
         }
+    }
+
+    /// The chunk entries of these targets' indexes (by signature), computed
+    /// from their committed rows, each index on its own read transaction and
+    /// thread, all at once.
+    private func computeChunks(of targets: [Target]) throws -> [String: [(key: [UInt8], value: [UInt8])]] {
+        let results = Mutex<[String: Result<[(key: [UInt8], value: [UInt8])], any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: targets.count) { index in
+            let target = targets[index]
+            let entries = Result {
+                try store.environment.read { transaction in
+                    var entries: [(key: [UInt8], value: [UInt8])] = []
+                    try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
+                        .computeChunks(from: transaction) { entries.append(($0, $1)) }
+                    return entries
+                }
+            }
+            results.withLock { $0[target.tables.signature] = entries }
+        }
+        return try results.withLock { $0 }.mapValues { try $0.get() }
     }
 
     /// Reads the next changed documents, each as map functions see it, into
