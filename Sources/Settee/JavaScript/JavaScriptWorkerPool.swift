@@ -41,6 +41,20 @@ public final class JavaScriptWorkerPool: Sendable {
         return try results.values()
     }
 
+    /// Runs `body` for each of `count` pieces of work, every worker taking the
+    /// next piece as it finishes one (so none waits long on another at the
+    /// end), and returns the results in piece order.
+    public func runShared<T: Sendable>(pieces count: Int, _ body: @escaping @Sendable (_ piece: Int, JavaScriptContext) throws -> T) throws -> [T] {
+        let taken = TurnCounter()
+        let results = ResultSlots<T>(count: count)
+        _ = try runOnEach { _, context in
+            while case let piece = taken.next() - 1, piece < count {
+                results.set(piece, Result { try body(piece, context) })
+            }
+        }
+        return try results.values()
+    }
+
     /// Maps documents (UTF-8 JSON texts) with the given map function sources,
     /// splitting them across the workers; results come back in document order.
     ///

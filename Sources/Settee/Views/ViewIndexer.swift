@@ -291,9 +291,11 @@ struct ViewIndexer {
             // A few changes: one worker, no fan-out.
             parts = [try workers.nextWorker().run { context in try mapSlice(context, 0..<documents.count) }]
         } else {
-            let slice = (documents.count + workerCount - 1) / workerCount
-            parts = try workers.runOnEach { worker, context in
-                let start = min(worker * slice, documents.count)
+            // Eight slices a worker, taken by whichever is free: the batch ends when the last slice does.
+            let slices = workerCount * 8
+            let slice = (documents.count + slices - 1) / slices
+            parts = try workers.runShared(pieces: slices) { piece, context in
+                let start = min(piece * slice, documents.count)
                 return try mapSlice(context, start..<min(start + slice, documents.count))
             }
         }
