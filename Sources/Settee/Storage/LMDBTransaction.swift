@@ -138,6 +138,16 @@ struct LMDBCursor {
         return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size), UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
     }
 
+    /// Writes `value` under `key` and leaves the cursor there. Puts in key
+    /// order through one cursor find each key's page from the last one's
+    /// rather than from the root; `append` (every key after the table's last)
+    /// fills pages to the end.
+    func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, append: Bool = false) throws(StorageError) {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        try check(mdb_cursor_put(cursor, &k, &v, append ? UInt32(MDB_APPEND) : 0), "writing to \(path)")
+    }
+
     /// Deletes the entry under the cursor.
     func deleteCurrent() throws(StorageError) {
         try check(mdb_cursor_del(cursor, 0), "deleting from \(path)")

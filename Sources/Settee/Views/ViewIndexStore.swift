@@ -197,17 +197,18 @@ final class ViewIndexStore: Sendable {
         return offset == old.count
     }
 
-    /// Records the stored keys of a document's new rows in the back index
-    /// (`append`: the id is known to follow every id there).
-    func setBackIndex(of id: UnsafeRawBufferPointer, to keys: some Sequence<UnsafeRawBufferPointer>, in tables: ViewIndexTables,
-                      transaction: LMDBTransaction, scratch: inout [UInt8], append: Bool = false) throws {
+    /// Records the stored keys of a document's new rows in the back index,
+    /// through `cursor` on its table (`append`: the id is known to follow
+    /// every id there).
+    func setBackIndex(of id: UnsafeRawBufferPointer, to keys: some Sequence<UnsafeRawBufferPointer>, cursor: LMDBCursor,
+                      scratch: inout [UInt8], append: Bool = false) throws {
         scratch.removeAll(keepingCapacity: true)
         for key in keys {
             withUnsafeBytes(of: UInt16(key.count)) { scratch.append(contentsOf: $0) }
             scratch.append(contentsOf: key)
         }
         guard !scratch.isEmpty else { return }
-        try scratch.withUnsafeBytes { try transaction.put(tables.back, id, $0, append: append) }
+        try scratch.withUnsafeBytes { try cursor.put(id, $0, append: append) }
     }
 
     /// Bytes the index's tables take.

@@ -353,26 +353,28 @@ struct ViewIndexer {
                 var keys: [UnsafeRawBufferPointer] = []
                 var values: [UnsafeRawBufferPointer] = []
                 var scratch: [UInt8] = []
-                for document in documents {
-                    documentRows.removeAll(keepingCapacity: true)
-                    keys.removeAll(keepingCapacity: true)
-                    values.removeAll(keepingCapacity: true)
-                    for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == index {
-                        documentRows.append(row)
-                        keys.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)]))
-                        values.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.valueStart)..<Int(row.valueStart + row.valueLength)]))
-                    }
-                    if !target.fresh {
-                        // A change the view doesn't see (same rows as before) writes nothing.
-                        if try indexes.holdsRows(of: id(document), keys: keys, values: values, in: target.tables, transaction: transaction) {
-                            continue
+                // One cursor for the back index: ids in order find their pages from the last one's.
+                try transaction.withCursor(target.tables.back) { backCursor in
+                    for document in documents {
+                        documentRows.removeAll(keepingCapacity: true)
+                        keys.removeAll(keepingCapacity: true)
+                        values.removeAll(keepingCapacity: true)
+                        for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == index {
+                            documentRows.append(row)
+                            keys.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)]))
+                            values.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.valueStart)..<Int(row.valueStart + row.valueLength)]))
                         }
-                        state.rowCount -= try indexes.removeRows(of: id(document), in: target.tables, transaction: transaction, removed: &changed)
+                        if !target.fresh {
+                            // A change the view doesn't see (same rows as before) writes nothing.
+                            if try indexes.holdsRows(of: id(document), keys: keys, values: values, in: target.tables, transaction: transaction) {
+                                continue
+                            }
+                            state.rowCount -= try indexes.removeRows(of: id(document), in: target.tables, transaction: transaction, removed: &changed)
+                        }
+                        for row in documentRows { rows.add(row) }
+                        guard !keys.isEmpty else { continue }
+                        try indexes.setBackIndex(of: id(document), to: keys, cursor: backCursor, scratch: &scratch, append: appendsBack)
                     }
-                    for row in documentRows { rows.add(row) }
-                    guard !keys.isEmpty else { continue }
-                    try indexes.setBackIndex(of: id(document), to: keys, in: target.tables, transaction: transaction,
-                                             scratch: &scratch, append: appendsBack)
                 }
             }
             rows.sort(in: bytes)
@@ -385,11 +387,13 @@ struct ViewIndexer {
             // Rows landing all over a large table read nearly every page of it
             // (even 25,000 rows in a million): those pages go as the writes pass.
             let releasing = !appends && rows.entries.count >= Self.releaseThreshold
-            for (number, entry) in rows.entries.enumerated() {
-                let value = UnsafeRawBufferPointer(start: base + Int(entry.keyStart + entry.keyLength), count: Int(entry.valueLength))
-                try transaction.put(target.tables.rows, key(entry), value, append: appends)
-                changed?.append(Array(key(entry)))
-                if releasing && number & 0xFFF == 0xFFF { transaction.environment.releaseMappedPages() }
+            try transaction.withCursor(target.tables.rows) { cursor in
+                for (number, entry) in rows.entries.enumerated() {
+                    let value = UnsafeRawBufferPointer(start: base + Int(entry.keyStart + entry.keyLength), count: Int(entry.valueLength))
+                    try cursor.put(key(entry), value, append: appends)
+                    changed?.append(Array(key(entry)))
+                    if releasing && number & 0xFFF == 0xFFF { transaction.environment.releaseMappedPages() }
+                }
             }
         }
         state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > before.sequence }
