@@ -94,7 +94,7 @@ struct StoredReductions {
             var entry = try cursor.first()
             while let (key, value) = entry {
                 count += 1
-                if count & 0xFFFF == 0 { transaction.environment.releaseMappedPages() }
+                if count & 0x3FFF == 0 { transaction.environment.releaseMappedPages() }
                 let row = IndexRow(storedKey: key, value: value)
                 try builders[1].add(row: row)
                 let height = Self.height(of: key)
