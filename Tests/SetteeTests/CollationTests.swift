@@ -1,4 +1,5 @@
 import Testing
+import CSetteeCollation
 @testable import Settee
 
 /// CouchDB's view collation, as `CollationKey` encodes it into bytes.
@@ -150,6 +151,39 @@ struct CollationTests {
             #expect(CollationKey.encode(.string(text), mode: .unicode) == CollationKey.encode(.string(text + "\u{200B}"), mode: .unicode))
             #expect(CollationKey.compare(.string(text), .string(text + "z"), mode: .unicode) == -1)
             #expect(Self.memcmp(CollationKey.encode(.string(text), mode: .unicode), CollationKey.encode(.string(text + "z"), mode: .unicode)) == -1)
+        }
+    }
+
+    @Test("Sort keys a thread serves again from its cache equal ICU's, slots overwritten or not")
+    func cachedSortKeys() {
+        var generator = SplitMix64(seed: 0x5EED)
+        let alphabet = Array("abcXYZ09 -_.äöüßçñ日本語한국어\u{0301}")
+        var texts = ["order", "contact", "Zürich", "a\u{0}b", "ab", "AB", "ａｂ", String(repeating: "x", count: 32),
+                     String(repeating: "x", count: 33), String(repeating: "日", count: 10), String(repeating: "é", count: 16)]
+        // Thousands of short strings: slots are shared and overwritten.
+        for _ in 0..<3000 {
+            texts.append(String((0..<(1 + Int(generator.next() % 12))).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }))
+        }
+        let distinct = Array(Set(texts))
+        @Sendable func sortKey(_ text: String) -> [UInt8] {
+            var text = text
+            var key: [UInt8] = []
+            text.withUTF8 { CollationKey.appendSortKey(UnsafeRawBufferPointer($0), to: &key) }
+            return key
+        }
+        // A new thread has nothing cached: each distinct text's key comes from ICU.
+        let fromICU = onSmallStack { distinct.map(sortKey) }
+        let first = distinct.map(sortKey)
+        let again = distinct.map(sortKey)
+        texts = distinct
+        for index in texts.indices {
+            #expect(first[index] == fromICU[index], "\(texts[index].debugDescription)")
+            #expect(again[index] == fromICU[index], "\(texts[index].debugDescription) from the cache")
+        }
+        for _ in 0..<2000 {
+            let (i, j) = (Int(generator.next() % UInt64(texts.count)), Int(generator.next() % UInt64(texts.count)))
+            let order = settee_collation_compare(texts[i], texts[i].utf8.count, texts[j], texts[j].utf8.count)
+            #expect(Self.memcmp(again[i], again[j]) == order.signum(), "\(texts[i].debugDescription) vs \(texts[j].debugDescription)")
         }
     }
 
