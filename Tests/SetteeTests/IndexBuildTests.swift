@@ -224,6 +224,45 @@ struct IndexBuildTests {
         try db.expectEqualToFreshBuild()
     }
 
+    @Test("Updates that move nothing but the checkpoint commit nothing; the next update with rows to write commits it")
+    func uncommittedCheckpoints() throws {
+        let lines = Self.documents(300, seed: 67)
+        let db = try Fixture(batchSize: 64)
+        try Self.load(lines, into: db.db)
+        try db.db.updateIndexes()
+        let signatures = try Self.views.map { try db.db.designDocument("b")!.view($0)!.signature }
+        func committed() throws -> [UInt64] {
+            try db.db.environment.read { transaction in try signatures.map { try db.db.indexes.snapshot($0, in: transaction)!.state.sequence } }
+        }
+        let built = try committed()
+        var options = ViewQueryOptions()
+        options.updateSeq = true
+        func edit(_ line: String, _ change: (inout [(key: String, value: JSONValue)]) -> Void) throws -> ViewResult {
+            let id = String(line.dropFirst(9).prefix(9))
+            var members = try db.db.document(id)!.value.objectValue!
+            change(&members)
+            _ = try db.db.put(JSONValue.object(members).jsonText)
+            return try db.db.query("b/by_tag", options: options)
+        }
+        // A member no view reads: each query is current, the committed checkpoints stay.
+        for line in lines.prefix(5) {
+            let result = try edit(line) { $0.append((key: "seen", value: true)) }
+            #expect(result.updateSequence == (try db.db.store.lastSequence()))
+        }
+        let afterEdits = try committed()
+        #expect(afterEdits == built, "no commit for checkpoints alone")
+        let latest = try db.db.store.lastSequence()
+        let current = try db.db.environment.read { transaction in try signatures.map { try db.db.indexes.state($0, in: transaction)!.sequence } }
+        #expect(current == Array(repeating: latest, count: signatures.count), "the states read reflect the kept checkpoints")
+        // A new tag: rows to write, and the checkpoints go in with them.
+        _ = try edit(lines[10]) { members in
+            members.removeAll { $0.key == "tag" }
+            members.append((key: "tag", value: "teal"))
+        }
+        #expect(try committed() == Array(repeating: try db.db.store.lastSequence(), count: signatures.count))
+        try db.expectEqualToFreshBuild()
+    }
+
     @Test("A document the engine cannot take within its heap bound is that document's map error; the others are indexed")
     func documentTooLargeForTheEngine() throws {
         let directory = TemporaryDirectory()

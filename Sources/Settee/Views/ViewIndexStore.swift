@@ -95,6 +95,12 @@ final class ViewIndexStore: Sendable {
     /// bytes it was parsed from): queries neither reopen nor reparse them.
     private let tablesCache = Mutex<[String: ViewIndexTables]>([:])
     private let stateCache = Mutex<[String: IndexSnapshot]>([:])
+    /// Checkpoints left uncommitted: updates that changed nothing but an
+    /// index's sequence skip the commit and its flush to disk (see
+    /// ``ViewIndexer``). By signature: the committed sequence they build on,
+    /// and the sequence the index reflects. Lost with the process, which then
+    /// maps those documents again and finds the same rows.
+    private let checkpoints = Mutex<[String: (committed: UInt64, current: UInt64)]>([:])
 
     init(environment: LMDBEnvironment) throws {
         self.environment = environment
@@ -114,8 +120,29 @@ final class ViewIndexStore: Sendable {
         return tables
     }
 
+    /// The index's state in `transaction`, its sequence advanced by a
+    /// checkpoint kept in memory on top of it.
     func state(_ signature: String, in transaction: LMDBTransaction) throws -> ViewIndexState? {
-        try snapshot(signature, in: transaction)?.state
+        guard var state = try snapshot(signature, in: transaction)?.state else { return nil }
+        state.sequence = currentSequence(signature, committed: state.sequence)
+        return state
+    }
+
+    /// The sequence the index reflects, given the one its committed state says.
+    func currentSequence(_ signature: String, committed: UInt64) -> UInt64 {
+        checkpoints.withLock { kept in kept[signature].flatMap { $0.committed == committed ? $0.current : nil } } ?? committed
+    }
+
+    /// The committed sequence under an index state whose sequence is `current`.
+    func committedSequence(_ signature: String, current: UInt64) -> UInt64 {
+        checkpoints.withLock { kept in kept[signature].flatMap { $0.current == current ? $0.committed : nil } } ?? current
+    }
+
+    /// Records that the index, whose state said `from`, now reflects `current`
+    /// with nothing else changed, and was not committed.
+    func keepCheckpoint(_ signature: String, from: UInt64, to current: UInt64) {
+        let committed = committedSequence(signature, current: from)
+        checkpoints.withLock { $0[signature] = (committed, current) }
     }
 
     /// The index's state in `transaction`, with what queries of that state keep.
@@ -154,6 +181,7 @@ final class ViewIndexStore: Sendable {
         try environment.dropDatabase(Self.chunksTable(signature), in: transaction)
         try transaction.delete(states, Array(signature.utf8))
         tablesCache.withLock { $0[signature] = nil }
+        checkpoints.withLock { $0[signature] = nil }
     }
 
     /// Removes a document's rows from one index (those its back index lists)

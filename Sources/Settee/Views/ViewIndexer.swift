@@ -17,13 +17,21 @@ public struct IndexProgress: Sendable {
 ///
 /// A pipeline of three stages on their own threads: one reads the next batch
 /// of changed documents (as the JSON map functions see, into one buffer),
-/// every JavaScript worker maps a slice of this batch (all the views being
-/// updated from one parse of each document), and one writes the last. Small
-/// updates write each batch and keep the chunks up as they go; large ones
-/// (a new index, or changes to a sixteenth of its rows or more) gather rows
-/// up to ``flushBytes`` and write them in key order, appended where they
-/// follow the index's last key, then rebuild the chunks once. Memory stays
-/// bounded by the batch and buffer sizes, whatever the database's size.
+/// the JavaScript workers map slices of this batch, each taking the next as
+/// it finishes one (all the views being updated from one parse of each
+/// document), and one writes the last. Small updates write each batch and
+/// keep the chunks up as they go; large ones (a new index, or changes to a
+/// sixteenth of its rows and more than 64 documents) gather rows up to
+/// ``flushBytes`` and write them in key order, appended where they follow
+/// the index's last key, then compute the chunks once, from the committed
+/// rows. Memory stays bounded by the batch and buffer sizes, whatever the
+/// database's size.
+///
+/// A small update that leaves every index's rows as they were (the edits
+/// touched nothing the views read) commits nothing: the new checkpoints
+/// are kept in memory (``ViewIndexStore``) and go in with the next write
+/// that has rows, or once they trail by more than 1,024 sequences. A
+/// restart forgets them and maps those documents again, to the same rows.
 struct ViewIndexer {
     let store: DocumentStore
     let indexes: ViewIndexStore
@@ -78,7 +86,7 @@ struct ViewIndexer {
             }
             targets.append(Target(
                 view: view, tables: tables, reducer: reducer, fresh: state.rowCount == 0,
-                bulk: !state.chunksCurrent || state.rowCount == 0 || pending * 16 > state.rowCount))
+                bulk: !state.chunksCurrent || (state.rowCount == 0 && state.sequence == 0) || pending * 16 > max(state.rowCount, 1024)))
             states.append(state)
         }
         guard !targets.isEmpty else { return }
@@ -320,24 +328,61 @@ struct ViewIndexer {
     /// Writes batches in one transaction, each to its targets, and returns
     /// every target's state.
     private func write(_ jobs: [(batch: MappedBatch, targets: [Int])], targets: [Target], states: [ViewIndexState]) throws -> [ViewIndexState] {
-        let result = try store.environment.write(durable: false) { transaction in
-            var result = states
-            for (batch, selected) in jobs {
-                for index in selected {
-                    result[index] = try write(batch, to: targets[index], index: index, state: states[index], in: transaction)
+        let written = jobs.flatMap(\.targets)
+        let result: [ViewIndexState]
+        do {
+            result = try store.environment.write(durable: false) { transaction in
+                var result = states
+                var wroteRows = false
+                for (batch, selected) in jobs {
+                    for index in selected {
+                        let outcome = try write(batch, to: targets[index], index: index, state: states[index], in: transaction)
+                        result[index] = outcome.state
+                        wroteRows = wroteRows || outcome.wroteRows
+                    }
                 }
+                if !wroteRows, written.allSatisfy({ checkpointOnly(targets[$0], before: states[$0], after: result[$0]) }) {
+                    throw CheckpointOnly(states: result)
+                }
+                return result
             }
-            return result
+        } catch let only as CheckpointOnly {
+            // Rolled back: the checkpoints are kept in memory instead.
+            for index in written {
+                indexes.keepCheckpoint(targets[index].tables.signature, from: states[index].sequence, to: only.states[index].sequence)
+            }
+            return only.states
         }
         if jobs.contains(where: { $0.batch.documentCount >= Self.releaseThreshold }) { store.environment.releaseMappedPages() }
         return result
+    }
+
+    /// Thrown to roll back a write that changed no index but its checkpoint.
+    private struct CheckpointOnly: Error {
+        let states: [ViewIndexState]
+    }
+
+    /// Committed checkpoints may trail by this many sequences: past it, an
+    /// update commits even when only its checkpoint moved, so that a restart
+    /// (which forgets uncommitted checkpoints) has little to map again.
+    private static let uncommittedSequences: UInt64 = 1024
+
+    /// Whether an index kept up batch by batch, whose rows the write left as
+    /// they were, changed nothing in its state but the sequence, with its
+    /// committed checkpoint recent enough to stay as it is.
+    private func checkpointOnly(_ target: Target, before: ViewIndexState, after: ViewIndexState) -> Bool {
+        var unchanged = after
+        unchanged.sequence = before.sequence
+        guard !target.bulk, unchanged == before else { return false }
+        let committed = indexes.committedSequence(target.tables.signature, current: before.sequence)
+        return after.sequence - committed <= Self.uncommittedSequences
     }
 
     /// Writes a batch's documents that the index hasn't seen: their old rows
     /// out, the back index in id order, the new rows in key order (appended
     /// past the table's last key), chunks kept up (unless bulk), the state.
     private func write(_ batch: MappedBatch, to target: Target, index: Int, state before: ViewIndexState,
-                       in transaction: LMDBTransaction) throws -> ViewIndexState {
+                       in transaction: LMDBTransaction) throws -> (state: ViewIndexState, wroteRows: Bool) {
         var state = before
         var changed: [[UInt8]]? = target.bulk ? nil : []
         var rows = SortedRows(capacity: batch.rows.count)
@@ -406,7 +451,7 @@ struct ViewIndexer {
         }
         state.sequence = max(state.sequence, batch.sequences.last!)
         try indexes.setState(state, for: target.tables.signature, in: transaction)
-        return state
+        return (state, changed.map { !$0.isEmpty } ?? true)
     }
 }
 

@@ -32,7 +32,7 @@ struct ViewQueryRunner {
                 result = try mapQuery(view, options, scanner: scanner, counts: counts, transaction: transaction)
                 result.totalRows = state.rowCount
             }
-            if options.updateSeq { result.updateSequence = state.sequence }
+            if options.updateSeq { result.updateSequence = indexes.currentSequence(view.signature, committed: state.sequence) }
             return result
         }
     }
