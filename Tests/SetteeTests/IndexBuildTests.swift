@@ -48,6 +48,14 @@ struct IndexBuildTests {
             }
         }
 
+        /// Changes and writes the document of a line from ``IndexBuildTests/documents(_:seed:revisions:)``.
+        func edit(_ line: String, _ change: (inout [(key: String, value: JSONValue)]) -> Void) throws {
+            let id = String(line.dropFirst(9).prefix(9))
+            var members = try db.document(id)!.value.objectValue!
+            change(&members)
+            _ = try db.put(JSONValue.object(members).jsonText)
+        }
+
         /// Every entry of the view's rows, back-index and chunk tables, and its row count.
         func tables(_ view: String) throws -> [[UInt8]] {
             let signature = try db.designDocument("b")!.view(view)!.signature
@@ -203,12 +211,7 @@ struct IndexBuildTests {
         try db.db.updateIndexes()
         let before = try Self.views.map { try db.tables($0) }
         func edit(_ change: (inout [(key: String, value: JSONValue)]) -> Void, count: Int) throws {
-            for line in lines.prefix(count) {
-                let id = String(line.dropFirst(9).prefix(9))
-                var members = try db.db.document(id)!.value.objectValue!
-                change(&members)
-                _ = try db.db.put(JSONValue.object(members).jsonText)
-            }
+            for line in lines.prefix(count) { try db.edit(line, change) }
             try db.db.updateIndexes()
         }
         // A member no view reads: nothing but the checkpoint changes.
@@ -238,10 +241,7 @@ struct IndexBuildTests {
         var options = ViewQueryOptions()
         options.updateSeq = true
         func edit(_ line: String, _ change: (inout [(key: String, value: JSONValue)]) -> Void) throws -> ViewResult {
-            let id = String(line.dropFirst(9).prefix(9))
-            var members = try db.db.document(id)!.value.objectValue!
-            change(&members)
-            _ = try db.db.put(JSONValue.object(members).jsonText)
+            try db.edit(line, change)
             return try db.db.query("b/by_tag", options: options)
         }
         // A member no view reads: each query is current, the committed checkpoints stay.
