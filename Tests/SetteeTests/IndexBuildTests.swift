@@ -41,11 +41,16 @@ struct IndexBuildTests {
                 lines.append(JSONValue.object(members).jsonText)
             }
             let fresh = try Fixture()
-            try IndexBuildTests.load(lines, into: fresh.db)
-            try fresh.db.updateIndexes()
+            try fresh.index(lines)
             for view in IndexBuildTests.views {
                 #expect(try tables(view) == fresh.tables(view), "\(context) \(view): differs from a fresh build")
             }
+        }
+
+        /// Imports these documents and brings the indexes up to date.
+        func index(_ lines: [String]) throws {
+            try IndexBuildTests.load(lines, into: db)
+            try db.updateIndexes()
         }
 
         /// Changes and writes the document of a line from ``IndexBuildTests/documents(_:seed:revisions:)``.
@@ -100,8 +105,7 @@ struct IndexBuildTests {
         let whole = try Fixture()
         let pieces = try Fixture(batchSize: 64, bufferBytes: 16 << 10)
         for fixture in [whole, pieces] {
-            try Self.load(lines, into: fixture.db)
-            try fixture.db.updateIndexes()
+            try fixture.index(lines)
         }
         for view in Self.views {
             let expected = try whole.tables(view)
@@ -114,8 +118,7 @@ struct IndexBuildTests {
     func largeUpdate() throws {
         let first = Self.documents(2000, seed: 21)
         let updated = try Fixture(batchSize: 64, bufferBytes: 16 << 10)
-        try Self.load(first, into: updated.db)
-        try updated.db.updateIndexes()
+        try updated.index(first)
         // Two thirds of the documents change: too many to keep chunks up batch by batch.
         var revisions: [String: Revision] = [:]
         for change in try updated.db.changes() { revisions[change.id] = change.revision }
@@ -136,15 +139,12 @@ struct IndexBuildTests {
     func smallUpdates() throws {
         let lines = Self.documents(1200, seed: 31)
         let stepwise = try Fixture(batchSize: 64)
-        try Self.load(Array(lines[0..<1000]), into: stepwise.db)
-        try stepwise.db.updateIndexes()
+        try stepwise.index(Array(lines[0..<1000]))
         for start in stride(from: 1000, to: 1200, by: 40) {
-            try Self.load(Array(lines[start..<start + 40]), into: stepwise.db)
-            try stepwise.db.updateIndexes()
+            try stepwise.index(Array(lines[start..<start + 40]))
         }
         let whole = try Fixture()
-        try Self.load(lines, into: whole.db)
-        try whole.db.updateIndexes()
+        try whole.index(lines)
         for view in Self.views {
             #expect(try stepwise.tables(view) == whole.tables(view), "\(view)")
         }
@@ -207,8 +207,7 @@ struct IndexBuildTests {
     func unseenEdits() throws {
         let lines = Self.documents(1000, seed: 61)
         let db = try Fixture(batchSize: 64)
-        try Self.load(lines, into: db.db)
-        try db.db.updateIndexes()
+        try db.index(lines)
         let before = try Self.views.map { try db.tables($0) }
         func edit(_ change: (inout [(key: String, value: JSONValue)]) -> Void, count: Int) throws {
             for line in lines.prefix(count) { try db.edit(line, change) }
@@ -231,8 +230,7 @@ struct IndexBuildTests {
     func uncommittedCheckpoints() throws {
         let lines = Self.documents(300, seed: 67)
         let db = try Fixture(batchSize: 64)
-        try Self.load(lines, into: db.db)
-        try db.db.updateIndexes()
+        try db.index(lines)
         let signatures = try Self.views.map { try db.db.designDocument("b")!.view($0)!.signature }
         func committed() throws -> [UInt64] {
             try db.db.environment.read { transaction in try signatures.map { try db.db.indexes.snapshot($0, in: transaction)!.state.sequence } }

@@ -54,6 +54,10 @@ struct ViewIndexer {
     /// touched (see ``LMDBEnvironment/releaseMappedPages()``); small updates
     /// keep them, as the next query wants them.
     private static let releaseThreshold = 1024
+    /// An update goes bulk once its changes reach a sixteenth of its index's
+    /// rows, or of this many on a smaller index: up to 64 documents are
+    /// always kept up batch by batch (and may commit nothing: see ``checkpointOnly(_:before:after:)``).
+    private static let bulkRowsFloor = 1024
 
     /// One index to bring up to date: the views sharing its signature.
     private struct Target: Sendable {
@@ -86,7 +90,7 @@ struct ViewIndexer {
             }
             targets.append(Target(
                 view: view, tables: tables, reducer: reducer, fresh: state.rowCount == 0,
-                bulk: !state.chunksCurrent || (state.rowCount == 0 && state.sequence == 0) || pending * 16 > max(state.rowCount, 1024)))
+                bulk: !state.chunksCurrent || (state.rowCount == 0 && state.sequence == 0) || pending * 16 > max(state.rowCount, Self.bulkRowsFloor)))
             states.append(state)
         }
         guard !targets.isEmpty else { return }
@@ -157,7 +161,11 @@ struct ViewIndexer {
             for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
                 if !state.chunksCurrent, let entries = chunks[target.tables.signature] {
                     try transaction.clear(target.tables.chunks)
-                    for (key, value) in entries { try transaction.put(target.tables.chunks, key, value) }
+                    try transaction.withCursor(target.tables.chunks) { cursor in
+                        for (key, value) in entries {
+                            try key.withUnsafeBytes { key in try value.withUnsafeBytes { try cursor.put(key, $0) } }
+                        }
+                    }
                     state.chunksCurrent = true
                 }
                 state.sequence = max(state.sequence, latest)
