@@ -14,7 +14,7 @@ struct Reducer: Sendable {
     private let chunk: Int
 
     /// Rows being reduced into one value.
-    struct Accumulator {
+    struct Accumulator: Sendable {
         fileprivate(set) var rowCount = 0
         fileprivate var keys: [JSONValue] = []
         fileprivate var values: [JSONValue] = []
@@ -33,6 +33,12 @@ struct Reducer: Sendable {
         }
         self.workers = workers
         self.chunk = chunk
+    }
+
+    /// Whether the reduce function is JavaScript (its calls run on a worker).
+    var isJavaScript: Bool {
+        if case .javascript = kind { return true }
+        return false
     }
 
     func makeAccumulator() -> Accumulator {

@@ -74,20 +74,41 @@ struct StoredReductions {
 
     /// Computes every chunk from the rows `transaction` sees (a read
     /// transaction will do), handing each entry's key and value to `emit`.
+    ///
+    /// The rows are scanned on the calling thread, which closes level-1 chunks
+    /// as their boundaries pass. Their reductions are made a batch at a time
+    /// (one worker turn for a JavaScript reducer), and the levels above are
+    /// built from them. With a JavaScript reducer that happens one batch behind
+    /// the scan, on a thread of its own, so that the scan and the JavaScript
+    /// calls overlap.
     func computeChunks(from transaction: LMDBTransaction, _ emit: (_ key: [UInt8], _ value: [UInt8]) throws -> Void) throws {
-        var builders = (0...Self.maximumLevel).map { _ in ChunkBuilder(reducer: reducer) }
-        // Level-1 chunks closed but not yet finished: builder, key part, height.
-        var unfinished: [(builder: ChunkBuilder, part: [UInt8], height: Int)] = []
-        func finishLevelOne() throws {
-            var inputs = unfinished.compactMap(\.builder.pendingReduction)
-            var results = try reducer.map { try $0.partials(&inputs) }?.makeIterator()
-            for (builder, part, height) in unfinished {
-                let reduction = builder.pendingReduction == nil ? nil : results?.next()
-                let value = try builder.finish(height: height, reduction: reduction)
-                try emit(Self.entryKey(level: 1, part), value)
-                try value.withUnsafeBytes { try builders[2].add(chunk: StoredChunk(value: $0)) }
+        var rowChunk = ChunkBuilder(reducer: reducer)
+        var closed: [ClosedChunk] = []
+        var levels = UpperLevels(reducer: reducer)
+        let behind = reducer?.isJavaScript == true ? BackgroundJob<(UpperLevels, [Entry])>(label: "settee.chunks") : nil
+        // Never return (or throw) while a batch is still being reduced.
+        defer { if let behind, behind.isBusy { _ = try? behind.wait() } }
+        func emitFinished() throws {
+            guard let behind, behind.isBusy else { return }
+            let (upper, entries) = try behind.wait()
+            levels = upper
+            for entry in entries { try emit(entry.key, entry.value) }
+        }
+        func hand(last: Bool) throws {
+            let chunks = closed
+            closed = []
+            closed.reserveCapacity(Self.closedBatch)
+            guard let behind else {
+                for entry in try levels.finish(chunks, last: last) { try emit(entry.key, entry.value) }
+                return
             }
-            unfinished.removeAll(keepingCapacity: true)
+            try emitFinished()
+            behind.start { [levels] in
+                var upper = levels
+                let entries = try upper.finish(chunks, last: last)
+                return (upper, entries)
+            }
+            if last { try emitFinished() }
         }
         var count = 0
         try transaction.withCursor(rows) { cursor in
@@ -95,38 +116,75 @@ struct StoredReductions {
             while let (key, value) = entry {
                 count += 1
                 if count & 0x3FFF == 0 { transaction.environment.releaseMappedPages() }
-                let row = IndexRow(storedKey: key, value: value)
-                try builders[1].add(row: row)
+                try rowChunk.add(row: IndexRow(storedKey: key, value: value))
                 let height = Self.height(of: key)
                 if height > 0 {
-                    unfinished.append((builders[1], Array(key), height))
-                    builders[1] = ChunkBuilder(reducer: reducer)
-                    // A level-2 chunk closes here: it needs its level-1 chunks' values.
-                    if height > 1 || unfinished.count >= 1024 { try finishLevelOne() }
-                    if height > 1 {
-                        for level in 2...height {
-                            try close(level, at: Array(key), height: height, builders: &builders, emit)
-                        }
-                    }
+                    closed.append(ClosedChunk(builder: rowChunk, part: Array(key), height: height))
+                    rowChunk = ChunkBuilder(reducer: reducer)
+                    if closed.count >= Self.closedBatch { try hand(last: false) }
                 }
                 entry = try cursor.next()
             }
         }
-        unfinished.append((builders[1], Self.tailKey, StoredChunk.tailHeight))
-        try finishLevelOne()
-        for level in 2...Self.maximumLevel {
-            try close(level, at: Self.tailKey, height: StoredChunk.tailHeight, builders: &builders, emit)
-        }
+        closed.append(ClosedChunk(builder: rowChunk, part: Self.tailKey, height: StoredChunk.tailHeight))
+        try hand(last: true)
     }
 
-    private func close(_ level: Int, at part: [UInt8], height: Int, builders: inout [ChunkBuilder],
-                       _ emit: (_ key: [UInt8], _ value: [UInt8]) throws -> Void) throws {
-        let value = try builders[level].finish(height: height)
-        try emit(Self.entryKey(level: level, part), value)
-        if level < Self.maximumLevel {
-            try value.withUnsafeBytes { try builders[level + 1].add(chunk: StoredChunk(value: $0)) }
+    /// Level-1 chunks whose reductions are made in one turn.
+    private static let closedBatch = 512
+
+    typealias Entry = (key: [UInt8], value: [UInt8])
+
+    /// A level-1 chunk whose boundary has passed: its rows, its boundary's
+    /// stored key (the tail's key for the last) and the boundary's height.
+    struct ClosedChunk: Sendable {
+        var builder: ChunkBuilder
+        var part: [UInt8]
+        var height: Int
+    }
+
+    /// The chunks of levels 2 and up being built, from level-1 chunks in order.
+    struct UpperLevels: Sendable {
+        private var builders: [ChunkBuilder]
+        private let reducer: Reducer?
+
+        init(reducer: Reducer?) {
+            self.reducer = reducer
+            builders = (0...StoredReductions.maximumLevel).map { _ in ChunkBuilder(reducer: reducer) }
         }
-        builders[level] = ChunkBuilder(reducer: reducer)
+
+        /// Finishes these level-1 chunks (their reductions made together) and
+        /// every chunk above that their boundaries close; after the last, the
+        /// tails of all levels. Returns the entries, in order.
+        mutating func finish(_ chunks: [ClosedChunk], last: Bool) throws -> [Entry] {
+            var entries: [Entry] = []
+            var inputs = chunks.compactMap(\.builder.pendingReduction)
+            var results = try reducer.map { try $0.partials(&inputs) }?.makeIterator()
+            for chunk in chunks {
+                let reduction = chunk.builder.pendingReduction == nil ? nil : results?.next()
+                let value = try chunk.builder.finish(height: chunk.height, reduction: reduction)
+                entries.append((StoredReductions.entryKey(level: 1, chunk.part), value))
+                try value.withUnsafeBytes { try builders[2].add(chunk: StoredChunk(value: $0)) }
+                if chunk.height != StoredChunk.tailHeight && chunk.height > 1 {
+                    for level in 2...chunk.height { try close(level, at: chunk.part, height: chunk.height, into: &entries) }
+                }
+            }
+            if last {
+                for level in 2...StoredReductions.maximumLevel {
+                    try close(level, at: StoredReductions.tailKey, height: StoredChunk.tailHeight, into: &entries)
+                }
+            }
+            return entries
+        }
+
+        private mutating func close(_ level: Int, at part: [UInt8], height: Int, into entries: inout [Entry]) throws {
+            let value = try builders[level].finish(height: height)
+            entries.append((StoredReductions.entryKey(level: level, part), value))
+            if level < StoredReductions.maximumLevel {
+                try value.withUnsafeBytes { try builders[level + 1].add(chunk: StoredChunk(value: $0)) }
+            }
+            builders[level] = ChunkBuilder(reducer: reducer)
+        }
     }
 
     // MARK: Incremental upkeep
@@ -290,7 +348,7 @@ struct StoredChunk {
 }
 
 /// Gathers the rows or sub-chunks of one chunk and makes its stored value.
-struct ChunkBuilder {
+struct ChunkBuilder: Sendable {
     private let reducer: Reducer?
     private var accumulator: Reducer.Accumulator?
     private var rowCount = 0
