@@ -71,12 +71,34 @@ struct MappedBatch: Sendable {
         bytes.count + ids.bytes.count + rows.count * MemoryLayout<MappedRow>.stride + sequences.count * 20
     }
 
+    init() {}
+
+    /// The parts' documents, one after another, copied once into buffers of
+    /// the right size.
+    init(joining parts: [MappedBatch]) {
+        bytes.reserveCapacity(parts.reduce(0) { $0 + $1.bytes.count })
+        rows.reserveCapacity(parts.reduce(0) { $0 + $1.rows.count })
+        documentRows.reserveCapacity(parts.reduce(1) { $0 + $1.documentCount })
+        sequences.reserveCapacity(parts.reduce(0) { $0 + $1.sequences.count })
+        for part in parts { append(part) }
+    }
+
+    /// Makes room for batches like `sample` until the rows take about
+    /// `memory` bytes, so that appending them copies each row once (no
+    /// buffer grows by copying itself).
+    mutating func reserveCapacity(like sample: MappedBatch, memory: Int) {
+        let scale = Double(memory + sample.memoryBytes) / Double(max(1, sample.memoryBytes))
+        func scaled(_ count: Int) -> Int { Int((Double(count) * scale).rounded(.up)) }
+        bytes.reserveCapacity(scaled(sample.bytes.count))
+        rows.reserveCapacity(scaled(sample.rows.count))
+        documentRows.reserveCapacity(scaled(sample.documentCount) + 1)
+        sequences.reserveCapacity(scaled(sample.sequences.count))
+        ids.bytes.reserveCapacity(scaled(sample.ids.bytes.count))
+        ids.ends.reserveCapacity(scaled(sample.ids.ends.count))
+    }
+
     /// Appends another batch's documents after this one's.
     mutating func append(_ other: MappedBatch) {
-        guard documentCount > 0 else {
-            self = other
-            return
-        }
         sequences.append(contentsOf: other.sequences)
         ids.append(contentsOf: other.ids)
         let byteBase = Int32(bytes.count)

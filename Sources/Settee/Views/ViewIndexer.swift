@@ -133,6 +133,8 @@ struct ViewIndexer {
             let behind = steady.filter { startSequences[$0] < last }
             if !behind.isEmpty { jobs.append((batch, behind)) }
             if !bulk.isEmpty {
+                // More batches follow: make room for them all at once.
+                if pending.documentCount == 0 && last < latest { pending.reserveCapacity(like: batch, memory: flushBytes) }
                 pending.append(batch)
                 if last >= latest || pending.memoryBytes >= flushBytes {
                     jobs.append((pending, bulk))
@@ -315,8 +317,7 @@ struct ViewIndexer {
                 return try mapSlice(context, start..<min(start + slice, documents.count))
             }
         }
-        var mapped = parts[0]
-        for part in parts.dropFirst() { mapped.append(part) }
+        var mapped = parts.count == 1 ? parts[0] : MappedBatch(joining: parts)
         mapped.sequences = documents.sequences
         mapped.ids = documents.ids
         return mapped
