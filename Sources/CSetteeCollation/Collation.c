@@ -87,19 +87,32 @@ static uint32_t slotOf(const char *text, size_t length) {
 }
 
 static int32_t icuSortKey(const char *text, size_t length, uint8_t *out, int32_t capacity);
+static int32_t asciiSortKey(const char *text, size_t length, uint8_t *key);
+
+// Copies a key made here into `out` as ICU would: the key and a zero byte when
+// they fit, the key's length either way.
+static int32_t deliver(const uint8_t *key, int32_t keyLength, uint8_t *out, int32_t capacity) {
+    if (keyLength < capacity) {
+        memcpy(out, key, (size_t)keyLength);
+        out[keyLength] = 0;
+    }
+    return keyLength;
+}
+
+enum { ASCII_MAX_LENGTH = 64, ASCII_KEY_CAPACITY = 4 * ASCII_MAX_LENGTH + 16 };
 
 int32_t settee_collation_sort_key(const char *text, size_t length, uint8_t *out, int32_t capacity) {
+    if (length > 0 && length <= ASCII_MAX_LENGTH && settee_collation_ascii_table_ready()) {
+        uint8_t key[ASCII_KEY_CAPACITY];
+        int32_t keyLength = asciiSortKey(text, length, key);
+        if (keyLength >= 0) return deliver(key, keyLength, out, capacity);
+    }
     if (length == 0 || length > CACHE_TEXT) return icuSortKey(text, length, out, capacity);
     CachedSortKey *cache = threadCache();
     if (!cache) return icuSortKey(text, length, out, capacity);
     CachedSortKey *slot = &cache[slotOf(text, length)];
     if (slot->textLength == length && memcmp(slot->text, text, length) == 0) {
-        // As ICU: the key and a zero byte when they fit, the key's length either way.
-        if (slot->keyLength < capacity) {
-            memcpy(out, slot->key, slot->keyLength);
-            out[slot->keyLength] = 0;
-        }
-        return slot->keyLength;
+        return deliver(slot->key, slot->keyLength, out, capacity);
     }
     int32_t written = icuSortKey(text, length, out, capacity);
     if (written >= 0 && written < capacity && written <= CACHE_KEY) {
@@ -109,6 +122,143 @@ int32_t settee_collation_sort_key(const char *text, size_t length, uint8_t *out,
         memcpy(slot->key, out, (size_t)written);
     }
     return written;
+}
+
+int32_t settee_collation_icu_sort_key(const char *text, size_t length, uint8_t *out, int32_t capacity) {
+    return icuSortKey(text, length, out, capacity);
+}
+
+// ASCII text made of characters that each have one collation element — a
+// primary weight of one or two bytes, the common secondary weight, and the
+// common tertiary weight or one above it (uppercase) — has a sort key made
+// from a table, at a fraction of ICU's cost: the primaries, then the
+// secondary level (all common: one run, compressed), then the tertiary level
+// (runs of common weights compressed as ICU's CollationKeys does), each level
+// after a 01 separator. The table comes from ICU's own keys of each character,
+// and is used only once the keys of every pair of its characters, and of long
+// runs, came out exactly as ICU's.
+typedef struct {
+    uint8_t primary[2];
+    uint8_t primaryLength; // 0: not in the table (ICU makes the key)
+    uint8_t tertiary;
+} AsciiWeights;
+
+static AsciiWeights asciiTable[128];
+static int asciiTableReady;
+static pthread_once_t asciiOnce = PTHREAD_ONCE_INIT;
+
+// CollationKeys' compression of common weights (collationkeys.h): runs up to
+// MAX_COUNT long become one byte counted up from LOW (before a lower weight or
+// the level's end) or down from HIGH (before a higher one).
+enum {
+    COMMON_BYTE = 0x05,
+    LEVEL_SEPARATOR = 0x01,
+    SEC_COMMON_LOW = COMMON_BYTE,
+    SEC_COMMON_MIDDLE = SEC_COMMON_LOW + 0x20,
+    SEC_COMMON_MAX_COUNT = 0x21,
+    TER_COMMON_LOW = COMMON_BYTE,
+    TER_COMMON_MIDDLE = TER_COMMON_LOW + 0x60,
+    TER_COMMON_HIGH = TER_COMMON_LOW + 0xC0,
+    TER_COMMON_MAX_COUNT = 0x61,
+};
+
+static int32_t asciiSortKey(const char *text, size_t length, uint8_t *key) {
+    uint8_t tertiaries[2 * ASCII_MAX_LENGTH + 4];
+    size_t k = 0, t = 0, commons = 0;
+    for (size_t i = 0; i < length; i++) {
+        uint8_t c = (uint8_t)text[i];
+        if (c >= 128 || asciiTable[c].primaryLength == 0) return -1;
+        const AsciiWeights *weights = &asciiTable[c];
+        key[k++] = weights->primary[0];
+        if (weights->primaryLength == 2) key[k++] = weights->primary[1];
+        if (weights->tertiary == COMMON_BYTE) {
+            commons++;
+            continue;
+        }
+        if (commons > 0) {
+            commons--;
+            while (commons >= TER_COMMON_MAX_COUNT) {
+                tertiaries[t++] = TER_COMMON_MIDDLE;
+                commons -= TER_COMMON_MAX_COUNT;
+            }
+            tertiaries[t++] = (uint8_t)(TER_COMMON_HIGH - commons);
+            commons = 0;
+        }
+        tertiaries[t++] = weights->tertiary;
+    }
+    key[k++] = LEVEL_SEPARATOR;
+    size_t secondaries = length - 1;
+    while (secondaries >= SEC_COMMON_MAX_COUNT) {
+        key[k++] = SEC_COMMON_MIDDLE;
+        secondaries -= SEC_COMMON_MAX_COUNT;
+    }
+    key[k++] = (uint8_t)(SEC_COMMON_LOW + secondaries);
+    key[k++] = LEVEL_SEPARATOR;
+    memcpy(key + k, tertiaries, t);
+    k += t;
+    if (commons > 0) {
+        commons--;
+        while (commons >= TER_COMMON_MAX_COUNT) {
+            key[k++] = TER_COMMON_MIDDLE;
+            commons -= TER_COMMON_MAX_COUNT;
+        }
+        key[k++] = (uint8_t)(TER_COMMON_LOW + commons);
+    }
+    return (int32_t)k;
+}
+
+// Whether the table's key of `text` is ICU's.
+static int asciiKeyMatches(const char *text, size_t length) {
+    uint8_t mine[ASCII_KEY_CAPACITY];
+    uint8_t icu[ASCII_KEY_CAPACITY];
+    int32_t mineLength = asciiSortKey(text, length, mine);
+    int32_t icuLength = icuSortKey(text, length, icu, ASCII_KEY_CAPACITY);
+    return mineLength >= 0 && mineLength == icuLength && memcmp(mine, icu, (size_t)mineLength) == 0;
+}
+
+static void buildAsciiTable(void) {
+    if (settee_collation_initialize() != 0) return;
+    for (int c = 0x20; c < 0x7F; c++) {
+        char text = (char)c;
+        uint8_t key[16];
+        int32_t n = icuSortKey(&text, 1, key, sizeof key);
+        // primary (1 or 2 bytes) ‖ 01 ‖ 05 ‖ 01 ‖ tertiary (05, or one byte above it)
+        if (n != 5 && n != 6) continue;
+        int primaryLength = n - 4;
+        const uint8_t *rest = key + primaryLength;
+        if (key[0] <= LEVEL_SEPARATOR || (primaryLength == 2 && key[1] <= LEVEL_SEPARATOR)) continue;
+        if (rest[0] != LEVEL_SEPARATOR || rest[1] != COMMON_BYTE || rest[2] != LEVEL_SEPARATOR || rest[3] < COMMON_BYTE) continue;
+        asciiTable[c] = (AsciiWeights){{key[0], primaryLength == 2 ? key[1] : 0}, (uint8_t)primaryLength, rest[3]};
+    }
+    // Every pair, and runs long enough to need several compression bytes.
+    char text[ASCII_MAX_LENGTH];
+    for (int a = 0; a < 128; a++) {
+        if (!asciiTable[a].primaryLength) continue;
+        for (int b = 0; b < 128; b++) {
+            if (!asciiTable[b].primaryLength) continue;
+            text[0] = (char)a;
+            text[1] = (char)b;
+            if (!asciiKeyMatches(text, 2)) return;
+        }
+    }
+    const char *runs[] = {"a", "A", "aA", "Aa", "a-Z0"};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        size_t unit = strlen(runs[r]);
+        for (size_t length = 1; length <= ASCII_MAX_LENGTH; length++) {
+            for (size_t i = 0; i < length; i++) text[i] = runs[r][i % unit];
+            if (!asciiKeyMatches(text, length)) return;
+            // A long common run, then one uppercase letter.
+            for (size_t i = 0; i + 1 < length; i++) text[i] = 'a';
+            text[length - 1] = 'A';
+            if (!asciiKeyMatches(text, length)) return;
+        }
+    }
+    asciiTableReady = 1;
+}
+
+int32_t settee_collation_ascii_table_ready(void) {
+    pthread_once(&asciiOnce, buildAsciiTable);
+    return asciiTableReady;
 }
 
 static int32_t icuSortKey(const char *text, size_t length, uint8_t *out, int32_t capacity) {

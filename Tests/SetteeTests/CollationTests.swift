@@ -154,6 +154,57 @@ struct CollationTests {
         }
     }
 
+    /// ICU's own sort key, neither from the ASCII table nor from a cache.
+    static func icuSortKey(_ text: String) -> [UInt8] {
+        var text = text
+        return text.withUTF8 { utf8 in
+            utf8.withMemoryRebound(to: CChar.self) { chars in
+                let needed = Int(settee_collation_icu_sort_key(chars.baseAddress!, chars.count, nil, 0))
+                return [UInt8](unsafeUninitializedCapacity: needed + 1) { buffer, count in
+                    count = Int(settee_collation_icu_sort_key(chars.baseAddress!, chars.count, buffer.baseAddress!, Int32(needed + 1)))
+                }
+            }
+        }
+    }
+
+    static func sortKey(_ text: String) -> [UInt8] {
+        var text = text
+        var key: [UInt8] = []
+        text.withUTF8 { CollationKey.appendSortKey(UnsafeRawBufferPointer($0), to: &key) }
+        return key
+    }
+
+    @Test("ASCII sort keys from the table equal ICU's: every printable character, runs past each compression limit, mixed case")
+    func asciiSortKeys() {
+        #expect(settee_collation_ascii_table_ready() == 1, "this ICU's keys should pass the table's self-check")
+        var generator = SplitMix64(seed: 0xA5C11)
+        let printable = (0x20..<0x7F).map { Character(Unicode.Scalar(UInt8($0))) }
+        // Mostly table characters, with some the table leaves to ICU (controls, non-ASCII) to check the hand-over.
+        let others: [Character] = ["\u{0}", "\u{1}", "\t", "\n", "\u{7F}", "é", "ß", "日", "\u{0301}"]
+        var texts: [String] = ["a", "A", "-", "doc00012345", "cust-4711", "2024-01-02", "order", "Zürich",
+                               String(repeating: "a", count: 64), String(repeating: "a", count: 65),
+                               String(repeating: "a", count: 33) + "A", String(repeating: "a", count: 34) + "A",
+                               String(repeating: "aA", count: 32), String(repeating: "Z", count: 64)]
+        for _ in 0..<20_000 {
+            let length = 1 + Int(generator.next() % 70)
+            let uppercaseRun = generator.next() % 4 == 0
+            texts.append(String((0..<length).map { _ -> Character in
+                if generator.next() % 50 == 0 { return others[Int(generator.next() % UInt64(others.count))] }
+                if uppercaseRun { return generator.next() % 8 == 0 ? "Q" : "q" }
+                return printable[Int(generator.next() % UInt64(printable.count))]
+            }))
+        }
+        let keys = texts.map(Self.sortKey)
+        for (text, key) in zip(texts, keys) {
+            #expect(key == Self.icuSortKey(text), "\(text.debugDescription)")
+        }
+        for _ in 0..<5000 {
+            let (i, j) = (Int(generator.next() % UInt64(texts.count)), Int(generator.next() % UInt64(texts.count)))
+            let order = settee_collation_compare(texts[i], texts[i].utf8.count, texts[j], texts[j].utf8.count)
+            #expect(Self.memcmp(keys[i], keys[j]) == order.signum(), "\(texts[i].debugDescription) vs \(texts[j].debugDescription)")
+        }
+    }
+
     @Test("Sort keys a thread serves again from its cache equal ICU's, slots overwritten or not")
     func cachedSortKeys() {
         var generator = SplitMix64(seed: 0x5EED)
@@ -165,16 +216,9 @@ struct CollationTests {
             texts.append(String((0..<(1 + Int(generator.next() % 12))).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }))
         }
         let distinct = Array(Set(texts))
-        @Sendable func sortKey(_ text: String) -> [UInt8] {
-            var text = text
-            var key: [UInt8] = []
-            text.withUTF8 { CollationKey.appendSortKey(UnsafeRawBufferPointer($0), to: &key) }
-            return key
-        }
-        // A new thread has nothing cached: each distinct text's key comes from ICU.
-        let fromICU = onSmallStack { distinct.map(sortKey) }
-        let first = distinct.map(sortKey)
-        let again = distinct.map(sortKey)
+        let fromICU = distinct.map(Self.icuSortKey)
+        let first = distinct.map(Self.sortKey)
+        let again = distinct.map(Self.sortKey)
         texts = distinct
         for index in texts.indices {
             #expect(first[index] == fromICU[index], "\(texts[index].debugDescription)")

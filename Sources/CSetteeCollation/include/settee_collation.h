@@ -21,6 +21,14 @@ int32_t settee_collation_initialize(void);
 /// retries with a buffer of at least the result + 1 bytes. Negative on error.
 int32_t settee_collation_sort_key(const char *text, size_t length, uint8_t *out, int32_t capacity);
 
+/// ICU's own sort key of `text`, as `settee_collation_sort_key` returns it
+/// (which serves most ASCII keys from a table, and short strings from a
+/// per-thread cache): what those are checked against.
+int32_t settee_collation_icu_sort_key(const char *text, size_t length, uint8_t *out, int32_t capacity);
+/// Whether the ASCII table is in use: it is built on first use, and only
+/// used when its keys of every pair of its characters, and of long runs, are
+/// exactly ICU's. 1 or 0.
+int32_t settee_collation_ascii_table_ready(void);
 /// Compares two UTF-8 strings with the root collator: negative, zero or positive.
 int32_t settee_collation_compare(const char *a, size_t a_length, const char *b, size_t b_length);
 
