@@ -225,6 +225,9 @@ struct ViewIndexer {
 
     /// Maps the documents on all workers, each taking a contiguous slice; a
     /// target maps only the documents changed after its sequence.
+    /// Views of one document form: the targets they belong to and their compiled map functions.
+    private typealias Group = (members: [(target: Int, function: JavaScriptFunction)], functions: [JavaScriptFunction])
+
     private func map(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64]) throws -> MappedBatch {
         let views = targets.map(\.view)
         let mapSlice: @Sendable (JavaScriptContext, Range<Int>) throws -> MappedBatch = { context, slice in
@@ -242,6 +245,25 @@ struct ViewIndexer {
             var withLocalSequence: [UInt8] = []
             var emitCounts: [UInt32] = []
             let forms = [plain, sequenced].map { (members: $0, functions: $0.map(\.function)) }
+            // The views mapping a document are usually all of its form's, or the
+            // same few (an index already past it leaves it out): each subset is
+            // made once per slice, not per document.
+            var subsets: [[UInt64: Group]] = [[:], [:]]
+            func subset(of group: Group, form: Int, where maps: (Int) -> Bool) -> Group {
+                guard group.members.count <= 64 else {
+                    let members = group.members.filter { maps($0.target) }
+                    return (members, members.map(\.function))
+                }
+                var mask: UInt64 = 0
+                for (position, member) in group.members.enumerated() where maps(member.target) { mask |= 1 << position }
+                if mask == 0 { return ([], []) }
+                if mask.nonzeroBitCount == group.members.count { return group }
+                if let known = subsets[form][mask] { return known }
+                let members = group.members.indices.filter { mask & 1 << $0 != 0 }.map { group.members[$0] }
+                let made = (members: members, functions: members.map(\.function))
+                subsets[form][mask] = made
+                return made
+            }
             try documents.json.withUnsafeBytes { json in
               try documents.ids.bytes.withUnsafeBytes { ids in
                 for document in slice {
@@ -253,11 +275,8 @@ struct ViewIndexer {
                     let sequence = documents.sequences[document]
                     for (form, group) in forms.enumerated() where !group.members.isEmpty {
                         func maps(_ target: Int) -> Bool { sequences[target] < sequence && (!isDesign || views[target].includeDesign) }
-                        // Usually every view maps the document: no per-document arrays then.
-                        let everyView = group.members.allSatisfy { maps($0.target) }
-                        let active = everyView ? group.members : group.members.filter { maps($0.target) }
+                        let (active, functions) = subset(of: group, form: form, where: maps)
                         if active.isEmpty { continue }
-                        let functions = everyView ? group.functions : active.map(\.function)
                         let text = UnsafeRawBufferPointer(rebasing: json[jsonRange])
                         let result: MapOutput
                         do {
