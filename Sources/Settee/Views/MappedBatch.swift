@@ -83,20 +83,6 @@ struct MappedBatch: Sendable {
         for part in parts { append(part) }
     }
 
-    /// Makes room for batches like `sample` until the rows take about
-    /// `memory` bytes, so that appending them copies each row once (no
-    /// buffer grows by copying itself).
-    mutating func reserveCapacity(like sample: MappedBatch, memory: Int) {
-        let scale = Double(memory + sample.memoryBytes) / Double(max(1, sample.memoryBytes))
-        func scaled(_ count: Int) -> Int { Int((Double(count) * scale).rounded(.up)) }
-        bytes.reserveCapacity(scaled(sample.bytes.count))
-        rows.reserveCapacity(scaled(sample.rows.count))
-        documentRows.reserveCapacity(scaled(sample.documentCount) + 1)
-        sequences.reserveCapacity(scaled(sample.sequences.count))
-        ids.bytes.reserveCapacity(scaled(sample.ids.bytes.count))
-        ids.ends.reserveCapacity(scaled(sample.ids.ends.count))
-    }
-
     /// Appends another batch's documents after this one's.
     mutating func append(_ other: MappedBatch) {
         sequences.append(contentsOf: other.sequences)

@@ -133,8 +133,6 @@ struct ViewIndexer {
             let behind = steady.filter { startSequences[$0] < last }
             if !behind.isEmpty { jobs.append((batch, behind)) }
             if !bulk.isEmpty {
-                // More batches follow: make room for them all at once.
-                if pending.documentCount == 0 && last < latest { pending.reserveCapacity(like: batch, memory: flushBytes) }
                 pending.append(batch)
                 if last >= latest || pending.memoryBytes >= flushBytes {
                     jobs.append((pending, bulk))
