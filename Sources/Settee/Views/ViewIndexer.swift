@@ -239,6 +239,7 @@ struct ViewIndexer {
             var output = MappedBatch()
             output.documentRows.reserveCapacity(slice.count + 1)
             output.bytes.reserveCapacity(slice.count * 128)
+            output.rows.reserveCapacity(slice.count * views.count)
             var fullKey: [UInt8] = []
             var withLocalSequence: [UInt8] = []
             var emitCounts: [UInt32] = []
