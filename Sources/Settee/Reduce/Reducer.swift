@@ -103,18 +103,36 @@ struct Reducer: Sendable {
     }
 
     /// The partials of many accumulators, computed together: a JavaScript
-    /// reducer makes all its calls in one turn on one worker (what rebuilding
-    /// an index's chunks does per batch of chunks) instead of one turn each.
-    func partials(_ accumulators: inout [Accumulator]) throws -> [Result<String, any Error>] {
+    /// reducer makes its calls in a few turns (what rebuilding an index's
+    /// chunks does per batch of chunks) instead of one turn each, shared among
+    /// the workers when there are many.
+    func partials(_ accumulators: [Accumulator]) throws -> [Result<String, any Error>] {
         switch kind {
         case .builtin:
-            return accumulators.indices.map { index in Result { try partial(&accumulators[index], in: nil) } }
-        case .javascript:
-            return try workers.nextWorker().run { context in
-                accumulators.indices.map { index in Result { try partial(&accumulators[index], in: context) } }
+            return accumulators.map { accumulator in
+                var accumulator = accumulator
+                return Result { try partial(&accumulator, in: nil) }
             }
+        case .javascript:
+            @Sendable func run(_ run: ArraySlice<Accumulator>, in context: JavaScriptContext) -> [Result<String, any Error>] {
+                run.map { accumulator in
+                    var accumulator = accumulator
+                    return Result { try partial(&accumulator, in: context) }
+                }
+            }
+            guard accumulators.count >= Self.callsPerPiece * 2, workers.workers.count > 1 else {
+                return try workers.nextWorker().run { context in run(accumulators[...], in: context) }
+            }
+            let pieces = workers.workers.count * 4
+            let size = (accumulators.count + pieces - 1) / pieces
+            return try workers.runShared(pieces: pieces) { piece, context in
+                run(accumulators[min(piece * size, accumulators.count)..<min((piece + 1) * size, accumulators.count)], in: context)
+            }.flatMap { $0 }
         }
     }
+
+    /// Calls worth a turn of their own on a worker.
+    private static let callsPerPiece = 32
 
     /// `context`: the worker's context when already on its thread.
     private func partial(_ accumulator: inout Accumulator, in context: JavaScriptContext?) throws -> String {

@@ -158,8 +158,8 @@ struct StoredReductions {
         /// tails of all levels. Returns the entries, in order.
         mutating func finish(_ chunks: [ClosedChunk], last: Bool) throws -> [Entry] {
             var entries: [Entry] = []
-            var inputs = chunks.compactMap(\.builder.pendingReduction)
-            var results = try reducer.map { try $0.partials(&inputs) }?.makeIterator()
+            let inputs = chunks.compactMap(\.builder.pendingReduction)
+            var results = try reducer.map { try $0.partials(inputs) }?.makeIterator()
             for chunk in chunks {
                 let reduction = chunk.builder.pendingReduction == nil ? nil : results?.next()
                 let value = try chunk.builder.finish(height: chunk.height, reduction: reduction)

@@ -221,11 +221,11 @@ struct ViewIndexer {
         return batch
     }
 
-    /// Maps the documents on all workers, each taking a contiguous slice; a
-    /// target maps only the documents changed after its sequence.
     /// Views of one document form: the targets they belong to and their compiled map functions.
     private typealias Group = (members: [(target: Int, function: JavaScriptFunction)], functions: [JavaScriptFunction])
 
+    /// Maps the documents on all workers, each taking a contiguous slice; a
+    /// target maps only the documents changed after its sequence.
     private func map(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64]) throws -> MappedBatch {
         let views = targets.map(\.view)
         let mapSlice: @Sendable (JavaScriptContext, Range<Int>) throws -> MappedBatch = { context, slice in
