@@ -69,14 +69,7 @@ struct IndexRow {
 
     /// Bytes 0x00 and 0x01 escaped so that 0x00 can end the field and order is kept.
     static func appendStuffed(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
-        for byte in bytes {
-            if byte <= 1 {
-                out.append(1)
-                out.append(byte + 1)
-            } else {
-                out.append(byte)
-            }
-        }
+        CollationKey.appendStuffed(bytes, to: &out)
     }
 
     /// Appends the stored key for a full key to `out`.
@@ -93,11 +86,14 @@ struct IndexRow {
     static func appendValue(fullKey: [UInt8], encodedKeyLength: Int, id: UnsafeRawBufferPointer,
                             keyJSON: UnsafeRawBufferPointer, valueJSON: UnsafeRawBufferPointer, to out: inout [UInt8]) {
         let long = fullKey.count >= prefixLength
-        out.append(0)
-        withUnsafeBytes(of: UInt32(encodedKeyLength)) { out.append(contentsOf: $0) }
-        withUnsafeBytes(of: UInt16(id.count)) { out.append(contentsOf: $0) }
-        withUnsafeBytes(of: UInt32(keyJSON.count)) { out.append(contentsOf: $0) }
-        withUnsafeBytes(of: UInt32(long ? fullKey.count : 0)) { out.append(contentsOf: $0) }
+        withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 1) { header in
+            header.storeBytes(of: 0, toByteOffset: 0, as: UInt8.self)
+            header.storeBytes(of: UInt32(encodedKeyLength), toByteOffset: 1, as: UInt32.self)
+            header.storeBytes(of: UInt16(id.count), toByteOffset: 5, as: UInt16.self)
+            header.storeBytes(of: UInt32(keyJSON.count), toByteOffset: 7, as: UInt32.self)
+            header.storeBytes(of: UInt32(long ? fullKey.count : 0), toByteOffset: 11, as: UInt32.self)
+            out.append(contentsOf: UnsafeRawBufferPointer(header))
+        }
         out.append(contentsOf: id)
         out.append(contentsOf: keyJSON)
         if long { out.append(contentsOf: fullKey) }

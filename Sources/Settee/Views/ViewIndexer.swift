@@ -228,6 +228,7 @@ struct ViewIndexer {
     /// target maps only the documents changed after its sequence.
     private func map(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64]) throws -> MappedBatch {
         let views = targets.map(\.view)
+        let collations = views.map(\.collation)
         let mapSlice: @Sendable (JavaScriptContext, Range<Int>) throws -> MappedBatch = { context, slice in
             // Functions grouped by the document form they need: one parse per document and form.
             var plain: [(target: Int, function: JavaScriptFunction)] = []
@@ -299,7 +300,7 @@ struct ViewIndexer {
                             rows: { function, key, value in
                                 let target = active[function].target
                                 fullKey.removeAll(keepingCapacity: true)
-                                try CollationKey.append(json: key, mode: views[target].collation, to: &fullKey)
+                                try CollationKey.append(json: key, mode: collations[target], to: &fullKey)
                                 let encodedLength = fullKey.count
                                 IndexRow.appendFullKeySuffix(id: id, emitIndex: emitCounts[function], to: &fullKey)
                                 emitCounts[function] += 1
