@@ -38,8 +38,8 @@ struct Benchmark {
             try corpus.ndjson().write(to: file)
             print("average document: \(corpus.bytes.count / documentCount) bytes")
             for workers in Set([1, workerCount]).sorted() {
-                let time = try mapOnly(corpus, function: oneView, workers: workers)
-                table.add("engine upper bound: map only, \(workers) worker\(workers == 1 ? "" : "s")", rate(documentCount, time))
+                let (time, cpu) = try mapOnly(corpus, function: oneView, workers: workers)
+                table.add("engine upper bound: map only, \(workers) worker\(workers == 1 ? "" : "s")", rate(documentCount, time, cpu: cpu))
                 if workers == workerCount { upperBound = Double(documentCount) / (time / .seconds(1)) }
             }
         }
@@ -47,20 +47,20 @@ struct Benchmark {
         var logger = Logger(label: "settee-bench")
         logger.logLevel = .warning
         let db = try Database(at: directory.appendingPathComponent("db"), logger: logger)
-        let importTime = try measure {
+        let (importTime, importCPU) = try measureCPU {
             let report = try db.importDocuments(from: file)
             precondition(report.imported == documentCount && report.rejected.isEmpty, "import failed: \(report.rejected.prefix(3))")
         }
         try? FileManager.default.removeItem(at: file)
-        table.add("bulk import (NDJSON file → LMDB)", rate(documentCount, importTime))
+        table.add("bulk import (NDJSON file → LMDB)", rate(documentCount, importTime, cpu: importCPU))
 
         // (a) One view, one emit per order.
         try design(#"{"_id":"_design/one","views":{"by_customer":{"map":"\#(oneView)"}}}"#, in: directory, db: db)
         var peak = PeakMemory()
-        let oneTime = try measure { try db.updateIndexes() }
+        let (oneTime, oneCPU) = try measureCPU { try db.updateIndexes() }
         let onePeak = peak.megabytes()
         let oneRate = Double(documentCount) / (oneTime / .seconds(1))
-        table.add("index build, one view (\(workerCount) workers)", rate(documentCount, oneTime) + String(format: "  = %.2f × upper bound", oneRate / upperBound))
+        table.add("index build, one view (\(workerCount) workers)", rate(documentCount, oneTime, cpu: oneCPU) + String(format: "  = %.2f × upper bound", oneRate / upperBound))
         table.add("peak resident memory during that build", "\(onePeak) MB")
 
         // (b) Three views, one row per document each, with _count, _sum and a JS sum.
@@ -71,9 +71,9 @@ struct Benchmark {
               "js_sum":{"map":"function (doc) { emit(doc.type, 1); }","reduce":"function (keys, values, rereduce) { return sum(values); }"}}}
             """#, in: directory, db: db)
         peak = PeakMemory()
-        let threeTime = try measure { try db.updateIndexes() }
+        let (threeTime, threeCPU) = try measureCPU { try db.updateIndexes() }
         let threePeak = peak.megabytes()
-        table.add("index build, design doc of three views", rate(documentCount, threeTime) + "  (peak \(threePeak) MB)")
+        table.add("index build, design doc of three views", rate(documentCount, threeTime, cpu: threeCPU) + "  (peak \(threePeak) MB)")
 
         // Incremental: change one document, then query (the index catches up first).
         var generator = SplitMix64(seed: 7)
@@ -153,10 +153,10 @@ struct Benchmark {
         try db.loadDesignDocuments(from: file)
     }
 
-    static func mapOnly(_ corpus: GeneratedCorpus, function: String, workers: Int) throws -> Duration {
+    static func mapOnly(_ corpus: GeneratedCorpus, function: String, workers: Int) throws -> (Duration, cpu: Double) {
         let pool = try JavaScriptWorkerPool(count: workers)
         var rows = 0
-        let time = try measure {
+        let time = try measureCPU {
             rows = try pool.runOnEach { index, context in
                 let functions = [try context.compile(function)]
                 var rows = 0
@@ -179,9 +179,24 @@ struct Benchmark {
         return ContinuousClock.now - start
     }
 
-    static func rate(_ count: Int, _ time: Duration) -> String {
+    /// The wall-clock time of `body`, and the CPU time (user and system, all
+    /// threads) the process spent meanwhile: on shared cores the second
+    /// varies far less from run to run than the first.
+    static func measureCPU(_ body: () throws -> Void) rethrows -> (Duration, cpu: Double) {
+        let before = cpuSeconds()
+        let time = try measure(body)
+        return (time, cpuSeconds() - before)
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
+    }
+
+    static func rate(_ count: Int, _ time: Duration, cpu: Double) -> String {
         let seconds = time / .seconds(1)
-        return "\(Int(Double(count) / seconds)) docs/s  (\(String(format: "%.2f", seconds)) s)"
+        return "\(Int(Double(count) / seconds)) docs/s  (\(String(format: "%.2f", seconds)) s, \(String(format: "%.2f", cpu)) s CPU)"
     }
 
     static func percentiles(_ times: [Duration]) -> String {
