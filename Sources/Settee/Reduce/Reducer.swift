@@ -114,24 +114,24 @@ struct Reducer: Sendable {
                 return Result { try partial(&accumulator, in: nil) }
             }
         case .javascript:
-            @Sendable func run(_ run: ArraySlice<Accumulator>, in context: JavaScriptContext) -> [Result<String, any Error>] {
+            @Sendable func reduce(_ run: ArraySlice<Accumulator>, in context: JavaScriptContext) -> [Result<String, any Error>] {
                 run.map { accumulator in
                     var accumulator = accumulator
                     return Result { try partial(&accumulator, in: context) }
                 }
             }
-            guard accumulators.count >= Self.callsPerPiece * 2, workers.workers.count > 1 else {
-                return try workers.nextWorker().run { context in run(accumulators[...], in: context) }
+            let pieces = min(workers.workers.count * 4, accumulators.count / Self.callsPerPiece)
+            guard pieces > 1 else {
+                return try workers.nextWorker().run { context in reduce(accumulators[...], in: context) }
             }
-            let pieces = workers.workers.count * 4
             let size = (accumulators.count + pieces - 1) / pieces
             return try workers.runShared(pieces: pieces) { piece, context in
-                run(accumulators[min(piece * size, accumulators.count)..<min((piece + 1) * size, accumulators.count)], in: context)
+                reduce(accumulators[min(piece * size, accumulators.count)..<min((piece + 1) * size, accumulators.count)], in: context)
             }.flatMap { $0 }
         }
     }
 
-    /// Calls worth a turn of their own on a worker.
+    /// The fewest calls worth a turn of their own on a worker.
     private static let callsPerPiece = 32
 
     /// `context`: the worker's context when already on its thread.

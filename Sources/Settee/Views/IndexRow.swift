@@ -62,14 +62,9 @@ struct IndexRow {
 
     /// Appends `stuffed(id) ‖ 0x00 ‖ u32 index` to an encoded key, making the full key.
     static func appendFullKeySuffix(id: UnsafeRawBufferPointer, emitIndex: UInt32, to out: inout [UInt8]) {
-        appendStuffed(id, to: &out)
+        CollationKey.appendStuffed(id, to: &out)
         out.append(0)
         withUnsafeBytes(of: emitIndex.bigEndian) { out.append(contentsOf: $0) }
-    }
-
-    /// Bytes 0x00 and 0x01 escaped so that 0x00 can end the field and order is kept.
-    static func appendStuffed(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
-        CollationKey.appendStuffed(bytes, to: &out)
     }
 
     /// Appends the stored key for a full key to `out`.

@@ -73,13 +73,12 @@ struct MappedBatch: Sendable {
 
     init() {}
 
-    /// The parts' documents, one after another, copied once into buffers of
-    /// the right size.
+    /// The parts' rows, one after another, copied once into buffers of the
+    /// right size.
     init(joining parts: [MappedBatch]) {
         bytes.reserveCapacity(parts.reduce(0) { $0 + $1.bytes.count })
         rows.reserveCapacity(parts.reduce(0) { $0 + $1.rows.count })
         documentRows.reserveCapacity(parts.reduce(1) { $0 + $1.documentCount })
-        sequences.reserveCapacity(parts.reduce(0) { $0 + $1.sequences.count })
         for part in parts { append(part) }
     }
 

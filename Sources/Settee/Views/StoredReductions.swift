@@ -133,18 +133,18 @@ struct StoredReductions {
     /// Level-1 chunks whose reductions are made in one turn.
     private static let closedBatch = 512
 
-    typealias Entry = (key: [UInt8], value: [UInt8])
+    private typealias Entry = (key: [UInt8], value: [UInt8])
 
     /// A level-1 chunk whose boundary has passed: its rows, its boundary's
     /// stored key (the tail's key for the last) and the boundary's height.
-    struct ClosedChunk: Sendable {
+    private struct ClosedChunk: Sendable {
         var builder: ChunkBuilder
         var part: [UInt8]
         var height: Int
     }
 
     /// The chunks of levels 2 and up being built, from level-1 chunks in order.
-    struct UpperLevels: Sendable {
+    private struct UpperLevels: Sendable {
         private var builders: [ChunkBuilder]
         private let reducer: Reducer?
 

@@ -77,7 +77,7 @@ struct ViewQueryRunner {
         }
         var first = encodedKey
         var id = docID
-        id.withUTF8 { IndexRow.appendStuffed(UnsafeRawBufferPointer($0), to: &first) }
+        id.withUTF8 { CollationKey.appendStuffed(UnsafeRawBufferPointer($0), to: &first) }
         first.append(0)
         return KeyBound(first: first, afterAll: first + [0xFF])
     }
