@@ -162,6 +162,20 @@ enum {
     TER_COMMON_MAX_COUNT = 0x61,
 };
 
+// Writes a run of `count` (at least 1) common weights at `out`: a MIDDLE byte
+// for each full MAX_COUNT, then one byte counted up from `low` (before a lower
+// weight or the level's end) or down from `high` (before a higher one, when
+// `high` is not 0). Returns the bytes written.
+static size_t writeCommonRun(uint8_t *out, size_t count, size_t maxCount, uint8_t middle, uint8_t low, uint8_t high) {
+    size_t n = 0, rest = count - 1;
+    while (rest >= maxCount) {
+        out[n++] = middle;
+        rest -= maxCount;
+    }
+    out[n++] = (uint8_t)(high ? high - rest : low + rest);
+    return n;
+}
+
 static int32_t asciiSortKey(const char *text, size_t length, uint8_t *key) {
     uint8_t tertiaries[2 * ASCII_MAX_LENGTH + 4];
     size_t k = 0, t = 0, commons = 0;
@@ -176,34 +190,18 @@ static int32_t asciiSortKey(const char *text, size_t length, uint8_t *key) {
             continue;
         }
         if (commons > 0) {
-            commons--;
-            while (commons >= TER_COMMON_MAX_COUNT) {
-                tertiaries[t++] = TER_COMMON_MIDDLE;
-                commons -= TER_COMMON_MAX_COUNT;
-            }
-            tertiaries[t++] = (uint8_t)(TER_COMMON_HIGH - commons);
+            t += writeCommonRun(tertiaries + t, commons, TER_COMMON_MAX_COUNT, TER_COMMON_MIDDLE, TER_COMMON_LOW, TER_COMMON_HIGH);
             commons = 0;
         }
         tertiaries[t++] = weights->tertiary;
     }
+    // Every secondary weight is common: one run, ended by the level.
     key[k++] = LEVEL_SEPARATOR;
-    size_t secondaries = length - 1;
-    while (secondaries >= SEC_COMMON_MAX_COUNT) {
-        key[k++] = SEC_COMMON_MIDDLE;
-        secondaries -= SEC_COMMON_MAX_COUNT;
-    }
-    key[k++] = (uint8_t)(SEC_COMMON_LOW + secondaries);
+    k += writeCommonRun(key + k, length, SEC_COMMON_MAX_COUNT, SEC_COMMON_MIDDLE, SEC_COMMON_LOW, 0);
     key[k++] = LEVEL_SEPARATOR;
     memcpy(key + k, tertiaries, t);
     k += t;
-    if (commons > 0) {
-        commons--;
-        while (commons >= TER_COMMON_MAX_COUNT) {
-            key[k++] = TER_COMMON_MIDDLE;
-            commons -= TER_COMMON_MAX_COUNT;
-        }
-        key[k++] = (uint8_t)(TER_COMMON_LOW + commons);
-    }
+    if (commons > 0) k += writeCommonRun(key + k, commons, TER_COMMON_MAX_COUNT, TER_COMMON_MIDDLE, TER_COMMON_LOW, 0);
     return (int32_t)k;
 }
 
@@ -247,11 +245,13 @@ static void buildAsciiTable(void) {
         for (size_t length = 1; length <= ASCII_MAX_LENGTH; length++) {
             for (size_t i = 0; i < length; i++) text[i] = runs[r][i % unit];
             if (!asciiKeyMatches(text, length)) return;
-            // A long common run, then one uppercase letter.
-            for (size_t i = 0; i + 1 < length; i++) text[i] = 'a';
-            text[length - 1] = 'A';
-            if (!asciiKeyMatches(text, length)) return;
         }
+    }
+    // A long common run, then one uppercase letter.
+    for (size_t length = 1; length <= ASCII_MAX_LENGTH; length++) {
+        for (size_t i = 0; i + 1 < length; i++) text[i] = 'a';
+        text[length - 1] = 'A';
+        if (!asciiKeyMatches(text, length)) return;
     }
     asciiTableReady = 1;
 }

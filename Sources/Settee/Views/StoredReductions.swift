@@ -133,7 +133,8 @@ struct StoredReductions {
     /// Level-1 chunks whose reductions are made in one turn.
     private static let closedBatch = 512
 
-    private typealias Entry = (key: [UInt8], value: [UInt8])
+    /// A chunk entry: its key in the chunks table and its stored value.
+    typealias Entry = (key: [UInt8], value: [UInt8])
 
     /// A level-1 chunk whose boundary has passed: its rows, its boundary's
     /// stored key (the tail's key for the last) and the boundary's height.

@@ -181,13 +181,13 @@ struct ViewIndexer {
     /// The chunk entries of these targets' indexes (by signature), computed
     /// from their committed rows, each index on its own read transaction and
     /// thread, all at once.
-    private func computeChunks(of targets: [Target]) throws -> [String: [(key: [UInt8], value: [UInt8])]] {
-        let results = Mutex<[String: Result<[(key: [UInt8], value: [UInt8])], any Error>]>([:])
+    private func computeChunks(of targets: [Target]) throws -> [String: [StoredReductions.Entry]] {
+        let results = Mutex<[String: Result<[StoredReductions.Entry], any Error>]>([:])
         DispatchQueue.concurrentPerform(iterations: targets.count) { index in
             let target = targets[index]
             let entries = Result {
                 try store.environment.read { transaction in
-                    var entries: [(key: [UInt8], value: [UInt8])] = []
+                    var entries: [StoredReductions.Entry] = []
                     try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
                         .computeChunks(from: transaction) { entries.append(($0, $1)) }
                     return entries
