@@ -265,6 +265,37 @@ struct ViewTests {
         #expect(try fixture.query("long/v").rows.compactMap(\.id) == ["short", "d3", "d1", "d2", "d4", "d5", "after"])
     }
 
+    @Test("Ids holding bytes 0x00 and 0x01 come back whole from rows and reduces, and edits replace their rows")
+    func idsWithStuffedBytes() throws {
+        let fixture = try ViewFixture([design("ids", #"""
+            {"v": {"map": "function (doc) { emit(doc.k, doc._id); emit([doc.k, 'again'], null); }"},
+             "r": {"map": "function (doc) { emit(doc.k, 1); }",
+                   "reduce": "function (keys, values, rereduce) { return rereduce ? values.join(';') : keys.map(function (k) { return JSON.stringify(k[1]); }).join(';'); }"}}
+            """#)])
+        // JSON text of the ids (escapes as written in the documents).
+        let ids = [#"a\u0000b"#, #"c\u0001d"#, #"\u0001\u0001"#, #"\u0000"#, "plain"]
+        for (n, id) in ids.enumerated() {
+            try fixture.db.put(#"{"_id": "\#(id)", "k": \#(n)}"#)
+        }
+        let expected = ids.map { try! JSONParser.parse(Array("\"\($0)\"".utf8)).stringValue! }
+        let rows = try fixture.query("ids/v").rows
+        // Number keys first, then the array keys: each id twice.
+        #expect(rows.compactMap(\.id) == expected + expected)
+        #expect(rows.map(\.valueJSON).filter { $0 != "null" } == expected.map { JSONValue.string($0).jsonText })
+        let reduced = try fixture.query("ids/r", [("group", "true")]).rows.map(\.valueJSON)
+        #expect(reduced == expected.map { JSONValue.string(JSONValue.string($0).jsonText).jsonText })
+        // An edit finds the old rows through the back index, stuffed ids and all.
+        for (n, id) in ids.enumerated() {
+            let rev = try #require(try fixture.db.document(expected[n])).revision
+            try fixture.db.put(#"{"_id": "\#(id)", "_rev": "\#(rev)", "k": \#(10 + n)}"#)
+        }
+        let edited = try fixture.query("ids/v")
+        #expect(edited.totalRows == 2 * ids.count)
+        #expect(edited.rows.map(\.keyJSON).filter { !$0.hasPrefix("[") } == (10..<10 + ids.count).map(String.init))
+        try fixture.db.delete(expected[0], revision: try #require(try fixture.db.document(expected[0])).revision)
+        #expect(try fixture.query("ids/v").rows.compactMap(\.id) == Array(expected.dropFirst() + expected.dropFirst()))
+    }
+
     @Test("The same key emitted twice by one document gives two rows")
     func duplicateEmits() throws {
         let fixture = try ViewFixture([design("dup", #"{"v": {"map": "function (doc) { emit('k', 1); emit('k', 2); }"}}"#)])

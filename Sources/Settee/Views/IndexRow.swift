@@ -1,5 +1,7 @@
+import CSetteeLMDB
 import Foundation
-/// How a view row is stored.
+
+/// How a view row is stored, and its document's entry in the back index.
 ///
 /// Key: the row's *full key* — `collation(key) ‖ stuffed(doc id) ‖ 0x00 ‖ u32 emit
 /// index` — whose byte order is the view's order (ties by doc id, then by emit
@@ -9,28 +11,43 @@ import Foundation
 /// stored keys share those 480 bytes are few and adjacent; readers sort them by
 /// full key (``IndexScanner``), so long keys still sort and match exactly.
 ///
-/// Value: `u8 flags ‖ u32 encoded-key length ‖ u16 id length ‖ u32 key-JSON
-/// length ‖ u32 full-key length (0 when the stored key is the full key) ‖ id ‖
-/// key JSON ‖ full key ‖ value JSON`.
+/// Value: `varint key-JSON length ‖ varint (encoded-key length × 2 + long) ‖
+/// [varint full-key length, when long] ‖ key JSON ‖ [full key, when long] ‖
+/// value JSON`. The document's id is not repeated: it is read back from the
+/// full key, between the encoded key and the emit index.
+///
+/// Back index (doc id → its rows in one index), per row in emit order:
+/// `varint encoded-key length ‖ encoded key ‖ varint emit index` — with the id,
+/// all a stored key is made of (``appendStoredKey(id:encodedKey:emitIndex:to:scratch:)``).
 struct IndexRow {
     static let prefixLength = 480
-    static let headerSize = 15
+    /// The layout of values and back-index entries, part of every view's
+    /// signature: indexes of another layout are rebuilt, never misread.
+    static let format = 2
 
     /// The stored LMDB key and value.
     let storedKey: UnsafeRawBufferPointer
     let value: UnsafeRawBufferPointer
+    private let encodedKeyLength: Int
+    private let keyJSONRange: Range<Int>
+    /// Where the full key lies in the value; empty when the stored key is the full key.
+    private let fullKeyRange: Range<Int>
 
-    private var encodedKeyLength: Int { Int(value.loadUnaligned(fromByteOffset: 1, as: UInt32.self)) }
-    private var idLength: Int { Int(value.loadUnaligned(fromByteOffset: 5, as: UInt16.self)) }
-    private var keyJSONLength: Int { Int(value.loadUnaligned(fromByteOffset: 7, as: UInt32.self)) }
-    private var fullKeyLength: Int { Int(value.loadUnaligned(fromByteOffset: 11, as: UInt32.self)) }
+    init(storedKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        self.storedKey = storedKey
+        self.value = value
+        var offset = 0
+        let keyJSONLength = Self.readVarint(value, at: &offset)
+        let lengthAndFlag = Self.readVarint(value, at: &offset)
+        encodedKeyLength = lengthAndFlag >> 1
+        let fullKeyLength = lengthAndFlag & 1 == 1 ? Self.readVarint(value, at: &offset) : 0
+        keyJSONRange = offset..<offset + keyJSONLength
+        fullKeyRange = keyJSONRange.upperBound..<keyJSONRange.upperBound + fullKeyLength
+    }
 
     /// The full key (see above): what rows are ordered by.
     var fullKey: UnsafeRawBufferPointer {
-        let length = fullKeyLength
-        if length == 0 { return storedKey }
-        let start = Self.headerSize + idLength + keyJSONLength
-        return UnsafeRawBufferPointer(rebasing: value[start..<start + length])
+        fullKeyRange.isEmpty ? storedKey : UnsafeRawBufferPointer(rebasing: value[fullKeyRange])
     }
 
     /// The collation encoding of the emitted key alone.
@@ -38,20 +55,46 @@ struct IndexRow {
         UnsafeRawBufferPointer(rebasing: fullKey[0..<encodedKeyLength])
     }
 
-    /// The emitting document's id (UTF-8).
-    var id: UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(rebasing: value[Self.headerSize..<Self.headerSize + idLength])
+    /// The order among the document's rows of this view, as emitted.
+    var emitIndex: UInt32 {
+        let key = fullKey
+        return UInt32(bigEndian: key.loadUnaligned(fromByteOffset: key.count - 4, as: UInt32.self))
+    }
+
+    /// Calls `body` with the emitting document's id (UTF-8), read from the
+    /// full key: in place, unless the id holds bytes 0x00 or 0x01 (stuffed).
+    func withID<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        let key = fullKey
+        let stuffed = UnsafeRawBufferPointer(rebasing: key[encodedKeyLength..<key.count - 5])
+        guard let base = stuffed.baseAddress, memchr(base, 0x01, stuffed.count) != nil else { return try body(stuffed) }
+        var id: [UInt8] = []
+        id.reserveCapacity(stuffed.count)
+        var index = 0
+        while index < stuffed.count {
+            if stuffed[index] == 0x01, index + 1 < stuffed.count {
+                id.append(stuffed[index + 1] &- 1)
+                index += 2
+            } else {
+                id.append(stuffed[index])
+                index += 1
+            }
+        }
+        return try id.withUnsafeBytes(body)
+    }
+
+    /// The emitting document's id.
+    var id: String {
+        withID { String(decoding: $0, as: UTF8.self) }
     }
 
     /// The emitted key as JSON text.
     var keyJSON: UnsafeRawBufferPointer {
-        let start = Self.headerSize + idLength
-        return UnsafeRawBufferPointer(rebasing: value[start..<start + keyJSONLength])
+        UnsafeRawBufferPointer(rebasing: value[keyJSONRange])
     }
 
     /// The emitted value as JSON text.
     var valueJSON: UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(rebasing: value[(Self.headerSize + idLength + keyJSONLength + fullKeyLength)...])
+        UnsafeRawBufferPointer(rebasing: value[fullKeyRange.upperBound...])
     }
 
     /// Whether this row may share its first 480 stored bytes with others whose order
@@ -78,21 +121,69 @@ struct IndexRow {
     }
 
     /// Appends the stored value to `out`.
-    static func appendValue(fullKey: [UInt8], encodedKeyLength: Int, id: UnsafeRawBufferPointer,
-                            keyJSON: UnsafeRawBufferPointer, valueJSON: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+    static func appendValue(fullKey: [UInt8], encodedKeyLength: Int, keyJSON: UnsafeRawBufferPointer,
+                            valueJSON: UnsafeRawBufferPointer, to out: inout [UInt8]) {
         let long = fullKey.count >= prefixLength
-        withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 1) { header in
-            header.storeBytes(of: 0, toByteOffset: 0, as: UInt8.self)
-            header.storeBytes(of: UInt32(encodedKeyLength), toByteOffset: 1, as: UInt32.self)
-            header.storeBytes(of: UInt16(id.count), toByteOffset: 5, as: UInt16.self)
-            header.storeBytes(of: UInt32(keyJSON.count), toByteOffset: 7, as: UInt32.self)
-            header.storeBytes(of: UInt32(long ? fullKey.count : 0), toByteOffset: 11, as: UInt32.self)
-            out.append(contentsOf: UnsafeRawBufferPointer(header))
-        }
-        out.append(contentsOf: id)
+        appendVarint(keyJSON.count, to: &out)
+        appendVarint(encodedKeyLength << 1 | (long ? 1 : 0), to: &out)
+        if long { appendVarint(fullKey.count, to: &out) }
         out.append(contentsOf: keyJSON)
         if long { out.append(contentsOf: fullKey) }
         out.append(contentsOf: valueJSON)
+    }
+
+    // MARK: Back index
+
+    /// Appends this row's part of its document's back-index entry to `out`.
+    func appendBackEntry(to out: inout [UInt8]) {
+        Self.appendVarint(encodedKeyLength, to: &out)
+        out.append(contentsOf: encodedKey)
+        Self.appendVarint(Int(emitIndex), to: &out)
+    }
+
+    /// Calls `body` with the stored key of each row a back-index entry lists,
+    /// made again from `id` in `scratch`.
+    static func forEachStoredKey(inBackEntry entry: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer, scratch: inout [UInt8],
+                                 _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        var fullKey: [UInt8] = []
+        var offset = 0
+        while offset < entry.count {
+            let length = readVarint(entry, at: &offset)
+            guard offset + length <= entry.count else { throw StorageError(code: MDB_CORRUPTED, operation: "reading a view's back index") }
+            fullKey.removeAll(keepingCapacity: true)
+            fullKey.append(contentsOf: UnsafeRawBufferPointer(rebasing: entry[offset..<offset + length]))
+            offset += length
+            appendFullKeySuffix(id: id, emitIndex: UInt32(readVarint(entry, at: &offset)), to: &fullKey)
+            scratch.removeAll(keepingCapacity: true)
+            appendStoredKey(forFullKey: fullKey, to: &scratch)
+            try scratch.withUnsafeBytes(body)
+        }
+    }
+
+    // MARK: Varints
+
+    /// LEB128: seven bits a byte, low first.
+    static func appendVarint(_ value: Int, to out: inout [UInt8]) {
+        var rest = UInt(value)
+        while rest >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+        }
+        out.append(UInt8(rest))
+    }
+
+    /// Reads a varint at `offset`, moving past it (0 past the end).
+    static func readVarint(_ bytes: UnsafeRawBufferPointer, at offset: inout Int) -> Int {
+        var result = 0
+        var shift = 0
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            offset += 1
+            result |= Int(byte & 0x7F) << shift
+            if byte < 0x80 { break }
+            shift += 7
+        }
+        return result
     }
 }
 

@@ -378,7 +378,7 @@ struct ChunkBuilder: Sendable {
         rowCount += 1
         guard let reducer, error == nil else { return }
         do {
-            try reducer.add(key: row.keyJSON, id: row.id, value: row.valueJSON, to: &accumulator!)
+            try row.withID { try reducer.add(key: row.keyJSON, id: $0, value: row.valueJSON, to: &accumulator!) }
         } catch {
             self.error = try Self.errorJSON(error)
         }

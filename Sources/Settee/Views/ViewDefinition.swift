@@ -48,6 +48,8 @@ public struct ViewDefinition: Sendable, Equatable {
             "local_seq": .bool(localSequence),
             // The map function can require only from views.lib.
             "lib": library ?? .null,
+            // How rows are stored: another layout is another index.
+            "format": .number(Double(IndexRow.format)),
         ]
         JSONWriter.write(definition.canonicalized(), into: &canonical)
         signature = SHA256.hexDigest(canonical)

@@ -192,15 +192,12 @@ final class ViewIndexStore: Sendable {
         guard let old = try transaction.get(tables.back, id) else { return 0 }
         var count = 0
         // Copy first: deleting rows may move the page the back entry is on.
-        let keys = Array(old)
-        try keys.withUnsafeBytes { keys in
-            var offset = 0
-            while offset < keys.count {
-                let length = Int(keys.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
-                let key = UnsafeRawBufferPointer(rebasing: keys[offset + 2..<offset + 2 + length])
+        let entry = Array(old)
+        var scratch: [UInt8] = []
+        try entry.withUnsafeBytes { entry in
+            try IndexRow.forEachStoredKey(inBackEntry: entry, id: id, scratch: &scratch) { key in
                 _ = try transaction.delete(tables.rows, key)
                 removed?.append(Array(key))
-                offset += 2 + length
                 count += 1
             }
         }
@@ -208,35 +205,35 @@ final class ViewIndexStore: Sendable {
         return count
     }
 
-    /// Whether the index holds exactly these rows for the document: its back
-    /// index lists these stored keys, in this order, with these values.
+    /// Whether the index holds exactly these rows (stored keys and values, in
+    /// emit order) for the document: its back index lists the same, and the
+    /// rows hold the same values.
     func holdsRows(of id: UnsafeRawBufferPointer, keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer],
-                   in tables: ViewIndexTables, transaction: LMDBTransaction) throws -> Bool {
+                   in tables: ViewIndexTables, transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> Bool {
         guard let old = try transaction.get(tables.back, id) else { return keys.isEmpty }
-        var offset = 0
+        Self.makeBackEntry(keys: keys, values: values, in: &scratch)
+        guard compareBytes(old, scratch) == 0 else { return false }
         for (key, value) in zip(keys, values) {
-            guard offset + 2 <= old.count else { return false }
-            let length = Int(old.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
-            guard length == key.count, offset + 2 + length <= old.count,
-                  memcmp(old.baseAddress! + offset + 2, key.baseAddress!, length) == 0,
-                  let stored = try transaction.get(tables.rows, key), compareBytes(stored, value) == 0 else { return false }
-            offset += 2 + length
+            guard let stored = try transaction.get(tables.rows, key), compareBytes(stored, value) == 0 else { return false }
         }
-        return offset == old.count
+        return true
     }
 
-    /// Records the stored keys of a document's new rows in the back index,
-    /// through `cursor` on its table (`append`: the id is known to follow
-    /// every id there).
-    func setBackIndex(of id: UnsafeRawBufferPointer, to keys: some Sequence<UnsafeRawBufferPointer>, cursor: LMDBCursor,
-                      scratch: inout [UInt8], append: Bool = false) throws {
-        scratch.removeAll(keepingCapacity: true)
-        for key in keys {
-            withUnsafeBytes(of: UInt16(key.count)) { scratch.append(contentsOf: $0) }
-            scratch.append(contentsOf: key)
-        }
+    /// Records a document's new rows (stored keys and values, in emit order)
+    /// in the back index, through `cursor` on its table (`append`: the id is
+    /// known to follow every id there).
+    func setBackIndex(of id: UnsafeRawBufferPointer, keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer],
+                      cursor: LMDBCursor, scratch: inout [UInt8], append: Bool = false) throws {
+        Self.makeBackEntry(keys: keys, values: values, in: &scratch)
         guard !scratch.isEmpty else { return }
         try scratch.withUnsafeBytes { try cursor.put(id, $0, append: append) }
+    }
+
+    private static func makeBackEntry(keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer], in entry: inout [UInt8]) {
+        entry.removeAll(keepingCapacity: true)
+        for (key, value) in zip(keys, values) {
+            IndexRow(storedKey: key, value: value).appendBackEntry(to: &entry)
+        }
     }
 
     /// Bytes the index's tables take.

@@ -307,7 +307,7 @@ struct ViewIndexer {
                                 let keyStart = output.bytes.count
                                 IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
                                 let valueStart = output.bytes.count
-                                IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength, id: id,
+                                IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength,
                                                      keyJSON: key, valueJSON: value, to: &output.bytes)
                                 output.rows.append(MappedRow(
                                     target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
@@ -439,14 +439,14 @@ struct ViewIndexer {
                         }
                         if !target.fresh {
                             // A change the view doesn't see (same rows as before) writes nothing.
-                            if try indexes.holdsRows(of: id(document), keys: keys, values: values, in: target.tables, transaction: transaction) {
+                            if try indexes.holdsRows(of: id(document), keys: keys, values: values, in: target.tables, transaction: transaction, scratch: &scratch) {
                                 continue
                             }
                             state.rowCount -= try indexes.removeRows(of: id(document), in: target.tables, transaction: transaction, removed: &changed)
                         }
                         for row in documentRows { rows.add(row) }
                         guard !keys.isEmpty else { continue }
-                        try indexes.setBackIndex(of: id(document), to: keys, cursor: backCursor, scratch: &scratch, append: appendsBack)
+                        try indexes.setBackIndex(of: id(document), keys: keys, values: values, cursor: backCursor, scratch: &scratch, append: appendsBack)
                     }
                 }
             }

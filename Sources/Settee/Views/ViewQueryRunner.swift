@@ -104,7 +104,7 @@ struct ViewQueryRunner {
                     }
                     // Made in place: a row copied into the array would retain and release each of its strings.
                     rows.append(ViewRow(
-                        id: String(decoding: row.id, as: UTF8.self),
+                        id: row.id,
                         keyJSON: String(decoding: row.keyJSON, as: UTF8.self),
                         valueJSON: String(decoding: row.valueJSON, as: UTF8.self),
                         documentJSON: options.includeDocs ? try includedDocument(for: row, transaction: transaction) : nil))
@@ -148,7 +148,7 @@ struct ViewQueryRunner {
 
     /// The emitting document, or the one named by a value `{"_id": …}` (CouchDB's linked documents).
     private func includedDocument(for row: IndexRow, transaction: LMDBTransaction) throws -> String {
-        var id = String(decoding: row.id, as: UTF8.self)
+        var id = row.id
         if row.valueJSON.first == UInt8(ascii: "{"), case .string(let linked)? = (try? JSONParser.parse(row.valueJSON))?["_id"] {
             id = linked
         }
@@ -222,7 +222,7 @@ struct ViewQueryRunner {
                 case .row(let row):
                     try enterGroup(row.encodedKey) { row.keyJSON }
                     if done { return false }
-                    try reducer.add(key: row.keyJSON, id: row.id, value: row.valueJSON, to: &accumulator)
+                    try row.withID { try reducer.add(key: row.keyJSON, id: $0, value: row.valueJSON, to: &accumulator) }
                 case .chunk(let chunk, let boundary):
                     if let error = chunk.reductionError() { throw error }
                     try enterGroup(chunk.firstEncodedKey) {
