@@ -143,6 +143,56 @@ struct ViewTests {
         #expect(error.reason.hasPrefix("Reduce output must shrink more rapidly"))
     }
 
+    @Test("A JavaScript reduce that never reads its keys gives the same results, and reduce_limit counts the keys all the same")
+    func reduceWithoutKeys() throws {
+        let grow = "values.join('') + values.join('')"
+        let fixture = try ViewFixture([design("grow", #"""
+            {"unread": {"map": "function (doc) { emit(doc._id, doc.pad); }", "reduce": "function (k, values) { return \#(grow); }"},
+             "read": {"map": "function (doc) { emit(doc._id, doc.pad); }", "reduce": "function (k, values) { k; return \#(grow); }"},
+             "ids": {"map": "function (doc) { emit(doc._id, 1); }",
+                     "reduce": "function (keys, values, rereduce) { return rereduce ? sum(values) : keys.filter(function (k) { return k[1][1] === '\"'; }).length; }"},
+             "sum": {"map": "function (doc) { emit(doc._id, 1); }", "reduce": "function (keys, values, rereduce) { return sum(values); }"}}
+            """#)])
+        let pad = String(repeating: "x", count: 200)
+        // Ids that JSON escapes count as CouchDB would send them.
+        for n in 0..<50 { try fixture.db.put(#"{"_id": "d\"\#(n)\n\u0001", "pad": "\#(pad)"}"#) }
+        let unread = try #require(throws: QueryError.self) { try fixture.query("grow/unread") }
+        let read = try #require(throws: QueryError.self) { try fixture.query("grow/read") }
+        #expect(unread.reason.hasPrefix("Reduce output must shrink more rapidly"))
+        #expect(unread.reason == read.reason)
+        // Either way, the results are the same.
+        #expect(Reducer.readsKeys("function (keys, values, rereduce) { return sum(values); }") == false)
+        #expect(try fixture.query("grow/sum").rows.map(\.valueJSON) == ["50"])
+        #expect(try fixture.query("grow/ids").rows.map(\.valueJSON) == ["50"])
+        #expect(try fixture.query("grow/sum", [("group", "true")]).rows.map(\.valueJSON) == Array(repeating: "1", count: 50))
+        #expect(try fixture.query("grow/ids", [("group", "true")]).rows.map(\.valueJSON) == Array(repeating: "1", count: 50))
+    }
+
+    @Test("Which JavaScript reduce functions read their keys")
+    func readsKeys() {
+        let cases: [(String, Bool)] = [
+            ("function (keys, values, rereduce) { return sum(values); }", false),
+            ("function(k,v){return sum(v);}", false),
+            ("/* sums */ function total (keys, values) {\n  // of keys\n  return values.length; }", true),
+            ("/* sums */ function total (keys, values) { return values.length; }", false),
+            ("function (keys) { return 1; }", false),
+            ("function (keys, values) { return keys.length; }", true),
+            ("function (keys, values) { return Object.keys(values).length; }", true),
+            ("function (k, v) { return arguments[0].length; }", true),
+            ("function (k, v) { return eval('k').length; }", true),
+            ("function (k, v) { return new Function('return 1')(); }", true),
+            (#"function (keys, values) { return k\u0065ys.length; }"#, true),
+            ("function (keys, values = keys) { return values; }", true),
+            ("function ({length}, values) { return length; }", true),
+            ("function () { return arguments.length; }", true),
+            ("(keys, values) => sum(values)", true),
+            ("function* (keys, values) { yield 1; }", true),
+        ]
+        for (source, reads) in cases {
+            #expect(Reducer.readsKeys(source) == reads, "\(source)")
+        }
+    }
+
     @Test("include_docs returns the emitting document, or the one a value {_id} links to")
     func includeDocs() throws {
         let fixture = try ViewFixture([design("links", #"{"orders": {"map": "function (doc) { if (doc.customer) { emit(doc._id, null); emit([doc._id, 'customer'], {_id: doc.customer}); } }"}}"#)])

@@ -88,6 +88,18 @@ public enum JSONWriter {
         }
     }
 
+    /// The length of what ``writeString(utf8:into:)`` writes for `utf8`.
+    static func stringLength(utf8: UnsafeBufferPointer<UInt8>) -> Int {
+        var length = utf8.count + 2
+        for value in utf8 where value < 0x20 || value == UInt8(ascii: "\"") || value == UInt8(ascii: "\\") {
+            switch value {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x08, 0x0C, 0x0A, 0x0D, 0x09: length += 1
+            default: length += 5
+            }
+        }
+        return length
+    }
+
     /// The high bit of each byte of `word` (little-endian) that is a quote, a
     /// backslash or a control character; exact for the lowest such byte. Unlike
     /// the parser's test, non-ASCII bytes pass: they are written as they are.

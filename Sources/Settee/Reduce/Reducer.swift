@@ -6,7 +6,9 @@ import Foundation
 struct Reducer: Sendable {
     private enum Kind {
         case builtin(BuiltinReducer)
-        case javascript(source: String, name: String)
+        /// `readsKeys`: false when the function provably never reads its keys
+        /// parameter (see ``readsKeys(_:)``), which is then passed `null`.
+        case javascript(source: String, name: String, readsKeys: Bool)
     }
 
     private let kind: Kind
@@ -20,6 +22,8 @@ struct Reducer: Sendable {
         fileprivate var values: [JSONValue] = []
         fileprivate var partials: [JSONValue] = []
         fileprivate var keysText: [UInt8] = []
+        /// The length `keysText` has, or would have when the keys are not passed.
+        fileprivate var keysLength = 0
         fileprivate var valuesText: [UInt8] = []
         fileprivate var chunkRows = 0
         fileprivate var partialTexts: [String] = []
@@ -29,7 +33,7 @@ struct Reducer: Sendable {
         if let builtin = try BuiltinReducer(source: source) {
             kind = .builtin(builtin)
         } else {
-            kind = .javascript(source: source, name: "\(view.designDocument)/\(view.name) reduce")
+            kind = .javascript(source: source, name: "\(view.designDocument)/\(view.name) reduce", readsKeys: Self.readsKeys(source))
         }
         self.workers = workers
         self.chunk = chunk
@@ -57,17 +61,24 @@ struct Reducer: Sendable {
             case .sum, .stats: accumulator.values.append(try JSONParser.parse(value))
             }
             if accumulator.chunkRows >= chunk { try reduceRows(reducer, &accumulator) }
-        case .javascript(let source, let name):
-            accumulator.keysText.append(accumulator.keysText.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
-            accumulator.keysText.append(UInt8(ascii: "["))
-            accumulator.keysText.append(contentsOf: key)
-            accumulator.keysText.append(UInt8(ascii: ","))
-            JSONWriter.writeString(String(decoding: id, as: UTF8.self), into: &accumulator.keysText)
-            accumulator.keysText.append(UInt8(ascii: "]"))
+        case .javascript(let source, let name, let readsKeys):
+            let utf8ID = id.assumingMemoryBound(to: UInt8.self)
+            if readsKeys {
+                accumulator.keysText.append(accumulator.keysText.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
+                accumulator.keysText.append(UInt8(ascii: "["))
+                accumulator.keysText.append(contentsOf: key)
+                accumulator.keysText.append(UInt8(ascii: ","))
+                JSONWriter.writeString(utf8: utf8ID, into: &accumulator.keysText)
+                accumulator.keysText.append(UInt8(ascii: "]"))
+                accumulator.keysLength = accumulator.keysText.count
+            } else {
+                // `[` or `,`, then `[key,"id"]`.
+                accumulator.keysLength += 4 + key.count + JSONWriter.stringLength(utf8: utf8ID)
+            }
             accumulator.valuesText.append(accumulator.valuesText.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
             accumulator.valuesText.append(contentsOf: value)
             if accumulator.chunkRows >= chunk {
-                try reduceChunk(source: source, name: name, &accumulator)
+                try reduceChunk(source: source, name: name, readsKeys: readsKeys, &accumulator)
             }
         }
     }
@@ -79,8 +90,8 @@ struct Reducer: Sendable {
         case .builtin(let reducer):
             try reduceRows(reducer, &accumulator)
             accumulator.partials.append(try JSONParser.parse(partial))
-        case .javascript(let source, let name):
-            if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, &accumulator) }
+        case .javascript(let source, let name, let readsKeys):
+            if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, readsKeys: readsKeys, &accumulator) }
             accumulator.partialTexts.append(String(decoding: partial, as: UTF8.self))
         }
     }
@@ -139,11 +150,11 @@ struct Reducer: Sendable {
         switch kind {
         case .builtin(let reducer):
             return try builtinPartial(reducer, &accumulator).jsonText
-        case .javascript(let source, let name):
-            if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, &accumulator, in: context) }
+        case .javascript(let source, let name, let readsKeys):
+            if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, readsKeys: readsKeys, &accumulator, in: context) }
             if accumulator.partialTexts.count == 1 { return accumulator.partialTexts[0] }
             let values = "[" + accumulator.partialTexts.joined(separator: ",") + "]"
-            return try call(source: source, name: name, keys: "null", values: values, rereduce: true, in: context)
+            return try call(source: source, name: name, keys: "null", keysLength: 4, values: values, rereduce: true, in: context)
         }
     }
 
@@ -171,20 +182,24 @@ struct Reducer: Sendable {
         }
     }
 
-    private func reduceChunk(source: String, name: String, _ accumulator: inout Accumulator, in context: JavaScriptContext? = nil) throws {
-        accumulator.keysText.append(UInt8(ascii: "]"))
+    private func reduceChunk(source: String, name: String, readsKeys: Bool, _ accumulator: inout Accumulator,
+                             in context: JavaScriptContext? = nil) throws {
+        if readsKeys { accumulator.keysText.append(UInt8(ascii: "]")) }
         accumulator.valuesText.append(UInt8(ascii: "]"))
         let result = try call(
             source: source, name: name,
-            keys: String(decoding: accumulator.keysText, as: UTF8.self),
+            keys: readsKeys ? String(decoding: accumulator.keysText, as: UTF8.self) : "null", keysLength: accumulator.keysLength + 1,
             values: String(decoding: accumulator.valuesText, as: UTF8.self), rereduce: false, in: context)
         accumulator.partialTexts.append(result)
         accumulator.keysText.removeAll(keepingCapacity: true)
+        accumulator.keysLength = 0
         accumulator.valuesText.removeAll(keepingCapacity: true)
         accumulator.chunkRows = 0
     }
 
-    private func call(source: String, name: String, keys: String, values: String, rereduce: Bool,
+    /// `keysLength`: the length of the keys' JSON as CouchDB would send them
+    /// (`reduce_limit` compares the output with the whole input).
+    private func call(source: String, name: String, keys: String, keysLength: Int, values: String, rereduce: Bool,
                       in context: JavaScriptContext? = nil) throws -> String {
         func reduce(_ context: JavaScriptContext) throws -> CallResult {
             let function = try context.compile(source, name: name)
@@ -193,11 +208,84 @@ struct Reducer: Sendable {
         let result = try context.map(reduce) ?? workers.nextWorker().run(reduce)
         let output = try result.results[0].get()
         // CouchDB's reduce_limit: a reduction that does not shrink is a mistake.
-        let inputSize = keys.utf8.count + values.utf8.count + 3
+        let inputSize = keysLength + values.utf8.count + 3
         if output.utf8.count > ViewQueryRunner.reduceLimitThreshold && output.utf8.count * 2 > inputSize {
             throw QueryError(error: "reduce_overflow_error",
                              reason: "Reduce output must shrink more rapidly: input size: \(inputSize) output size: \(output.utf8.count)")
         }
         return output
+    }
+
+    // MARK: Reading the source
+
+    /// Whether a JavaScript reduce function may read its first parameter, the
+    /// keys. False only when the source is `function [name](keys, …` and that
+    /// parameter's name appears nowhere else in it as a word — nor do
+    /// `arguments`, `eval` or `Function`, nor any `\u` escape (identifiers may
+    /// be spelled with them). Such a function cannot tell what it was passed
+    /// for keys, so it is passed `null`, sparing the keys' JSON on both sides
+    /// (`function (keys, values, rereduce) { return sum(values); }`).
+    static func readsKeys(_ source: String) -> Bool {
+        let text = Array(source.utf8)
+        func isWordByte(_ byte: UInt8) -> Bool {
+            byte >= 0x80 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "$")
+                || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+        }
+        /// The index after spaces and comments from `index`.
+        func skipSpace(_ index: Int) -> Int {
+            var index = index
+            while index < text.count {
+                if text[index] == UInt8(ascii: " ") || (text[index] >= 0x09 && text[index] <= 0x0D) {
+                    index += 1
+                } else if text[index...].starts(with: "//".utf8) {
+                    while index < text.count, text[index] != 0x0A { index += 1 }
+                } else if text[index...].starts(with: "/*".utf8) {
+                    index += 2
+                    while index < text.count, !text[index...].starts(with: "*/".utf8) { index += 1 }
+                    index += 2
+                } else {
+                    break
+                }
+            }
+            return index
+        }
+        /// The word starting at `index` (empty if none).
+        func word(at index: Int) -> Range<Int> {
+            var end = index
+            while end < text.count, isWordByte(text[end]) { end += 1 }
+            return index..<end
+        }
+        // The header: `function`, maybe a name, `(`, the keys parameter, then `,` or `)`.
+        var index = skipSpace(0)
+        guard text[word(at: index)].elementsEqual("function".utf8) else { return true }
+        index = skipSpace(index + 8)
+        index = skipSpace(word(at: index).upperBound)
+        guard index < text.count, text[index] == UInt8(ascii: "(") else { return true }
+        index = skipSpace(index + 1)
+        let parameter = word(at: index)
+        guard !parameter.isEmpty, !(text[index] >= UInt8(ascii: "0") && text[index] <= UInt8(ascii: "9")) else { return true }
+        let after = skipSpace(parameter.upperBound)
+        guard after < text.count, text[after] == UInt8(ascii: ",") || text[after] == UInt8(ascii: ")") else { return true }
+        // Every other word of the source.
+        let name = text[parameter]
+        var position = 0
+        while position < text.count {
+            if text[position] == UInt8(ascii: "\\") && position + 1 < text.count && text[position + 1] == UInt8(ascii: "u") { return true }
+            guard isWordByte(text[position]) else {
+                position += 1
+                continue
+            }
+            let found = word(at: position)
+            if found != parameter {
+                let spelled = text[found]
+                if spelled.elementsEqual(name) || spelled.elementsEqual("arguments".utf8) || spelled.elementsEqual("eval".utf8)
+                    || spelled.elementsEqual("Function".utf8) {
+                    return true
+                }
+            }
+            position = found.upperBound
+        }
+        return false
     }
 }
