@@ -6,14 +6,18 @@ import Foundation
 struct Reducer: Sendable {
     private enum Kind {
         case builtin(BuiltinReducer)
-        /// `readsKeys`: false when the function provably never reads its keys
-        /// parameter (see ``readsKeys(_:)``), which is then passed `null`.
-        case javascript(source: String, name: String, readsKeys: Bool)
+        case javascript(source: String, name: String)
     }
 
     private let kind: Kind
     private let workers: JavaScriptWorkerPool
     private let chunk: Int
+    /// Whether ``add(key:id:value:to:)`` uses the id (a JavaScript reduce):
+    /// callers may pass an empty one otherwise.
+    var needsIDs: Bool { isJavaScript }
+    /// Whether the JavaScript function may read its keys: one that provably
+    /// never does (``readsKeys(_:)``) is passed `null` for them.
+    private let passesKeys: Bool
 
     /// Rows being reduced into one value.
     struct Accumulator: Sendable {
@@ -32,8 +36,10 @@ struct Reducer: Sendable {
     init(source: String, view: ViewDefinition, workers: JavaScriptWorkerPool, chunk: Int) throws {
         if let builtin = try BuiltinReducer(source: source) {
             kind = .builtin(builtin)
+            passesKeys = false
         } else {
-            kind = .javascript(source: source, name: "\(view.designDocument)/\(view.name) reduce", readsKeys: Self.readsKeys(source))
+            kind = .javascript(source: source, name: "\(view.designDocument)/\(view.name) reduce")
+            passesKeys = Self.readsKeys(source)
         }
         self.workers = workers
         self.chunk = chunk
@@ -61,9 +67,9 @@ struct Reducer: Sendable {
             case .sum, .stats: accumulator.values.append(try JSONParser.parse(value))
             }
             if accumulator.chunkRows >= chunk { try reduceRows(reducer, &accumulator) }
-        case .javascript(let source, let name, let readsKeys):
+        case .javascript:
             let utf8ID = id.assumingMemoryBound(to: UInt8.self)
-            if readsKeys {
+            if passesKeys {
                 accumulator.keysText.append(accumulator.keysText.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
                 accumulator.keysText.append(UInt8(ascii: "["))
                 accumulator.keysText.append(contentsOf: key)
@@ -77,9 +83,7 @@ struct Reducer: Sendable {
             }
             accumulator.valuesText.append(accumulator.valuesText.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
             accumulator.valuesText.append(contentsOf: value)
-            if accumulator.chunkRows >= chunk {
-                try reduceChunk(source: source, name: name, readsKeys: readsKeys, &accumulator)
-            }
+            if accumulator.chunkRows >= chunk { try reduceChunk(&accumulator) }
         }
     }
 
@@ -90,8 +94,8 @@ struct Reducer: Sendable {
         case .builtin(let reducer):
             try reduceRows(reducer, &accumulator)
             accumulator.partials.append(try JSONParser.parse(partial))
-        case .javascript(let source, let name, let readsKeys):
-            if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, readsKeys: readsKeys, &accumulator) }
+        case .javascript:
+            if accumulator.chunkRows > 0 { try reduceChunk(&accumulator) }
             accumulator.partialTexts.append(String(decoding: partial, as: UTF8.self))
         }
     }
@@ -150,8 +154,8 @@ struct Reducer: Sendable {
         switch kind {
         case .builtin(let reducer):
             return try builtinPartial(reducer, &accumulator).jsonText
-        case .javascript(let source, let name, let readsKeys):
-            if accumulator.chunkRows > 0 { try reduceChunk(source: source, name: name, readsKeys: readsKeys, &accumulator, in: context) }
+        case .javascript(let source, let name):
+            if accumulator.chunkRows > 0 { try reduceChunk(&accumulator, in: context) }
             if accumulator.partialTexts.count == 1 { return accumulator.partialTexts[0] }
             let values = "[" + accumulator.partialTexts.joined(separator: ",") + "]"
             return try call(source: source, name: name, keys: "null", keysLength: 4, values: values, rereduce: true, in: context)
@@ -182,13 +186,13 @@ struct Reducer: Sendable {
         }
     }
 
-    private func reduceChunk(source: String, name: String, readsKeys: Bool, _ accumulator: inout Accumulator,
-                             in context: JavaScriptContext? = nil) throws {
-        if readsKeys { accumulator.keysText.append(UInt8(ascii: "]")) }
+    private func reduceChunk(_ accumulator: inout Accumulator, in context: JavaScriptContext? = nil) throws {
+        guard case .javascript(let source, let name) = kind else { return }
+        if passesKeys { accumulator.keysText.append(UInt8(ascii: "]")) }
         accumulator.valuesText.append(UInt8(ascii: "]"))
         let result = try call(
             source: source, name: name,
-            keys: readsKeys ? String(decoding: accumulator.keysText, as: UTF8.self) : "null", keysLength: accumulator.keysLength + 1,
+            keys: passesKeys ? String(decoding: accumulator.keysText, as: UTF8.self) : "null", keysLength: accumulator.keysLength + 1,
             values: String(decoding: accumulator.valuesText, as: UTF8.self), rereduce: false, in: context)
         accumulator.partialTexts.append(result)
         accumulator.keysText.removeAll(keepingCapacity: true)

@@ -376,9 +376,9 @@ struct ChunkBuilder: Sendable {
         let encodedKey = row.encodedKey
         extend(first: encodedKey, last: encodedKey)
         rowCount += 1
-        guard let reducer, error == nil else { return }
+        guard reducer != nil, error == nil else { return }
         do {
-            try row.withID { try reducer.add(key: row.keyJSON, id: $0, value: row.valueJSON, to: &accumulator!) }
+            try reducer!.add(row: row, to: &accumulator!)
         } catch {
             self.error = try Self.errorJSON(error)
         }

@@ -222,7 +222,7 @@ struct ViewQueryRunner {
                 case .row(let row):
                     try enterGroup(row.encodedKey) { row.keyJSON }
                     if done { return false }
-                    try row.withID { try reducer.add(key: row.keyJSON, id: $0, value: row.valueJSON, to: &accumulator) }
+                    try reducer.add(row: row, to: &accumulator)
                 case .chunk(let chunk, let boundary):
                     if let error = chunk.reductionError() { throw error }
                     try enterGroup(chunk.firstEncodedKey) {
