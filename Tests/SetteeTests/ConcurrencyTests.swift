@@ -109,6 +109,24 @@ extension ConcurrencyTests {
         #expect(total == "\((0..<2000).reduce(0, +) * 2)")
     }
 
+    @Test("A design document another process rewrites is seen by this process's next query")
+    func designChangedByAnotherProcess() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        let database = try Database(at: url, options: options)
+        try database.put(#"{"_id": "a", "n": 1}"#)
+        try database.loadDesignDocuments(from: directory.file("v1.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "function (doc) { emit(doc.n, 1); }"}}}"#))
+        // Queries with nothing committed between them reuse what the first one read.
+        for _ in 0..<3 { #expect(try database.query("d/v").rows.map(\.keyJSON) == ["1"]) }
+        let v2 = directory.file("v2.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "function (doc) { emit(doc.n * 10, 1); }"}}}"#)
+        let outcome = try settee.run(["--db", url.path, "design", "load", v2.path], in: directory.url)
+        #expect(outcome.exitStatus == 0, "\(outcome.standardError)")
+        #expect(try database.query("d/v").rows.map(\.keyJSON) == ["10"])
+    }
+
     @Test("Two settee processes importing and indexing one database at once: every document once, sequences gapless, the index exact")
     func twoProcesses() throws {
         let settee = try SetteeExecutable.find()

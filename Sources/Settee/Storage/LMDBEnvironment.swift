@@ -96,6 +96,16 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     // MARK: Transactions
 
+    /// The id of the last committed write transaction, in any process: equal
+    /// ids, nothing written between.
+    var lastCommittedTransaction: Int {
+        pthread_rwlock_rdlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        var info = MDB_envinfo()
+        mdb_env_info(environment, &info)
+        return info.me_last_txnid
+    }
+
     /// Runs `body` in a read-only transaction (a consistent snapshot).
     func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
         pthread_rwlock_rdlock(resizeLock)

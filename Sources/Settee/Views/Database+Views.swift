@@ -149,11 +149,16 @@ extension Database {
     func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
         let id = name.hasPrefix("_design/") ? name : "_design/" + name
-        // The revision alone tells whether the parsed design document is current.
+        // The revision alone tells whether the parsed design document is current,
+        // and nothing committed since it was last read leaves it so.
         let design: DesignDocument
         let revision: Revision
-        if let live = try store.liveRevision(id), let cached = designDocumentCache.cached(id, revision: live) {
+        let committed = environment.lastCommittedTransaction
+        if let current = designDocumentCache.unchanged(id, since: committed) {
+            (design, revision) = current
+        } else if let live = try store.liveRevision(id), let cached = designDocumentCache.cached(id, revision: live) {
             (design, revision) = (cached, live)
+            designDocumentCache.confirm(id, revision: live, at: committed)
         } else {
             guard let document = try document(id) else {
                 throw DocumentError(.notFound, "missing", id: id)
@@ -246,6 +251,9 @@ final class DesignDocumentCache: @unchecked Sendable {
         var revision: Revision
         var design: DesignDocument
         var checked = false
+        /// The last committed transaction when this revision was last read as
+        /// the live one (the environment's counter; nil: not since parsed).
+        var confirmedAt: Int?
     }
 
     private let lock = NSLock()
@@ -259,6 +267,21 @@ final class DesignDocumentCache: @unchecked Sendable {
     func markChecked(_ id: String, revision: Revision) {
         lock.withLock {
             if entries[id]?.revision == revision { entries[id]?.checked = true }
+        }
+    }
+
+    /// The cached design document and its revision, if it was read as the
+    /// live one when `committed` was already the last committed transaction:
+    /// no write since can have changed it.
+    func unchanged(_ id: String, since committed: Int) -> (DesignDocument, Revision)? {
+        lock.withLock { entries[id].flatMap { $0.confirmedAt == committed ? ($0.design, $0.revision) : nil } }
+    }
+
+    /// Records that `revision` was read as the live one with `committed` the
+    /// last committed transaction, or later (the counter read before the document).
+    func confirm(_ id: String, revision: Revision, at committed: Int) {
+        lock.withLock {
+            if entries[id]?.revision == revision { entries[id]?.confirmedAt = committed }
         }
     }
 
