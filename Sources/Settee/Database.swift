@@ -26,8 +26,9 @@ public final class Database: Sendable {
         public var javaScriptWorkers = ProcessInfo.processInfo.activeProcessorCount
         /// Documents an index update maps at a time.
         public var indexBatchSize = 8192
-        /// The most memory a large index update holds mapped rows in before it
-        /// writes them, in key order, in one transaction.
+        /// The memory a large index update holds mapped rows in before it
+        /// writes them, in key order, in one transaction; near the update's end,
+        /// up to half as much again, so that the last write takes the rest.
         public var indexBufferBytes = 24 << 20
 
         public init() {}

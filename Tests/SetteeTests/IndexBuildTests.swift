@@ -114,6 +114,21 @@ struct IndexBuildTests {
         }
     }
 
+    @Test("Gathered rows flush at the buffer size, unless the rest of the run fits the last flush within half a buffer more")
+    func flushRule() {
+        let buffer = 24 << 20
+        // 24 MB from 300,000 documents: 80 bytes each so far.
+        func flushes(_ bytes: Int, remaining: UInt64) -> Bool {
+            ViewIndexer.flushesNow(pendingBytes: bytes, pendingDocuments: 300_000, remainingDocuments: remaining, flushBytes: buffer)
+        }
+        #expect(!flushes(buffer - 1, remaining: 1_000_000), "below the buffer size")
+        #expect(flushes(buffer, remaining: 1_000_000), "much left to map")
+        #expect(flushes(buffer, remaining: 160_000), "12.8 MB more would pass 36 MB")
+        #expect(!flushes(buffer, remaining: 150_000), "12 MB more: the last flush takes it")
+        #expect(!flushes(buffer, remaining: 0), "nothing left: the run's end flushes")
+        #expect(ViewIndexer.flushesNow(pendingBytes: buffer, pendingDocuments: 0, remainingDocuments: 10, flushBytes: buffer))
+    }
+
     @Test("A large update over an existing index (edits, deletions, new documents) equals a build from scratch")
     func largeUpdate() throws {
         let first = Self.documents(2000, seed: 21)

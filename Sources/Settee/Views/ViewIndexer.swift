@@ -22,7 +22,8 @@ public struct IndexProgress: Sendable {
 /// document), and one writes the last. Small updates write each batch and
 /// keep the chunks up as they go; large ones (a new index, or changes to a
 /// sixteenth of its rows and more than 64 documents) gather rows up to
-/// ``flushBytes`` and write them in key order, appended where they follow
+/// ``flushBytes`` (up to half as much again when that lets the last flush
+/// take the rest) and write them in key order, appended where they follow
 /// the index's last key, then compute the chunks once, from the committed
 /// rows. Memory stays bounded by the batch and buffer sizes, whatever the
 /// database's size.
@@ -40,8 +41,9 @@ struct ViewIndexer {
     /// Changed documents per batch: what the workers map at a time.
     var batchSize = 8192
     /// Bulk targets' rows wait in memory until they take this many bytes (or
-    /// the run ends), then go in one write transaction, in key order, appended
-    /// where they follow the index's last key.
+    /// the run ends: see ``flushesNow(pendingBytes:pendingDocuments:remainingDocuments:flushBytes:)``),
+    /// then go in one write transaction, in key order, appended where they
+    /// follow the index's last key.
     var flushBytes = 24 << 20
 
     private static let designPrefix = Array("_design/".utf8)
@@ -134,7 +136,8 @@ struct ViewIndexer {
             if !behind.isEmpty { jobs.append((batch, behind)) }
             if !bulk.isEmpty {
                 pending.append(batch)
-                if last >= latest || pending.memoryBytes >= flushBytes {
+                if last >= latest || Self.flushesNow(pendingBytes: pending.memoryBytes, pendingDocuments: pending.documentCount,
+                                                     remainingDocuments: latest - last, flushBytes: flushBytes) {
                     jobs.append((pending, bulk))
                     pending = MappedBatch()
                 }
@@ -176,6 +179,18 @@ struct ViewIndexer {
             store.environment.releaseMappedPages()
             ProcessMemory.returnFreeMemory()
         }
+    }
+
+    /// Whether rows gathered for bulk targets go to the indexes now (before the
+    /// run's end): once they reach `flushBytes` — unless the documents still
+    /// to map, at the rate so far, would add so little that the flush at the
+    /// end can take everything within half a flush more. A flush just before
+    /// the last would cost a pass over each index (for keys in no order,
+    /// nearly every page of it) and spare little memory.
+    static func flushesNow(pendingBytes: Int, pendingDocuments: Int, remainingDocuments: UInt64, flushBytes: Int) -> Bool {
+        guard pendingBytes >= flushBytes else { return false }
+        let perDocument = Double(pendingBytes) / Double(max(1, pendingDocuments))
+        return Double(pendingBytes) + perDocument * Double(remainingDocuments) > Double(flushBytes) * 1.5
     }
 
     /// The chunk entries of these targets' indexes (by signature), computed
