@@ -12,9 +12,6 @@ struct Reducer: Sendable {
     private let kind: Kind
     private let workers: JavaScriptWorkerPool
     private let chunk: Int
-    /// Whether ``add(key:id:value:to:)`` uses the id (a JavaScript reduce):
-    /// callers may pass an empty one otherwise.
-    var needsIDs: Bool { isJavaScript }
     /// Whether the JavaScript function may read its keys: one that provably
     /// never does (``readsKeys(_:)``) is passed `null` for them.
     private let passesKeys: Bool
@@ -39,13 +36,15 @@ struct Reducer: Sendable {
             passesKeys = false
         } else {
             kind = .javascript(source: source, name: "\(view.designDocument)/\(view.name) reduce")
-            passesKeys = Self.readsKeys(source)
+            passesKeys = source == view.reduce ? view.reduceReadsKeys : Self.readsKeys(source)
         }
         self.workers = workers
         self.chunk = chunk
     }
 
     /// Whether the reduce function is JavaScript (its calls run on a worker).
+    /// Only a JavaScript reduce uses the ids given to ``add(key:id:value:to:)``:
+    /// callers may pass an empty one otherwise.
     var isJavaScript: Bool {
         if case .javascript = kind { return true }
         return false

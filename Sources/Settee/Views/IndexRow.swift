@@ -18,7 +18,7 @@ import Foundation
 ///
 /// Back index (doc id → its rows in one index), per row in emit order:
 /// `varint encoded-key length ‖ encoded key ‖ varint emit index` — with the id,
-/// all a stored key is made of (``appendStoredKey(id:encodedKey:emitIndex:to:scratch:)``).
+/// all a stored key is made of (``forEachStoredKey(inBackEntry:id:scratch:_:)``).
 struct IndexRow {
     static let prefixLength = 480
     /// The layout of values and back-index entries, part of every view's
@@ -191,7 +191,7 @@ extension Reducer {
     /// Adds an index row: its id is read from the full key only when the
     /// reduce function may use it.
     func add(row: IndexRow, to accumulator: inout Accumulator) throws {
-        guard needsIDs else {
+        guard isJavaScript else {
             return try add(key: row.keyJSON, id: UnsafeRawBufferPointer(start: nil, count: 0), value: row.valueJSON, to: &accumulator)
         }
         try row.withID { try add(key: row.keyJSON, id: $0, value: row.valueJSON, to: &accumulator) }

@@ -25,6 +25,9 @@ public struct ViewDefinition: Sendable, Equatable {
     /// everything that decides the index's content. Editing anything else (other
     /// views, other members) leaves it unchanged, so only this view rebuilds.
     public let signature: String
+    /// Whether a JavaScript reduce function may read its keys (see
+    /// ``Reducer/readsKeys(_:)``), worked out once per definition.
+    let reduceReadsKeys: Bool
 
     init(designDocument: String, name: String, map: String, reduce: String?, collation: CollationMode, viewOptions: JSONValue,
          language: String, includeDesign: Bool, localSequence: Bool, library: JSONValue?) {
@@ -38,6 +41,7 @@ public struct ViewDefinition: Sendable, Equatable {
         self.includeDesign = includeDesign
         self.localSequence = localSequence
         self.library = library
+        reduceReadsKeys = reduce.map(Reducer.readsKeys) ?? false
         var canonical: [UInt8] = []
         let definition: JSONValue = [
             "language": .string(language),
