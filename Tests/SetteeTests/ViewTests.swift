@@ -346,6 +346,27 @@ struct ViewTests {
         #expect(try fixture.query("ids/v").rows.compactMap(\.id) == Array(expected.dropFirst() + expected.dropFirst()))
     }
 
+    @Test("Building a new index removes those no design document uses (an older row layout's, another process's)")
+    func leftoverIndexesGo() throws {
+        let fixture = try ViewFixture([design("d", #"{"v": {"map": "function (doc) { emit(doc.n, null); }"}}"#)])
+        try fixture.db.put(#"{"_id": "a", "n": 1}"#)
+        // An index under a signature no design document has, as a Settee with
+        // another row layout (or another process's edited view) leaves behind.
+        let leftover = String(repeating: "0", count: 64)
+        let tables = try fixture.db.indexes.tables(for: leftover)
+        try fixture.db.environment.write { transaction in
+            try transaction.put(tables.rows, Array("key".utf8), Array("value".utf8))
+            try fixture.db.indexes.setState(ViewIndexState(designDocument: "_design/d", view: "v"), for: leftover, in: transaction)
+        }
+        func signatures() throws -> [String] {
+            try fixture.db.environment.read { try fixture.db.indexes.allStates(in: $0).map(\.signature) }
+        }
+        #expect(try signatures() == [leftover])
+        #expect(try fixture.query("d/v").rows.map(\.keyJSON) == ["1"])
+        let current = try #require(try fixture.db.designDocument("d")?.view("v")).signature
+        #expect(try signatures() == [current])
+    }
+
     @Test("The same key emitted twice by one document gives two rows")
     func duplicateEmits() throws {
         let fixture = try ViewFixture([design("dup", #"{"v": {"map": "function (doc) { emit('k', 1); emit('k', 2); }"}}"#)])

@@ -176,17 +176,13 @@ extension Database {
         }
         if validated.update == .true {
             // All views of the design document share one pass over the changes.
-            let indexer = try makeIndexer()
-            try indexing.withLock { try indexer.update(design.views, progress: progress) }
+            try update(design.views, progress: progress)
         }
         let tables = try indexes.tables(for: view.signature)
         var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try javaScript())
         runner.storedReductions = storedReductions
         let result = try runner.run(view, validated, tables: tables)
-        if validated.update == .lazy {
-            let indexer = try makeIndexer()
-            try indexing.withLock { try indexer.update(design.views) }
-        }
+        if validated.update == .lazy { try update(design.views) }
         return result
     }
 
@@ -194,9 +190,15 @@ extension Database {
     public func updateIndexes(progress: (IndexProgress) -> Void = { _ in }) throws {
         let designs = try designDocuments()
         for design in designs { try check(design, file: nil) }
-        let views = designs.flatMap(\.views)
+        try update(designs.flatMap(\.views), progress: progress)
+    }
+
+    /// Brings these views' indexes up to date. A new index (an edited view,
+    /// or every view after Settee changed how rows are stored) is the moment
+    /// to remove those no design document uses, whichever process left them.
+    private func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws {
         let indexer = try makeIndexer()
-        try indexing.withLock { try indexer.update(views, progress: progress) }
+        if try indexing.withLock({ try indexer.update(views, progress: progress) }) { try removeUnusedIndexes() }
     }
 
     /// CouchDB's `_all_docs`: every live document by id (raw order), with
@@ -228,6 +230,8 @@ extension Database {
     /// Removes the indexes no design document references any more.
     func removeUnusedIndexes() throws {
         let used = Set(try designDocuments().flatMap(\.views).map(\.signature))
+        // Read first: most calls find nothing to remove, and need no write.
+        guard try environment.read({ try indexes.allStates(in: $0) }).contains(where: { !used.contains($0.signature) }) else { return }
         try indexing.withLock {
             try environment.write { transaction in
                 for (signature, state) in try indexes.allStates(in: transaction) where !used.contains(signature) {

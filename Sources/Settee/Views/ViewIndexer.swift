@@ -73,17 +73,21 @@ struct ViewIndexer {
         let bulk: Bool
     }
 
-    /// Updates the indexes of `views` to the database's latest sequence.
-    func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws {
+    /// Updates the indexes of `views` to the database's latest sequence, and
+    /// says whether it started an index that did not exist.
+    @discardableResult
+    func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws -> Bool {
         var seen = Set<String>()
         let unique = views.filter { seen.insert($0.signature).inserted }
         let latest = try store.lastSequence()
         var targets: [Target] = []
         var states: [ViewIndexState] = []
+        var started = false
         for view in unique {
             let tables = try indexes.tables(for: view.signature)
-            let state = try store.environment.read { try indexes.state(view.signature, in: $0) }
-                ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
+            let existing = try store.environment.read { try indexes.state(view.signature, in: $0) }
+            started = started || existing == nil
+            let state = existing ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
             guard state.sequence < latest || !state.chunksCurrent else { continue }
             let pending = Int(latest - min(latest, state.sequence))
             var reducer: Reducer?
@@ -95,7 +99,7 @@ struct ViewIndexer {
                 bulk: !state.chunksCurrent || (state.rowCount == 0 && state.sequence == 0) || pending * 16 > max(state.rowCount, Self.bulkRowsFloor)))
             states.append(state)
         }
-        guard !targets.isEmpty else { return }
+        guard !targets.isEmpty else { return started }
         let since = states.map(\.sequence).min()!
         var cursor = since
         var processed = 0
@@ -158,7 +162,7 @@ struct ViewIndexer {
         if pending.documentCount > 0 { states = try write([(pending, bulk)], targets: targets, states: states) }
         // Nothing changed past the last document read: the indexes are current.
         // Bulk builds get their chunks now, from all the rows in one pass.
-        guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else { return }
+        guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else { return started }
         let chunks = try computeChunks(of: targets.indices.filter { !states[$0].chunksCurrent }.map { targets[$0] })
         try store.environment.write(durable: false) { transaction in
             for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
@@ -179,6 +183,7 @@ struct ViewIndexer {
             store.environment.releaseMappedPages()
             ProcessMemory.returnFreeMemory()
         }
+        return started
     }
 
     /// Whether rows gathered for bulk targets go to the indexes now (before the
