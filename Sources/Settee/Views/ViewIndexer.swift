@@ -86,9 +86,10 @@ struct ViewIndexer {
         for view in unique {
             let tables = try indexes.tables(for: view.signature)
             let existing = try store.environment.read { try indexes.state(view.signature, in: $0) }
-            started = started || existing == nil
             let state = existing ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
             guard state.sequence < latest || !state.chunksCurrent else { continue }
+            // Only an index this update writes counts (an empty database starts none).
+            started = started || existing == nil
             let pending = Int(latest - min(latest, state.sequence))
             var reducer: Reducer?
             if let reduce = view.reduce, view.builtinReducer != .approximateCountDistinct {
