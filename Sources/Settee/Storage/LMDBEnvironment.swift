@@ -17,7 +17,6 @@ final class LMDBEnvironment: @unchecked Sendable {
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
     private let databasesLock = NSLock()
     private var databases: [String: MDB_dbi] = [:]
-    private let removals = TableRemovals()
     /// Read transactions reset after use, renewed by the next reads: beginning
     /// one afresh allocates and zeroes room for every possible table.
     private let idleReadersLock = NSLock()
@@ -84,8 +83,6 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     deinit {
-        // No reader is left: tables dropped since the last write can go now.
-        if handle != nil && removals.hasPending { _ = try? write { _ in } }
         closeIdleReaders()
         if let handle { mdb_env_close(handle) }
         pthread_rwlock_destroy(resizeLock)
@@ -110,9 +107,6 @@ final class LMDBEnvironment: @unchecked Sendable {
     func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
-        // Counted before the snapshot is taken, so no table this snapshot holds is removed under it.
-        let epoch = removals.readerBegins()
-        defer { removals.readerEnded(epoch) }
         var txn: OpaquePointer?
         var code = beginRead(&txn)
         if code == MDB_MAP_RESIZED {
@@ -190,37 +184,18 @@ final class LMDBEnvironment: @unchecked Sendable {
         var txn: OpaquePointer?
         try check(mdb_txn_begin(environment, nil, 0, &txn), "beginning a write transaction on \(path)")
         let result: T
-        let removed: [String]
         do {
-            removed = try removeDroppedTables(in: txn!)
             result = try body(LMDBTransaction(txn: txn!, environment: self))
         } catch {
             mdb_txn_abort(txn)
-            removals.rolledBack()
             throw error
         }
         var code = mdb_txn_commit(txn)
-        if code != 0 { removals.rolledBack() }
         if code == MDB_MAP_FULL { throw StorageError(code: code, operation: "committing to \(path)") }
         // LMDB reports a write that a full disk cut short as EIO.
         if code == EIO && diskIsFull { code = ENOSPC }
         try check(code, "committing to \(path)")
-        removals.committed()
-        removals.removed(removed)
         return result
-    }
-
-    /// Removes the emptied tables no reader can be using any more (see ``TableRemovals``).
-    private func removeDroppedTables(in txn: OpaquePointer) throws(StorageError) -> [String] {
-        let names = removals.removable()
-        for name in names {
-            var dbi = MDB_dbi()
-            let code = mdb_dbi_open(txn, name, 0, &dbi)
-            if code == MDB_NOTFOUND { continue }  // another process removed it
-            try check(code, "opening the table \(name) in \(path)")
-            try check(mdb_drop(txn, dbi, 1), "removing the table \(name) from \(path)")
-        }
-        return names
     }
 
     /// Whether the file system holding the database has (almost) no room left.
@@ -321,23 +296,25 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         if let known { return known }
         let handles = try write { transaction in try names.map { try database($0, in: transaction) } }
-        removals.reopened(names)
         databasesLock.withLock {
             for (name, dbi) in zip(names, handles) { databases[name] = dbi }
         }
         return handles
     }
 
-    /// Drops a named database: it is emptied now, and goes with a later write
-    /// once no reader that began before this transaction committed is left
-    /// (``TableRemovals``).
-    func dropDatabase(_ name: String, in transaction: LMDBTransaction) throws(StorageError) {
+    /// Empties a named database, freeing its pages; its name stays.
+    ///
+    /// Removing the name as well (`mdb_drop` with `del = 1`) is unsafe in two
+    /// ways. In this process it closes the handle at once, in every
+    /// transaction: a reader whose snapshot still holds the rows would find
+    /// the table gone. In another process that keeps the handle open, LMDB
+    /// does not notice the name is gone, and a later write through the handle
+    /// (an index built again when its view comes back) corrupts memory. An
+    /// emptied table is a name and an empty record in LMDB's main table,
+    /// and is used again if its index comes back.
+    func emptyDatabase(_ name: String, in transaction: LMDBTransaction) throws(StorageError) {
         let dbi = try database(name, in: transaction)
         try check(mdb_drop(transaction.txn, dbi, 0), "emptying the table \(name) in \(path)")
-        removals.dropped(name)
-        databasesLock.lock()
-        databases[name] = nil
-        databasesLock.unlock()
     }
 
     /// Bytes the data file takes on disk.

@@ -176,9 +176,9 @@ final class ViewIndexStore: Sendable {
 
     /// Removes an index: its rows, back index and state.
     func drop(_ signature: String, in transaction: LMDBTransaction) throws {
-        try environment.dropDatabase(Self.rowsTable(signature), in: transaction)
-        try environment.dropDatabase(Self.backTable(signature), in: transaction)
-        try environment.dropDatabase(Self.chunksTable(signature), in: transaction)
+        try environment.emptyDatabase(Self.rowsTable(signature), in: transaction)
+        try environment.emptyDatabase(Self.backTable(signature), in: transaction)
+        try environment.emptyDatabase(Self.chunksTable(signature), in: transaction)
         try transaction.delete(states, Array(signature.utf8))
         tablesCache.withLock { $0[signature] = nil }
         checkpoints.withLock { $0[signature] = nil }
