@@ -11,7 +11,8 @@ private let reductionDesign = #"""
       "stats": {"map": "function (doc) { emit(doc.b, doc.v); }", "reduce": "_stats"},
       "js": {"map": "function (doc) { emit([doc.a, doc.s], doc.v); }",
              "reduce": "function (keys, values, rereduce) { var c = 0, s = 0; for (var i = 0; i < values.length; i++) { if (rereduce) { c += values[i][0]; s += values[i][1]; } else { c += 1; s += values[i]; } } return [c, s]; }"},
-      "map": {"map": "function (doc) { emit(doc.b, doc.a); if (doc.a === 3) emit(doc.b, null); }"}
+      "map": {"map": "function (doc) { emit(doc.b, doc.a); if (doc.a === 3) emit(doc.b, null); }"},
+      "long": {"map": "function (doc) { emit([doc.b % 5, doc.a === 0 ? Array(501).join('x') + doc.s : doc.s], null); }"}
     }}
     """#
 
@@ -150,8 +151,12 @@ struct StoredReductionTests {
             var used = 0
             for _ in 0..<60 {
                 let key = random.next() % 5 == 0 ? "\(random.next() % 52)" : "\(random.next() % 50).5"
-                var parameters = [("startkey", key), ("limit", "1")]
-                if random.next() % 3 == 0 { parameters.append(("startkey_docid", "d\(String(format: "%05d", Int(random.next() % 20000)))")) }
+                // A range from a start key, or one key's rows; a few rows, none, or some skipped.
+                var parameters = [(random.next() % 4 == 0 ? "key" : "startkey", key), ("limit", ["1", "0", "3"][Int(random.next() % 3)])]
+                if random.next() % 4 == 0 { parameters.append(("skip", "2")) }
+                if parameters[0].0 == "startkey", random.next() % 3 == 0 {
+                    parameters.append(("startkey_docid", "d\(String(format: "%05d", Int(random.next() % 20000)))"))
+                }
                 let (stored, walked) = try fixture.bothWays("map", parameters)
                 #expect(stored == walked, "\(round) \(parameters)")
                 used += stored.contains(#""offset":0"#) ? 0 : 1
@@ -165,6 +170,26 @@ struct StoredReductionTests {
         // An edit makes a new state: what was kept for the old one is not used.
         _ = try fixture.db.put(#"{"_id": "new", "a": 1, "b": 0, "s": "ant", "v": 1}"#)
         try offsets("after an edit")
+    }
+
+    @Test("Offsets of ranges starting among keys past LMDB's key size, read with kept chunk boundaries, equal a walk")
+    func offsetsAmongLongKeys() throws {
+        let fixture = try ReductionFixture(documents: 3000, seed: 7)
+        var random = SplitMix64(seed: 8)
+        let long = String(repeating: "x", count: 500)
+        var longRows = 0
+        for _ in 0..<40 {
+            let word = words[Int(random.next() % 7)]
+            var parameters = [("startkey", "[\(random.next() % 5),\"\(random.next() % 2 == 0 ? long + word : word)\"]"), ("limit", "2")]
+            if random.next() % 2 == 0 { parameters.append(("startkey_docid", "d\(String(format: "%05d", Int(random.next() % 3000)))")) }
+            let (stored, walked) = try fixture.bothWays("long", parameters)
+            #expect(stored == walked, "\(parameters)")
+            longRows += stored.contains(long) ? 1 : 0
+        }
+        #expect(longRows > 10, "ranges start among long keys")
+        let signature = try fixture.db.designDocument("r")!.view("long")!.signature
+        let kept = try fixture.db.environment.read { try fixture.db.indexes.snapshot(signature, in: $0) }
+        #expect(kept?.keptChunkCounts != nil, "the offsets were read with kept boundaries")
     }
 
     @Test("After random edits, chunks kept up incrementally equal chunks rebuilt from the rows, and queries agree")

@@ -37,6 +37,21 @@ struct IndexScanner {
         }
     }
 
+    /// Calls `body` for each row in `range`, ascending, until it returns false,
+    /// walking there from just after `boundary` (a stored key below the range;
+    /// nil: from the index's first row). Returns the rows it passed before the
+    /// range: one walk both counts them (a query's `offset`) and reaches the
+    /// range's rows, where counting first and then scanning would descend the
+    /// B-tree twice.
+    func scan(_ range: IndexRange, countingAfter boundary: [UInt8]?, _ body: (IndexRow) throws -> Bool) throws -> Int {
+        try transaction.withCursor(rows) { cursor in
+            try foldAscending(range, rowCursor: cursor, chunks: nil, after: boundary.map { ($0, 0) }, fromFirstRow: true) { item in
+                guard case .row(let row) = item else { return true }
+                return try body(row)
+            }
+        }
+    }
+
     /// Calls `body` for the rows in `range` in order, handing over instead a
     /// whole stored chunk wherever one lies inside the range and `accept` takes
     /// it (nil: rows only). Stops when `body` returns false.
@@ -51,15 +66,20 @@ struct IndexScanner {
         precondition(start == nil || (!descending && range.lower == nil && chunks != nil && accept != nil))
         try transaction.withCursor(rows) { rowCursor in
             guard let chunks, let accept else {
-                return descending
-                    ? try foldDescending(range, rowCursor: rowCursor, chunks: nil, body)
-                    : try foldAscending(range, rowCursor: rowCursor, chunks: nil, after: nil, body)
+                if descending {
+                    try foldDescending(range, rowCursor: rowCursor, chunks: nil, body)
+                } else {
+                    try foldAscending(range, rowCursor: rowCursor, chunks: nil, after: nil, body)
+                }
+                return
             }
             try transaction.withCursor(chunks) { chunkCursor in
                 let skipping = ChunkSkipping(cursor: chunkCursor, accept: accept)
-                descending
-                    ? try foldDescending(range, rowCursor: rowCursor, chunks: skipping, body)
-                    : try foldAscending(range, rowCursor: rowCursor, chunks: skipping, after: start, body)
+                if descending {
+                    try foldDescending(range, rowCursor: rowCursor, chunks: skipping, body)
+                } else {
+                    try foldAscending(range, rowCursor: rowCursor, chunks: skipping, after: start, body)
+                }
             }
         }
     }
@@ -87,11 +107,18 @@ struct IndexScanner {
         }
     }
 
+    /// An ascending fold (see ``fold(_:descending:chunksWhere:after:_:)``).
+    /// With `fromFirstRow`, it walks from the index's first row (or `start`)
+    /// even when the range has a lower bound, and returns the rows it passed
+    /// below that bound.
+    @discardableResult
     private func foldAscending(_ range: IndexRange, rowCursor cursor: LMDBCursor, chunks: ChunkSkipping?,
-                               after start: (boundary: [UInt8], height: Int)?, _ body: (Item) throws -> Bool) throws {
+                               after start: (boundary: [UInt8], height: Int)?, fromFirstRow: Bool = false,
+                               _ body: (Item) throws -> Bool) throws -> Int {
         var chunks = chunks
         var entry: LMDBCursor.Entry?
-        if let lower = range.lower {
+        var below = 0
+        if let lower = range.lower, !fromFirstRow {
             entry = try cursor.seek(atOrAfter: Array(lower.bytes.prefix(IndexRow.prefixLength)))
         } else if start == nil {
             entry = try cursor.first()
@@ -105,7 +132,7 @@ struct IndexScanner {
             boundary!.append(contentsOf: key)
         }
         var height = start?.height ?? (range.lower == nil ? StoredReductions.maximumLevel : 0)
-        if let start { chunks!.usefulLevel = start.height }
+        if let start { chunks?.usefulLevel = start.height }
         // After chunks were handed over, the row cursor is moved only when rows are needed again.
         var rowsBehind = start != nil
         while true {
@@ -120,8 +147,8 @@ struct IndexScanner {
                         continue
                     }
                     guard try chunks!.accept(chunk) else { continue }
-                    if chunk.rowCount > 0, try !body(.chunk(chunk, boundary: part)) { return }
-                    if chunk.isTail { return }
+                    if chunk.rowCount > 0, try !body(.chunk(chunk, boundary: part)) { return below }
+                    if chunk.isTail { return below }
                     chunks!.currentLevel = level
                     pass(part)
                     height = chunk.height
@@ -140,19 +167,29 @@ struct IndexScanner {
                 boundary!.removeLast()
                 rowsBehind = false
             }
-            guard let current = entry else { return }
+            guard let current = entry else { return below }
+            // A short stored key is the full key: rows below the range are passed without decoding them.
+            if current.key.count < IndexRow.prefixLength, !range.isAboveLower(current.key) {
+                below += 1
+                entry = try cursor.next()
+                continue
+            }
             let row = IndexRow(storedKey: current.key, value: current.value)
             if row.isInPrefixGroup {
                 let group = try Self.prefixGroup(startingWith: row, entry: &entry, step: cursor.next, descending: false)
-                for member in group where range.isAboveLower(member.fullKey) {
-                    guard range.isBelowUpper(member.fullKey) else { return }
-                    if try !body(.row(member)) { return }
+                for member in group {
+                    guard range.isAboveLower(member.fullKey) else {
+                        below += 1
+                        continue
+                    }
+                    guard range.isBelowUpper(member.fullKey) else { return below }
+                    if try !body(.row(member)) { return below }
                 }
                 continue
             }
             if range.isAboveLower(row.fullKey) {
-                guard range.isBelowUpper(row.fullKey) else { return }
-                if try !body(.row(row)) { return }
+                guard range.isBelowUpper(row.fullKey) else { return below }
+                if try !body(.row(row)) { return below }
                 // Only while some level's chunks can still fit does a row's height matter.
                 if (chunks?.usefulLevel ?? 0) > 0 {
                     height = StoredReductions.height(of: current.key)

@@ -94,28 +94,44 @@ struct ViewQueryRunner {
         var rows: [ViewRow] = []
         var skip = options.skip
         let limit = options.limit ?? .max
-        if limit > 0 {
-            scan: for range in ranges {
-                var more = true
-                try scanner.scan(range, descending: options.descending) { row in
-                    if skip > 0 {
-                        skip -= 1
-                        return true
-                    }
-                    // Made in place: a row copied into the array would retain and release each of its strings.
-                    rows.append(ViewRow(
-                        id: row.id,
-                        keyJSON: String(decoding: row.keyJSON, as: UTF8.self),
-                        valueJSON: String(decoding: row.valueJSON, as: UTF8.self),
-                        documentJSON: options.includeDocs ? try includedDocument(for: row, transaction: transaction) : nil))
-                    more = rows.count < limit
-                    return more
-                }
-                if !more { break scan }
+        // Neither the options nor the transaction are captured by `take`: copying them for each row costs.
+        let document: ((IndexRow) throws -> String)? = options.includeDocs ? { try includedDocument(for: $0, transaction: transaction) } : nil
+        // Takes a row of the result; false once `limit` rows are taken.
+        func take(_ row: IndexRow) throws -> Bool {
+            if skip > 0 {
+                skip -= 1
+                return true
             }
+            // Made in place: a row copied into the array would retain and release each of its strings.
+            rows.append(ViewRow(
+                id: row.id,
+                keyJSON: String(decoding: row.keyJSON, as: UTF8.self),
+                valueJSON: String(decoding: row.valueJSON, as: UTF8.self),
+                documentJSON: try document?(row)))
+            return rows.count < limit
         }
-        let offset = try rowsBefore(ranges.first, descending: options.descending, scanner: scanner, counts: counts) + options.skip
-        return ViewResult(totalRows: nil, offset: offset, updateSequence: nil, rows: rows)
+        let rowsBefore: Int
+        if !options.descending, ranges.count == 1, let lower = ranges[0].lower, let counts, let chunks = scanner.chunks {
+            // The kept boundaries count the rows up to the last level-1 chunk below
+            // the range; one walk from there counts the rest and reaches the range.
+            let below = IndexRange(lower: nil, upper: IndexBound(bytes: lower.bytes, inclusive: !lower.inclusive))
+            let start = try counts.lastChunk(below: below, chunks: chunks, in: transaction)
+            let passed = try scanner.scan(ranges[0], countingAfter: start?.boundary) { row in limit > 0 ? try take(row) : false }
+            rowsBefore = (start?.rows ?? 0) + passed
+        } else {
+            if limit > 0 {
+                for range in ranges {
+                    var more = true
+                    try scanner.scan(range, descending: options.descending) { row in
+                        more = try take(row)
+                        return more
+                    }
+                    if !more { break }
+                }
+            }
+            rowsBefore = try self.rowsBefore(ranges.first, descending: options.descending, scanner: scanner, counts: counts)
+        }
+        return ViewResult(totalRows: nil, offset: rowsBefore + options.skip, updateSequence: nil, rows: rows)
     }
 
     /// Rows that sort before the range in the scan's direction.
