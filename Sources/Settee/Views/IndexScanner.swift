@@ -187,14 +187,13 @@ struct IndexScanner {
                 }
                 continue
             }
-            if range.isAboveLower(row.fullKey) {
-                guard range.isBelowUpper(row.fullKey) else { return below }
-                if try !body(.row(row)) { return below }
-                // Only while some level's chunks can still fit does a row's height matter.
-                if (chunks?.usefulLevel ?? 0) > 0 {
-                    height = StoredReductions.height(of: current.key)
-                    if height > 0 { pass(current.key) }
-                }
+            // A row outside a group has a short key, above the lower bound (see above).
+            guard range.isBelowUpper(row.fullKey) else { return below }
+            if try !body(.row(row)) { return below }
+            // Only while some level's chunks can still fit does a row's height matter.
+            if (chunks?.usefulLevel ?? 0) > 0 {
+                height = StoredReductions.height(of: current.key)
+                if height > 0 { pass(current.key) }
             }
             entry = try cursor.next()
         }
