@@ -17,6 +17,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
     private let databasesLock = NSLock()
     private var databases: [String: MDB_dbi] = [:]
+    private let closings = TableHandleClosings()
     /// Read transactions reset after use, renewed by the next reads: beginning
     /// one afresh allocates and zeroes room for every possible table.
     private let idleReadersLock = NSLock()
@@ -107,6 +108,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        // Counted before the snapshot is taken: no handle this snapshot may use is closed under it.
+        let epoch = closings.readerBegins()
+        defer { closings.readerEnded(epoch) }
         var txn: OpaquePointer?
         var code = beginRead(&txn)
         if code == MDB_MAP_RESIZED {
@@ -181,6 +185,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     private func writeOnce<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        // No write transaction is open in this process: LMDB lets handles close now.
+        for dbi in closings.closable() { mdb_dbi_close(environment, dbi) }
         var txn: OpaquePointer?
         try check(mdb_txn_begin(environment, nil, 0, &txn), "beginning a write transaction on \(path)")
         let result: T
@@ -188,13 +194,16 @@ final class LMDBEnvironment: @unchecked Sendable {
             result = try body(LMDBTransaction(txn: txn!, environment: self))
         } catch {
             mdb_txn_abort(txn)
+            closings.rolledBack()
             throw error
         }
         var code = mdb_txn_commit(txn)
+        if code != 0 { closings.rolledBack() }
         if code == MDB_MAP_FULL { throw StorageError(code: code, operation: "committing to \(path)") }
         // LMDB reports a write that a full disk cut short as EIO.
         if code == EIO && diskIsFull { code = ENOSPC }
         try check(code, "committing to \(path)")
+        closings.committed()
         return result
     }
 
@@ -296,13 +305,16 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         if let known { return known }
         let handles = try write { transaction in try names.map { try database($0, in: transaction) } }
+        closings.reopened(names)
         databasesLock.withLock {
             for (name, dbi) in zip(names, handles) { databases[name] = dbi }
         }
         return handles
     }
 
-    /// Empties a named database, freeing its pages; its name stays.
+    /// Empties a named database, freeing its pages; its name stays, and its
+    /// handle closes once no transaction of this process can be using it
+    /// (``TableHandleClosings``).
     ///
     /// Removing the name as well (`mdb_drop` with `del = 1`) is unsafe in two
     /// ways. In this process it closes the handle at once, in every
@@ -315,6 +327,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     func emptyDatabase(_ name: String, in transaction: LMDBTransaction) throws(StorageError) {
         let dbi = try database(name, in: transaction)
         try check(mdb_drop(transaction.txn, dbi, 0), "emptying the table \(name) in \(path)")
+        closings.emptied(name, dbi: dbi)
+        databasesLock.withLock { databases[name] = nil }
     }
 
     /// Bytes the data file takes on disk.

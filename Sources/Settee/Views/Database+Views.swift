@@ -221,7 +221,8 @@ extension Database {
                 let state = try indexes.state(view.signature, in: transaction)
                 return ViewInfo(
                     path: view.path, signature: view.signature, indexedSequence: state?.sequence ?? 0,
-                    rowCount: state?.rowCount ?? 0, bytes: try indexes.bytes(of: tables, in: transaction),
+                    // No state, no rows: the tables are not read (their handles may be closed, see ViewIndexStore.drop).
+                    rowCount: state?.rowCount ?? 0, bytes: state == nil ? 0 : try indexes.bytes(of: tables, in: transaction),
                     mapErrors: state?.mapErrors ?? 0)
             }
         }

@@ -10,7 +10,9 @@ import Foundation
 /// and reductions over long ranges read a few stored partials.
 struct IndexScanner {
     let transaction: LMDBTransaction
-    let rows: MDB_dbi
+    /// The rows table; nil when the index has no rows in this snapshot (no
+    /// state): nothing is read then.
+    let rows: MDB_dbi?
     /// The index's chunk table, when its chunks reflect the rows.
     var chunks: MDB_dbi?
 
@@ -23,6 +25,7 @@ struct IndexScanner {
 
     /// The last row of the chunk whose entry's key part is `boundary`.
     func lastRow(ofChunk boundary: UnsafeRawBufferPointer) throws -> IndexRow? {
+        guard let rows else { return nil }
         if boundary.elementsEqual(StoredReductions.tailKey) {
             return try transaction.withCursor(rows) { cursor in try cursor.last().map { IndexRow(storedKey: $0.key, value: $0.value) } }
         }
@@ -44,7 +47,8 @@ struct IndexScanner {
     /// range's rows, where counting first and then scanning would descend the
     /// B-tree twice.
     func scan(_ range: IndexRange, countingAfter boundary: [UInt8]?, _ body: (IndexRow) throws -> Bool) throws -> Int {
-        try transaction.withCursor(rows) { cursor in
+        guard let rows else { return 0 }
+        return try transaction.withCursor(rows) { cursor in
             try foldAscending(range, rowCursor: cursor, chunks: nil, after: boundary.map { ($0, 0) }, fromFirstRow: true) { item in
                 guard case .row(let row) = item else { return true }
                 return try body(row)
@@ -64,6 +68,7 @@ struct IndexScanner {
     func fold(_ range: IndexRange, descending: Bool, chunksWhere accept: ((StoredChunk) throws -> Bool)?,
               after start: (boundary: [UInt8], height: Int)? = nil, _ body: (Item) throws -> Bool) throws {
         precondition(start == nil || (!descending && range.lower == nil && chunks != nil && accept != nil))
+        guard let rows else { return }
         try transaction.withCursor(rows) { rowCursor in
             guard let chunks, let accept else {
                 if descending {

@@ -174,7 +174,10 @@ final class ViewIndexStore: Sendable {
         return result
     }
 
-    /// Removes an index: its rows, back index and state.
+    /// Removes an index: its rows, back index and state. Its tables are
+    /// emptied, and their handles close once this process's transactions from
+    /// before are over; readers that began after see no state and read no
+    /// table (``ViewQueryRunner``, ``Database/viewInfo()``).
     func drop(_ signature: String, in transaction: LMDBTransaction) throws {
         try environment.emptyDatabase(Self.rowsTable(signature), in: transaction)
         try environment.emptyDatabase(Self.backTable(signature), in: transaction)

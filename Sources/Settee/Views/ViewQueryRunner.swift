@@ -20,7 +20,10 @@ struct ViewQueryRunner {
         try store.environment.read { transaction in
             let snapshot = try indexes.snapshot(view.signature, in: transaction)
             let state = snapshot?.state ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
-            let scanner = IndexScanner(transaction: transaction, rows: tables.rows, chunks: storedReductions && state.chunksCurrent ? tables.chunks : nil)
+            // No state in this snapshot: the index has no rows here, and its tables are
+            // not read (a removal may have closed the handles: see ViewIndexStore.drop).
+            let scanner = IndexScanner(transaction: transaction, rows: snapshot == nil ? nil : tables.rows,
+                                       chunks: snapshot != nil && storedReductions && state.chunksCurrent ? tables.chunks : nil)
             var result: ViewResult
             if options.reduce ?? (view.reduce != nil), let reduce = view.reduce {
                 result = try reduceQuery(view, reduce: reduce, options, scanner: scanner)
