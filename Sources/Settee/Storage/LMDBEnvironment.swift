@@ -304,8 +304,11 @@ final class LMDBEnvironment: @unchecked Sendable {
             return handles.count == names.count ? handles : nil
         }
         if let known { return known }
-        let handles = try write { transaction in try names.map { try database($0, in: transaction) } }
-        closings.reopened(names)
+        let handles = try write { transaction in
+            // Under the write lock: no other write can close a handle found open here before it is kept.
+            closings.reopened(names)
+            return try names.map { try database($0, in: transaction) }
+        }
         databasesLock.withLock {
             for (name, dbi) in zip(names, handles) { databases[name] = dbi }
         }
