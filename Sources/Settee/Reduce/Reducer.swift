@@ -61,8 +61,8 @@ struct Reducer: Sendable {
         case .builtin(let reducer):
             switch reducer {
             case .approximateCountDistinct: accumulator.keys.append(try JSONParser.parse(key))
-            // _count reads neither keys nor values: only how many there are.
-            case .count: accumulator.values.append(.null)
+            // _count reads neither keys nor values: `chunkRows` counts them.
+            case .count: break
             case .sum, .stats: accumulator.values.append(try JSONParser.parse(value))
             }
             if accumulator.chunkRows >= chunk { try reduceRows(reducer, &accumulator) }
@@ -170,7 +170,11 @@ struct Reducer: Sendable {
     /// Reduces the rows added since the last partial into one more partial.
     private func reduceRows(_ reducer: BuiltinReducer, _ accumulator: inout Accumulator) throws {
         guard accumulator.chunkRows > 0 else { return }
-        accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, values: accumulator.values) })
+        if case .count = reducer {
+            accumulator.partials.append(.number(Double(accumulator.chunkRows)))
+        } else {
+            accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, values: accumulator.values) })
+        }
         accumulator.keys.removeAll(keepingCapacity: true)
         accumulator.values.removeAll(keepingCapacity: true)
         accumulator.chunkRows = 0
