@@ -114,11 +114,10 @@ extension ConcurrencyTests {
         let settee = try SetteeExecutable.find()
         let directory = TemporaryDirectory()
         let url = directory.url.appendingPathComponent("db")
-        var options = Database.Options()
-        options.javaScriptWorkers = 1
-        let database = try Database(at: url, options: options)
+        let database = try oneWorkerDatabase(in: directory)
         try database.put(#"{"_id": "a", "n": 1}"#)
-        try database.loadDesignDocuments(from: directory.file("v1.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "function (doc) { emit(doc.n, 1); }"}}}"#))
+        let v1 = directory.file("v1.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "function (doc) { emit(doc.n, 1); }"}}}"#)
+        try database.loadDesignDocuments(from: v1)
         // Queries with nothing committed between them reuse what the first one read.
         for _ in 0..<3 { #expect(try database.query("d/v").rows.map(\.keyJSON) == ["1"]) }
         let v2 = directory.file("v2.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "function (doc) { emit(doc.n * 10, 1); }"}}}"#)
@@ -127,7 +126,7 @@ extension ConcurrencyTests {
         #expect(try database.query("d/v").rows.map(\.keyJSON) == ["10"])
         // The view comes back here: its index is built again in the tables this
         // process still holds handles of, which the other process emptied.
-        try database.loadDesignDocuments(from: directory.file("v1.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "function (doc) { emit(doc.n, 1); }"}}}"#))
+        try database.loadDesignDocuments(from: v1)
         #expect(try database.query("d/v").rows.map(\.keyJSON) == ["1"])
         try database.put(#"{"_id": "b", "n": 2}"#)
         #expect(try database.query("d/v").rows.map(\.keyJSON) == ["1", "2"])
@@ -136,9 +135,7 @@ extension ConcurrencyTests {
     @Test("A view edited again and again in one process: the old indexes' table handles are closed and their slots used again")
     func handlesOfEmptiedTablesAreReused() throws {
         let directory = TemporaryDirectory()
-        var options = Database.Options()
-        options.javaScriptWorkers = 1
-        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        let db = try oneWorkerDatabase(in: directory)
         try db.put(#"{"_id": "a", "n": 1}"#)
         var handles = Set<UInt32>()
         for edit in 0..<40 {
@@ -155,9 +152,7 @@ extension ConcurrencyTests {
     @Test("A query holding a removed index's tables reads none of them: no state in its snapshot, no rows")
     func removedIndexTablesAreNotRead() throws {
         let directory = TemporaryDirectory()
-        var options = Database.Options()
-        options.javaScriptWorkers = 1
-        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        let db = try oneWorkerDatabase(in: directory)
         for n in 0..<5 { try db.put(#"{"_id": "d\#(n)", "n": \#(n)}"#) }
         try db.loadDesignDocuments(from: directory.file("d.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "function (doc) { emit(doc.n, null); }"}}}"#))
         #expect(try db.query("d/v").rows.count == 5)
@@ -194,9 +189,7 @@ extension ConcurrencyTests {
             #expect(outcome.exitStatus == 0, "\(outcome.standardError)")
         }
         #expect(try settee.run(["--db", db, "index"], in: directory.url).exitStatus == 0)
-        var options = Database.Options()
-        options.javaScriptWorkers = 1
-        let database = try Database(at: URL(fileURLWithPath: db), options: options)
+        let database = try oneWorkerDatabase(in: directory)
         let changes = try database.changes()
         #expect(changes.count == 20_001)
         #expect(changes.map(\.sequence) == (1...20_001).map { UInt64($0) })
@@ -207,6 +200,13 @@ extension ConcurrencyTests {
         #expect(total == "\((0..<10_000).reduce(0, +) * 2)")
         #expect(try database.viewInfo().first?.indexedSequence == 20_001)
     }
+}
+
+/// A database in `directory`/db with one JavaScript worker.
+private func oneWorkerDatabase(in directory: TemporaryDirectory) throws -> Database {
+    var options = Database.Options()
+    options.javaScriptWorkers = 1
+    return try Database(at: directory.url.appendingPathComponent("db"), options: options)
 }
 
 /// A flag set once by the writer and read by the readers.

@@ -211,6 +211,11 @@ struct IndexRange {
 
     static let all = IndexRange(lower: nil, upper: nil)
 
+    /// Every key below `bound`: the rows before a range that starts there.
+    static func below(_ bound: IndexBound) -> IndexRange {
+        IndexRange(lower: nil, upper: IndexBound(bytes: bound.bytes, inclusive: !bound.inclusive))
+    }
+
     func isAboveLower(_ key: UnsafeRawBufferPointer) -> Bool {
         guard let lower else { return true }
         let order = compareBytes(key, lower.bytes)

@@ -117,8 +117,7 @@ struct ViewQueryRunner {
         if !options.descending, ranges.count == 1, let lower = ranges[0].lower, let counts, let chunks = scanner.chunks {
             // The kept boundaries count the rows up to the last level-1 chunk below
             // the range; one walk from there counts the rest and reaches the range.
-            let below = IndexRange(lower: nil, upper: IndexBound(bytes: lower.bytes, inclusive: !lower.inclusive))
-            let start = try counts.lastChunk(below: below, chunks: chunks, in: transaction)
+            let start = try counts.lastChunk(below: .below(lower), chunks: chunks, in: transaction)
             let passed = try scanner.scan(ranges[0], countingAfter: start?.boundary) { row in limit > 0 ? try take(row) : false }
             rowsBefore = (start?.rows ?? 0) + passed
         } else {
@@ -148,7 +147,7 @@ struct ViewQueryRunner {
             before = IndexRange(lower: IndexBound(bytes: upper.bytes, inclusive: !upper.inclusive), upper: nil)
         } else {
             guard let lower = range.lower else { return 0 }
-            before = IndexRange(lower: nil, upper: IndexBound(bytes: lower.bytes, inclusive: !lower.inclusive))
+            before = .below(lower)
             if let chunks = scanner.chunks, let (boundary, rows) = try counts?.lastChunk(below: before, chunks: chunks, in: scanner.transaction) {
                 // The kept boundaries count the rows up to the last level-1 chunk before the range: rows follow.
                 count = rows
