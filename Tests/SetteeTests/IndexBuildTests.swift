@@ -68,13 +68,7 @@ struct IndexBuildTests {
             return try db.environment.read { transaction in
                 var entries: [[UInt8]] = []
                 for (tag, table) in [(UInt8(1), tables.rows), (2, tables.back), (3, tables.chunks)] {
-                    try transaction.withCursor(table) { cursor in
-                        var entry = try cursor.first()
-                        while let (key, value) = entry {
-                            entries.append([tag] + Array(key) + [0xEE] + Array(value))
-                            entry = try cursor.next()
-                        }
-                    }
+                    entries += try transaction.entries(of: table).map { [tag] + $0 }
                 }
                 let state = try db.indexes.state(signature, in: transaction)!
                 entries.append(Array("rows \(state.rowCount) errors \(state.mapErrors) chunks \(state.chunksCurrent)".utf8))
@@ -189,6 +183,68 @@ struct IndexBuildTests {
             batch.bytes.withUnsafeBytes { sorted.sort(in: $0) }
             let result = sorted.entries.map { Array(batch.bytes[Int($0.keyStart)..<Int($0.keyStart + $0.keyLength)]) }
             #expect(result == keys.sorted { $0.lexicographicallyPrecedes($1) }, "round \(round)")
+        }
+    }
+
+    @Test("Sorted rows go in appended, inserted or by rewriting the table, and each way leaves what puts would")
+    func rowPlacements() throws {
+        let directory = TemporaryDirectory()
+        let environment = try LMDBEnvironment.open(directory: directory.url)
+        var random = SplitMix64(seed: 71)
+        // Four-byte keys, none starting with 0x80 0x00 (the clustered keys' prefix) or 0xFF (the appended keys').
+        var existing: [[UInt8]] = []
+        while existing.count < 3000 {
+            let key = (0..<4).map { _ in UInt8(random.next() % 256) }
+            if key[0] != 0xFF && key.prefix(2) != [0x80, 0x00] { existing.append(key) }
+        }
+        let scattered = (0..<1500).map { _ in (0..<4).map { _ in UInt8(random.next() % 256) } } + existing.prefix(20)
+        let clustered = (0..<1500).map { [0x80, 0x00, UInt8($0 >> 8), UInt8($0 & 0xFF)] as [UInt8] }
+        let appended = (0..<1500).map { [0xFF, UInt8($0 >> 8), UInt8($0 & 0xFF)] as [UInt8] }
+        var tables = 0
+        /// Writes `existing` (value 1) in one transaction, then `new` (value 2) sorted in the next.
+        func place(_ new: [[UInt8]], over existing: [[UInt8]], mayRewrite: Bool) throws -> (SortedRows.Placement, [[UInt8]], [[UInt8]]?) {
+            tables += 1
+            let table = try environment.openDatabases(["t\(tables)"])[0]
+            try environment.write { transaction in
+                for key in existing { try transaction.put(table, key, [UInt8(1)]) }
+            }
+            var batch = MappedBatch()
+            for key in Set(new) {
+                let start = batch.bytes.count
+                batch.bytes += key + [2]
+                batch.rows.append(MappedRow(target: 0, keyStart: Int32(start), keyLength: Int32(key.count), valueLength: 1))
+            }
+            var sorted = SortedRows(capacity: batch.rows.count)
+            for row in batch.rows { sorted.add(row) }
+            var changed: [[UInt8]]? = []
+            let placement = try batch.bytes.withUnsafeBytes { bytes in
+                sorted.sort(in: bytes)
+                return try environment.write { transaction in
+                    try sorted.write(to: table, bytes: bytes, in: transaction, mayRewrite: mayRewrite, changed: &changed)
+                }
+            }
+            let entries = try environment.read { try $0.entries(of: table) }
+            return (placement, entries, changed)
+        }
+        /// What puts of `new` over `existing` leave: the new value wins.
+        func expected(_ new: [[UInt8]], over existing: [[UInt8]]) -> [[UInt8]] {
+            var values: [[UInt8]: UInt8] = [:]
+            for key in existing { values[key] = 1 }
+            for key in new { values[key] = 2 }
+            return values.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { $0 + [0xEE, values[$0]!] }
+        }
+        let cases: [(name: String, new: [[UInt8]], over: [[UInt8]], mayRewrite: Bool, placement: SortedRows.Placement)] = [
+            ("scattered", scattered, existing, true, .rewrite),
+            ("scattered, no rewrite allowed", scattered, existing, false, .insert),
+            ("clustered between two keys", clustered, existing, true, .insert),
+            ("after the last key", appended, existing, true, .append),
+            ("into an empty table", scattered, [], true, .append),
+        ]
+        for (name, new, over, mayRewrite, placement) in cases {
+            let (placed, entries, changed) = try place(new, over: over, mayRewrite: mayRewrite)
+            #expect(placed == placement, "\(name)")
+            #expect(entries == expected(new, over: over), "\(name): the table differs from puts")
+            #expect(changed == Set(new).sorted { $0.lexicographicallyPrecedes($1) }, "\(name): the keys written")
         }
     }
 

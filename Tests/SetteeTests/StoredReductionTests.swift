@@ -61,17 +61,7 @@ private struct ReductionFixture {
     func chunkEntries(_ view: String) throws -> [[UInt8]] {
         let signature = try db.designDocument("r")!.view(view)!.signature
         let tables = try db.indexes.tables(for: signature)
-        return try db.environment.read { transaction in
-            try transaction.withCursor(tables.chunks) { cursor in
-                var entries: [[UInt8]] = []
-                var entry = try cursor.first()
-                while let (key, value) = entry {
-                    entries.append(Array(key) + [0xEE] + Array(value))
-                    entry = try cursor.next()
-                }
-                return entries
-            }
-        }
+        return try db.environment.read { try $0.entries(of: tables.chunks) }
     }
 
     /// Recomputes a view's chunks from its rows in one pass.

@@ -92,6 +92,13 @@ struct LMDBTransaction {
         return stat.ms_entries
     }
 
+    /// Leaf pages of `dbi` (the pages its entries are on).
+    func leafPages(_ dbi: MDB_dbi) throws(StorageError) -> Int {
+        var stat = MDB_stat()
+        try check(mdb_stat(txn, dbi, &stat), "reading from \(environment.path)")
+        return stat.ms_leaf_pages
+    }
+
     /// Bytes of pages used by `dbi`.
     func bytes(_ dbi: MDB_dbi) throws(StorageError) -> Int {
         var stat = MDB_stat()

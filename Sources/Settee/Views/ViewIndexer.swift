@@ -23,10 +23,11 @@ public struct IndexProgress: Sendable {
 /// keep the chunks up as they go; large ones (a new index, or changes to a
 /// sixteenth of its rows and more than 64 documents) gather rows up to
 /// ``flushBytes`` (up to half as much again when that lets the last flush
-/// take the rest) and write them in key order, appended where they follow
-/// the index's last key, then compute the chunks once, from the committed
-/// rows. Memory stays bounded by the batch and buffer sizes, whatever the
-/// database's size.
+/// take the rest) and write them in key order: appended where they follow
+/// the index's last key, merged with the index's rows into its table afresh
+/// where they fall all over it (see ``SortedRows/write(to:bytes:in:mayRewrite:changed:)``);
+/// then compute the chunks once, from the committed rows. Memory stays
+/// bounded by the batch and buffer sizes, whatever the database's size.
 ///
 /// A small update that leaves every index's rows as they were (the edits
 /// touched nothing the views read) commits nothing: the new checkpoints
@@ -472,23 +473,9 @@ struct ViewIndexer {
                 }
             }
             rows.sort(in: bytes)
-            guard let first = rows.entries.first, let base = bytes.baseAddress else { return }
-            func key(_ entry: SortedRows.Entry) -> UnsafeRawBufferPointer {
-                UnsafeRawBufferPointer(start: base + Int(entry.keyStart), count: Int(entry.keyLength))
-            }
-            // A fresh index's first flush, or keys that keep growing: LMDB fills pages in order.
-            let appends = try transaction.isAfterLastKey(target.tables.rows, key(first))
-            // Rows landing all over a large table read nearly every page of it
-            // (even 25,000 rows in a million): those pages go as the writes pass.
-            let releasing = !appends && rows.entries.count >= Self.releaseThreshold
-            try transaction.withCursor(target.tables.rows) { cursor in
-                for (number, entry) in rows.entries.enumerated() {
-                    let value = UnsafeRawBufferPointer(start: base + Int(entry.keyStart + entry.keyLength), count: Int(entry.valueLength))
-                    try cursor.put(key(entry), value, append: appends)
-                    changed?.append(Array(key(entry)))
-                    if releasing && number & 0xFFF == 0xFFF { transaction.environment.releaseMappedPages() }
-                }
-            }
+            // A fresh index has no old rows to remove: this is the
+            // transaction's first write to its rows table.
+            try rows.write(to: target.tables.rows, bytes: bytes, in: transaction, mayRewrite: target.fresh, changed: &changed)
         }
         state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > before.sequence }
         state.rowCount += rows.entries.count

@@ -1,0 +1,17 @@
+import CSetteeLMDB
+@testable import Settee
+
+extension LMDBTransaction {
+    /// Every entry of `table` in key order, each as its key, 0xEE and its value.
+    func entries(of table: MDB_dbi) throws -> [[UInt8]] {
+        try withCursor(table) { cursor in
+            var entries: [[UInt8]] = []
+            var entry = try cursor.first()
+            while let (key, value) = entry {
+                entries.append(Array(key) + [0xEE] + Array(value))
+                entry = try cursor.next()
+            }
+            return entries
+        }
+    }
+}
