@@ -152,22 +152,53 @@ extension ConcurrencyTests {
     @Test("A query holding a removed index's tables reads none of them: no state in its snapshot, no rows")
     func removedIndexTablesAreNotRead() throws {
         let directory = TemporaryDirectory()
+        let (db, old, oldTables) = try replacedIndex(in: directory)
+        let result = try query(old, tables: oldTables, in: db)
+        #expect(result.rows.isEmpty)
+        #expect(result.totalRows == 0)
+    }
+
+    @Test("A query holding the handles of an index that was removed and came back under other handles reads it through its new ones")
+    func indexBackUnderOtherHandles() throws {
+        let directory = TemporaryDirectory()
+        let (db, view, oldTables) = try replacedIndex(in: directory)
+        let changed = try db.indexes.tables(for: try db.designDocument("d")!.view("v")!.signature)
+        let others = try db.environment.openDatabases(["other:1", "other:2", "other:3"])
+        #expect(Set([oldTables.rows, oldTables.back, oldTables.chunks]).isSubset(of: Set(others + [changed.rows, changed.back, changed.chunks])),
+                "the new index's tables or others hold the old slots")
+        // The same view in another design document: the index comes back, under other handles.
+        try db.loadDesignDocuments(from: directory.file("e.json", contents: #"{"_id": "_design/e", "views": {"v": {"map": "\#(Self.replacedMap)"}}}"#))
+        #expect(try db.query("e/v").rows.count == 6)
+        #expect(try db.indexes.tables(for: view.signature) != oldTables)
+        let result = try query(view, tables: oldTables, in: db)
+        #expect(result.rows.map(\.id) == ["d0", "d1", "d2", "d3", "d4", "after"])
+        #expect(result.totalRows == 6)
+    }
+
+    static let replacedMap = "function (doc) { emit(doc.n, null); }"
+
+    /// A database whose view d/v (``replacedMap``) was built and then changed:
+    /// its index went, the new one was built, and a later write closed the old
+    /// handles, whose slots the new index's tables may have taken. Returns the
+    /// old view and its tables.
+    private func replacedIndex(in directory: TemporaryDirectory) throws -> (Database, ViewDefinition, ViewIndexTables) {
         let db = try oneWorkerDatabase(in: directory)
         for n in 0..<5 { try db.put(#"{"_id": "d\#(n)", "n": \#(n)}"#) }
-        try db.loadDesignDocuments(from: directory.file("d.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "function (doc) { emit(doc.n, null); }"}}}"#))
+        try db.loadDesignDocuments(from: directory.file("d.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "\#(Self.replacedMap)"}}}"#))
         #expect(try db.query("d/v").rows.count == 5)
         let old = try db.designDocument("d")!.view("v")!
         let oldTables = try db.indexes.tables(for: old.signature)
-        // The view changes: its index goes, the new one is built, and a later write
-        // closes the old handles, whose slots the new index's tables may take.
         try db.loadDesignDocuments(from: directory.file("d.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "function (doc) { emit(-doc.n, null); }"}}}"#))
         #expect(try db.query("d/v").rows.count == 5)
         try db.put(#"{"_id": "after", "n": 9}"#)
+        return (db, old, oldTables)
+    }
+
+    /// A plain query of `view` run with these table handles.
+    private func query(_ view: ViewDefinition, tables: ViewIndexTables, in db: Database) throws -> ViewResult {
         let runner = ViewQueryRunner(store: db.store, indexes: db.indexes, workers: try db.javaScript())
-        let result = try runner.run(old, try ViewQueryOptions().validated(viewHasReduce: false) { CollationKey.compare($0, $1, mode: old.collation) },
-                                    tables: oldTables)
-        #expect(result.rows.isEmpty)
-        #expect(result.totalRows == 0)
+        return try runner.run(view, try ViewQueryOptions().validated(viewHasReduce: false) { CollationKey.compare($0, $1, mode: view.collation) },
+                              tables: tables)
     }
 
     @Test("Two settee processes importing and indexing one database at once: every document once, sequences gapless, the index exact")

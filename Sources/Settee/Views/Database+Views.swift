@@ -214,17 +214,22 @@ extension Database {
     /// Per view: its signature, how far its index is built, rows, bytes, map errors.
     public func viewInfo() throws -> [ViewInfo] {
         let views = try designDocuments().flatMap(\.views)
-        // Tables are opened before the read transaction: LMDB handles opened later are not valid in it.
-        let tables = try views.map { try indexes.tables(for: $0.signature) }
-        return try environment.read { transaction in
-            try zip(views, tables).map { view, tables in
-                let state = try indexes.state(view.signature, in: transaction)
-                return ViewInfo(
-                    path: view.path, signature: view.signature, indexedSequence: state?.sequence ?? 0,
-                    // No state, no rows: the tables are not read (their handles may be closed, see ViewIndexStore.drop).
-                    rowCount: state?.rowCount ?? 0, bytes: state == nil ? 0 : try indexes.bytes(of: tables, in: transaction),
-                    mapErrors: state?.mapErrors ?? 0)
+        while true {
+            // Tables are opened before the read transaction: LMDB handles opened later are not valid in it.
+            let tables = try views.map { try indexes.tables(for: $0.signature) }
+            let info = try environment.read { transaction in
+                try zip(views, tables).map { view, tables -> ViewInfo? in
+                    let state = try indexes.state(view.signature, in: transaction)
+                    // No state, no rows: the tables are not read (their handles may be closed, see
+                    // ViewIndexStore.drop). Handles an index that came back no longer has are taken again.
+                    if state != nil && !indexes.areCurrent(tables) { return nil }
+                    return ViewInfo(
+                        path: view.path, signature: view.signature, indexedSequence: state?.sequence ?? 0,
+                        rowCount: state?.rowCount ?? 0, bytes: state == nil ? 0 : try indexes.bytes(of: tables, in: transaction),
+                        mapErrors: state?.mapErrors ?? 0)
+                }
             }
+            if !info.contains(where: { $0 == nil }) { return info.compactMap { $0 } }
         }
     }
 

@@ -79,7 +79,7 @@ final class IndexSnapshot: Sendable {
 /// The tables of one view index: rows by full key, the back index (doc id →
 /// the stored keys of its rows) that lets a changed document's old rows go, and
 /// the rows' stored chunk reductions.
-struct ViewIndexTables: Sendable {
+struct ViewIndexTables: Sendable, Equatable {
     let signature: String
     let rows: MDB_dbi
     let back: MDB_dbi
@@ -118,6 +118,16 @@ final class ViewIndexStore: Sendable {
         let tables = ViewIndexTables(signature: signature, rows: handles[0], back: handles[1], chunks: handles[2])
         tablesCache.withLock { $0[signature] = tables }
         return tables
+    }
+
+    /// Whether these are the handles the index's tables have now. Checked
+    /// inside a read transaction that found the index's state, before reading
+    /// its tables: handles taken before the transaction began may belong to
+    /// an index removed since (their slots closed, and perhaps given to other
+    /// tables) that came back under other handles. Handles still current once
+    /// a transaction has begun stay open until it ends (``TableHandleClosings``).
+    func areCurrent(_ tables: ViewIndexTables) -> Bool {
+        tablesCache.withLock { $0[tables.signature] } == tables
     }
 
     /// The index's state in `transaction`, its sequence advanced by a

@@ -17,8 +17,20 @@ struct ViewQueryRunner {
     static let reduceLimitThreshold = 5000
 
     func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables) throws -> ViewResult {
+        var tables = tables
+        while true {
+            if let result = try run(view, options, handles: tables) { return result }
+            // The index was removed and came back under other handles since these were taken.
+            tables = try indexes.tables(for: view.signature)
+        }
+    }
+
+    /// The query on one snapshot, or nil when `tables` are not the index's
+    /// handles any more (see ``ViewIndexStore/areCurrent(_:)``).
+    private func run(_ view: ViewDefinition, _ options: ViewQueryOptions, handles tables: ViewIndexTables) throws -> ViewResult? {
         try store.environment.read { transaction in
             let snapshot = try indexes.snapshot(view.signature, in: transaction)
+            if snapshot != nil && !indexes.areCurrent(tables) { return nil }
             let state = snapshot?.state ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
             // No state in this snapshot: the index has no rows here, and its tables are
             // not read (a removal may have closed the handles: see ViewIndexStore.drop).
