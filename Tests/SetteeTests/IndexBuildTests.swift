@@ -22,8 +22,9 @@ struct IndexBuildTests {
         let directory = TemporaryDirectory()
         let db: Database
 
-        init(batchSize: Int = 8192, bufferBytes: Int = 48 << 20) throws {
+        init(batchSize: Int = 8192, bufferBytes: Int = 48 << 20, initialMapSize: Int = 1 << 30) throws {
             var options = Database.Options()
+            options.initialMapSize = initialMapSize
             options.javaScriptWorkers = 2
             options.indexBatchSize = batchSize
             options.indexBufferBytes = bufferBytes
@@ -105,6 +106,21 @@ struct IndexBuildTests {
             let expected = try whole.tables(view)
             #expect(expected.count > (view == "none" ? 1 : 1000), "\(view) has rows")
             #expect(try pieces.tables(view) == expected, "\(view): many flushes differ from one")
+        }
+    }
+
+    @Test("An index whose flushes merge its table afresh while the memory map grows equals one written in a single flush")
+    func rewritesWhileTheMapGrows() throws {
+        let lines = Self.documents(6000, seed: 13)
+        let whole = try Fixture()
+        let growing = try Fixture(batchSize: 64, bufferBytes: 64 << 10, initialMapSize: 256 << 10)
+        try IndexBuildTests.load(lines, into: growing.db)
+        let imported = try growing.db.info().mapSize
+        try growing.db.updateIndexes()
+        #expect(try growing.db.info().mapSize > imported, "the map grew while indexing")
+        try whole.index(lines)
+        for view in Self.views {
+            #expect(try growing.tables(view) == whole.tables(view), "\(view): differs from a single flush")
         }
     }
 
