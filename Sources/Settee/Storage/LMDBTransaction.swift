@@ -87,23 +87,24 @@ struct LMDBTransaction {
 
     /// Number of entries in `dbi`.
     func count(_ dbi: MDB_dbi) throws(StorageError) -> Int {
-        var stat = MDB_stat()
-        try check(mdb_stat(txn, dbi, &stat), "reading from \(environment.path)")
-        return stat.ms_entries
+        try statistics(dbi).ms_entries
     }
 
     /// Leaf pages of `dbi` (the pages its entries are on).
     func leafPages(_ dbi: MDB_dbi) throws(StorageError) -> Int {
-        var stat = MDB_stat()
-        try check(mdb_stat(txn, dbi, &stat), "reading from \(environment.path)")
-        return stat.ms_leaf_pages
+        try statistics(dbi).ms_leaf_pages
     }
 
     /// Bytes of pages used by `dbi`.
     func bytes(_ dbi: MDB_dbi) throws(StorageError) -> Int {
-        var stat = MDB_stat()
-        try check(mdb_stat(txn, dbi, &stat), "reading from \(environment.path)")
+        let stat = try statistics(dbi)
         return Int(stat.ms_psize) * (stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages)
+    }
+
+    private func statistics(_ dbi: MDB_dbi) throws(StorageError) -> MDB_stat {
+        var stat = MDB_stat()
+        try check(mdb_stat(txn, dbi, &stat), "reading the size of a table of \(environment.path)")
+        return stat
     }
 }
 
