@@ -202,7 +202,7 @@ struct IndexBuildTests {
         }
     }
 
-    @Test("Sorted rows go in appended, inserted or by rewriting the table, and each way leaves what puts would")
+    @Test("Sorted rows go in appended, inserted (scattered or in long runs) or by rewriting the table, and each way leaves what puts would")
     func rowPlacements() throws {
         let directory = TemporaryDirectory()
         let environment = try LMDBEnvironment.open(directory: directory.url)
@@ -251,8 +251,9 @@ struct IndexBuildTests {
         }
         let cases: [(name: String, new: [[UInt8]], over: [[UInt8]], mayRewrite: Bool, placement: SortedRows.Placement)] = [
             ("scattered", scattered, existing, true, .rewrite),
-            ("scattered, no rewrite allowed", scattered, existing, false, .insert),
-            ("clustered between two keys", clustered, existing, true, .insert),
+            ("scattered, no rewrite allowed", scattered, existing, false, .insert(scattered: true)),
+            ("clustered between two keys", clustered, existing, true, .insert(scattered: false)),
+            ("clustered, no rewrite allowed", clustered, existing, false, .insert(scattered: false)),
             ("after the last key", appended, existing, true, .append),
             ("into an empty table", scattered, [], true, .append),
         ]

@@ -82,7 +82,8 @@ extension SortedRows {
     ///   transaction changed), each put finding its page from the last one's.
     ///
     /// `changed`, when given, collects the keys written (for the chunks kept
-    /// up per write). Returns how the rows went in.
+    /// up per write). Returns how the rows went in, and whether they were
+    /// scattered (see ``Placement/isScattered``).
     @discardableResult
     func write(to table: MDB_dbi, bytes: UnsafeRawBufferPointer, in transaction: LMDBTransaction,
                mayRewrite: Bool, changed: inout [[UInt8]]?) throws -> Placement {
@@ -96,14 +97,20 @@ extension SortedRows {
         let placement: Placement
         if try transaction.isAfterLastKey(table, key(first)) {
             placement = .append
-        } else if mayRewrite, try interleaves(with: table, in: transaction, key: key) {
-            placement = .rewrite
+        } else if mayRewrite || entries.count > Self.samples {
+            let places = try estimatedPlaces(among: table, in: transaction, key: key)
+            if mayRewrite, places * 2 >= Double(try transaction.leafPages(table)) {
+                placement = .rewrite
+            } else {
+                placement = .insert(scattered: places * Double(Self.orderedRun) > Double(entries.count))
+            }
         } else {
-            placement = .insert
+            // Too few rows for a sample to tell: taken as scattered.
+            placement = .insert(scattered: true)
         }
         // Pages of a large table read as the writes pass go again (they would
         // otherwise stay this process's memory): a rewrite reads all of them.
-        let releasing = placement == .rewrite || placement == .insert && entries.count >= Self.releaseThreshold
+        let releasing = placement != .append && (placement == .rewrite || entries.count >= Self.releaseThreshold)
         var written = 0
         func wrote() {
             written += 1
@@ -153,22 +160,42 @@ extension SortedRows {
 
     /// How ``write(to:bytes:in:mayRewrite:changed:)`` put the rows in.
     enum Placement: Equatable {
-        case append, insert, rewrite
+        case append
+        /// Put by put; `scattered` when they fell among the table's keys in
+        /// runs shorter than ``SortedRows/orderedRun`` rows on average.
+        case insert(scattered: Bool)
+        case rewrite
+
+        /// Whether the rows fell all over the table, so that the write cost
+        /// about a page per row (or the whole table) rather than what the
+        /// rows themselves take: more rows per write would have shared those
+        /// pages. Appended rows and rows in a few long runs (keys that grow
+        /// with the documents' ids within a few groups) are not scattered.
+        var isScattered: Bool {
+            switch self {
+            case .append: false
+            case .insert(let scattered): scattered
+            case .rewrite: true
+            }
+        }
     }
+
+    /// Rows inserted in runs at least this long on average are in order
+    /// enough that writing fewer of them at a time costs no more per row.
+    static let orderedRun = 16
 
     /// Sorted rows this many and more release the pages they pass.
     private static let releaseThreshold = 1024
     /// Neighbouring new keys looked at to tell how the keys fall among the table's.
     private static let samples = 256
 
-    /// Whether the new keys fall among the table's own so evenly that
-    /// inserting them would touch at least half of its leaf pages: from a
+    /// How many places among the table's keys the new keys go in: from a
     /// sample of neighbouring new keys, the share with a key of the table
-    /// between them, times the rows, estimates the places the rows go in.
-    private func interleaves(with table: MDB_dbi, in transaction: LMDBTransaction,
-                             key: (Entry) -> UnsafeRawBufferPointer) throws -> Bool {
-        guard entries.count > 1 else { return false }
-        let leafPages = try transaction.leafPages(table)
+    /// between them, times the rows. A rewrite is chosen when inserting them
+    /// would touch at least half of the table's leaf pages.
+    private func estimatedPlaces(among table: MDB_dbi, in transaction: LMDBTransaction,
+                                 key: (Entry) -> UnsafeRawBufferPointer) throws -> Double {
+        guard entries.count > 1 else { return Double(entries.count) }
         let pairs = entries.count - 1
         let step = max(1, pairs / Self.samples)
         var sampled = 0
@@ -182,7 +209,6 @@ extension SortedRows {
                 }
             }
         }
-        let places = Double(between) / Double(sampled) * Double(entries.count)
-        return places * 2 >= Double(leafPages)
+        return max(1, Double(between) / Double(sampled) * Double(entries.count))
     }
 }

@@ -21,13 +21,18 @@ public struct IndexProgress: Sendable {
 /// it finishes one (all the views being updated from one parse of each
 /// document), and one writes the last. Small updates write each batch and
 /// keep the chunks up as they go; large ones (a new index, or changes to a
-/// sixteenth of its rows and more than 64 documents) gather rows up to
+/// sixteenth of its rows and more than 64 documents) gather rows and write
+/// them in key order: appended where they follow the index's last key,
+/// merged with the index's rows into its table afresh where they fall all
+/// over it (see ``SortedRows/write(to:bytes:in:mayRewrite:changed:)``);
+/// then compute the chunks once, from the committed rows. Rows that go in
+/// in order (appended, or in a few long runs) are written an eighth of
+/// ``flushBytes`` at a time, as writing them costs what they take however
+/// many go together; once a write finds rows scattered, they gather up to
 /// ``flushBytes`` (up to half as much again when that lets the last flush
-/// take the rest) and write them in key order: appended where they follow
-/// the index's last key, merged with the index's rows into its table afresh
-/// where they fall all over it (see ``SortedRows/write(to:bytes:in:mayRewrite:changed:)``);
-/// then compute the chunks once, from the committed rows. Memory stays
-/// bounded by the batch and buffer sizes, whatever the database's size.
+/// take the rest), as each write then costs about a page per row or a pass
+/// over the table. Memory stays bounded by the batch and buffer sizes,
+/// whatever the database's size.
 ///
 /// A small update that leaves every index's rows as they were (the edits
 /// touched nothing the views read) commits nothing: the new checkpoints
@@ -44,7 +49,8 @@ struct ViewIndexer {
     /// Bulk targets' rows wait in memory until they take this many bytes (or
     /// the run ends: see ``flushesNow(pendingBytes:pendingDocuments:remainingDocuments:flushBytes:)``),
     /// then go in one write transaction, in key order, appended where they
-    /// follow the index's last key.
+    /// follow the index's last key. An eighth of it while every write of
+    /// the run has found its rows in order (see ``SortedRows/Placement/isScattered``).
     var flushBytes = 24 << 20
 
     private static let designPrefix = Array("_design/".utf8)
@@ -115,6 +121,8 @@ struct ViewIndexer {
         let bulk = targets.indices.filter { targets[$0].bulk }
         let startSequences = states.map(\.sequence)
         var pending = MappedBatch()
+        // Set by the writer the first time a bulk target's rows go in scattered.
+        let scattered = Flag()
         let writer = BackgroundJob<[ViewIndexState]>(label: "settee.index.writer")
         // The next batch of documents is read while this one maps.
         let reader = BackgroundJob<DocumentBatch>(label: "settee.index.reader")
@@ -142,8 +150,9 @@ struct ViewIndexer {
             if !behind.isEmpty { jobs.append((batch, behind)) }
             if !bulk.isEmpty {
                 pending.append(batch)
+                let limit = scattered.isSet ? flushBytes : max(1, flushBytes / 8)
                 if last >= latest || Self.flushesNow(pendingBytes: pending.memoryBytes, pendingDocuments: pending.documentCount,
-                                                     remainingDocuments: latest - last, flushBytes: flushBytes) {
+                                                     remainingDocuments: latest - last, flushBytes: limit) {
                     jobs.append((pending, bulk))
                     pending = MappedBatch()
                 }
@@ -152,16 +161,16 @@ struct ViewIndexer {
             if writer.isBusy { states = try writer.wait() }
             if last >= latest {
                 // The last batch: nothing left to overlap its writing with.
-                states = try write(jobs, targets: targets, states: states)
+                states = try write(jobs, targets: targets, states: states, scattered: scattered)
             } else {
                 let before = states
-                writer.start { [self, targets, jobs] in try write(jobs, targets: targets, states: before) }
+                writer.start { [self, targets, jobs] in try write(jobs, targets: targets, states: before, scattered: scattered) }
             }
         }
         if writer.isBusy { states = try writer.wait() }
         // The changes ran out before `latest` (documents written again since it
         // was read have moved past it): what is gathered still goes in.
-        if pending.documentCount > 0 { states = try write([(pending, bulk)], targets: targets, states: states) }
+        if pending.documentCount > 0 { states = try write([(pending, bulk)], targets: targets, states: states, scattered: scattered) }
         // Nothing changed past the last document read: the indexes are current.
         // Bulk builds get their chunks now, from all the rows in one pass.
         guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else { return started }
@@ -376,8 +385,10 @@ struct ViewIndexer {
     }
 
     /// Writes batches in one transaction, each to its targets, and returns
-    /// every target's state.
-    private func write(_ jobs: [(batch: MappedBatch, targets: [Int])], targets: [Target], states: [ViewIndexState]) throws -> [ViewIndexState] {
+    /// every target's state; sets `scattered` when a bulk target's rows went
+    /// in scattered.
+    private func write(_ jobs: [(batch: MappedBatch, targets: [Int])], targets: [Target], states: [ViewIndexState],
+                       scattered: Flag) throws -> [ViewIndexState] {
         let written = jobs.flatMap(\.targets)
         let result: [ViewIndexState]
         do {
@@ -389,6 +400,7 @@ struct ViewIndexer {
                         let outcome = try write(batch, to: targets[index], index: index, state: states[index], in: transaction)
                         result[index] = outcome.state
                         wroteRows = wroteRows || outcome.wroteRows
+                        if targets[index].bulk && outcome.placement.isScattered { scattered.set() }
                     }
                 }
                 if !wroteRows, written.allSatisfy({ checkpointOnly(targets[$0], before: states[$0], after: result[$0]) }) {
@@ -432,11 +444,11 @@ struct ViewIndexer {
     /// out, the back index in id order, the new rows in key order (appended
     /// past the table's last key), chunks kept up (unless bulk), the state.
     private func write(_ batch: MappedBatch, to target: Target, index: Int, state before: ViewIndexState,
-                       in transaction: LMDBTransaction) throws -> (state: ViewIndexState, wroteRows: Bool) {
+                       in transaction: LMDBTransaction) throws -> (state: ViewIndexState, wroteRows: Bool, placement: SortedRows.Placement) {
         var state = before
         var changed: [[UInt8]]? = target.bulk ? nil : []
         var rows = SortedRows(capacity: batch.rows.count)
-        try batch.bytes.withUnsafeBytes { bytes in
+        let placement = try batch.bytes.withUnsafeBytes { bytes in
             try batch.ids.bytes.withUnsafeBytes { idBytes in
                 func id(_ document: Int) -> UnsafeRawBufferPointer {
                     UnsafeRawBufferPointer(rebasing: idBytes[batch.ids.range(document)])
@@ -475,7 +487,7 @@ struct ViewIndexer {
             rows.sort(in: bytes)
             // A fresh index has no old rows to remove: this is the
             // transaction's first write to its rows table.
-            try rows.write(to: target.tables.rows, bytes: bytes, in: transaction, mayRewrite: target.fresh, changed: &changed)
+            return try rows.write(to: target.tables.rows, bytes: bytes, in: transaction, mayRewrite: target.fresh, changed: &changed)
         }
         state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > before.sequence }
         state.rowCount += rows.entries.count
@@ -487,7 +499,16 @@ struct ViewIndexer {
         }
         state.sequence = max(state.sequence, batch.sequences.last!)
         try indexes.setState(state, for: target.tables.signature, in: transaction)
-        return (state, changed.map { !$0.isEmpty } ?? true)
+        return (state, changed.map { !$0.isEmpty } ?? true, placement)
+    }
+
+    /// A flag any thread may set, once and for good.
+    private final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+
+        var isSet: Bool { value.load(ordering: .relaxed) }
+
+        func set() { value.store(true, ordering: .relaxed) }
     }
 }
 
