@@ -1,3 +1,4 @@
+import CSetteeLMDB
 import Foundation
 import Logging
 import Synchronization
@@ -179,11 +180,7 @@ struct ViewIndexer {
             for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
                 if !state.chunksCurrent, let entries = chunks[target.tables.signature] {
                     try transaction.clear(target.tables.chunks)
-                    try transaction.withCursor(target.tables.chunks) { cursor in
-                        for (key, value) in entries {
-                            try key.withUnsafeBytes { key in try value.withUnsafeBytes { try cursor.put(key, $0) } }
-                        }
-                    }
+                    try Self.writeChunks(entries, intoEmpty: target.tables.chunks, in: transaction)
                     state.chunksCurrent = true
                 }
                 state.sequence = max(state.sequence, latest)
@@ -227,6 +224,27 @@ struct ViewIndexer {
             results.withLock { $0[target.tables.signature] = entries }
         }
         return try results.withLock { $0 }.mapValues { try $0.get() }
+    }
+
+    /// Writes chunk entries into their emptied table. Each level's entries
+    /// come in key order (the order of the rows they were computed from) and
+    /// its key starts with the level, so level by level they go in appended;
+    /// should one come out of order, it and the rest are put.
+    private static func writeChunks(_ entries: [StoredReductions.Entry], intoEmpty table: MDB_dbi, in transaction: LMDBTransaction) throws {
+        // By level, and in the order they came within a level.
+        let order = entries.indices.sorted { (entries[$0].key.first ?? 0, $0) < (entries[$1].key.first ?? 0, $1) }
+        try transaction.withCursor(table) { cursor in
+            var appending = true
+            var previous: [UInt8] = []
+            for index in order {
+                let (key, value) = entries[index]
+                try key.withUnsafeBytes { key in
+                    appending = appending && compareBytes(key, previous) > 0
+                    try value.withUnsafeBytes { try cursor.put(key, $0, append: appending) }
+                }
+                previous = key
+            }
+        }
     }
 
     /// Reads the next changed documents, each as map functions see it, into
