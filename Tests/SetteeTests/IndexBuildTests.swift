@@ -109,6 +109,29 @@ struct IndexBuildTests {
         }
     }
 
+    @Test("Rows that go in in order are written an eighth of the buffer at a time; once a write finds them scattered, the whole buffer")
+    func flushSizesFollowTheKeys() throws {
+        /// The write transactions a new index of `map` commits over 6,000 documents.
+        func commits(map: String) throws -> Int {
+            let directory = TemporaryDirectory()
+            var options = Database.Options()
+            options.indexBatchSize = 64
+            options.indexBufferBytes = 64 << 10
+            let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+            try db.loadDesignDocuments(from: directory.file("d.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "\#(map)"}}}"#))
+            var random = SplitMix64(seed: 17)
+            try Self.load((0..<6000).map { #"{"_id": "d\#(String(format: "%05d", $0))", "n": \#($0), "r": \#(random.next() % 1_000_000)}"# }, into: db)
+            let before = db.environment.lastCommittedTransaction
+            try db.updateIndexes()
+            #expect(try db.query("d/v").rows.count == 6000)
+            return db.environment.lastCommittedTransaction - before
+        }
+        // Keys that grow with the documents append; random ones fall all over the index.
+        let ordered = try commits(map: "function (doc) { emit(doc.n, null); }")
+        let scattered = try commits(map: "function (doc) { emit(doc.r, null); }")
+        #expect(ordered > 3 * scattered, "\(ordered) writes for keys in order, \(scattered) for scattered ones")
+    }
+
     @Test("An index whose flushes merge its table afresh while the memory map grows equals one written in a single flush")
     func rewritesWhileTheMapGrows() throws {
         let lines = Self.documents(6000, seed: 13)
