@@ -20,6 +20,15 @@ public final class Database: Sendable {
         public var initialMapSize: Int = 1 << 30
         /// A bound on the database's size; `nil` for none but the disk's.
         public var maximumSize: Int?
+        /// Whether reading a page of the database file that is not in memory
+        /// also reads its neighbours (the kernel's read-ahead). On by
+        /// default: an index build reads documents in the order they were
+        /// written, and the first queries after a restart read neighbouring
+        /// pages of the index; both go several times faster from a cold
+        /// cache with it. Turn it off for a database much larger than memory
+        /// that is read at random, where neighbouring pages would only take
+        /// the place of pages still in use.
+        public var readAhead = true
         /// Limits for the JavaScript that views run.
         public var javaScript = JavaScriptConfiguration()
         /// JavaScript workers (threads, each with its own engine context) for indexing.
@@ -61,7 +70,8 @@ public final class Database: Sendable {
         self.url = directory
         self.logger = logger
         self.options = options
-        environment = try LMDBEnvironment.open(directory: directory, initialMapSize: options.initialMapSize, maximumMapSize: options.maximumSize)
+        environment = try LMDBEnvironment.open(directory: directory, initialMapSize: options.initialMapSize,
+                                               maximumMapSize: options.maximumSize, readAhead: options.readAhead)
         store = try DocumentStore(environment: environment, logger: logger)
         indexes = try ViewIndexStore(environment: environment)
     }

@@ -39,4 +39,40 @@ struct MappedPagesTests {
         #expect(after < before / 4)
         #expect(try readAll() == expected)
     }
+
+    @Test("With read-ahead (the default), reading documents in order from a cold file takes a fraction of the disk reads it takes page by page")
+    func readAhead() throws {
+        /// Disk reads (major page faults) while reading every document, in id order, with the file out of memory.
+        func coldReads(readAhead: Bool) throws -> Int {
+            let directory = TemporaryDirectory()
+            let url = directory.url.appendingPathComponent("db")
+            var options = Database.Options()
+            options.readAhead = readAhead
+            let db = try Database(at: url, options: options)
+            let padding = String(repeating: "x", count: 2000)
+            let lines = (0..<3000).map { String(format: #"{"_id": "d%05d", "pad": "%@"}"#, $0, padding) }
+            #expect(try db.importDocuments(Data(lines.joined(separator: "\n").utf8)).imported == 3000)
+            // Out of this process's memory, then out of the page cache.
+            db.environment.releaseMappedPages()
+            sync()
+            let file = open(url.appendingPathComponent("data.mdb").path, O_RDONLY)
+            #expect(posix_fadvise(file, 0, 0, POSIX_FADV_DONTNEED) == 0)
+            close(file)
+            let before = Self.majorFaults()
+            for n in 0..<3000 { #expect(try db.document(String(format: "d%05d", n)) != nil) }
+            return Self.majorFaults() - before
+        }
+        let pageByPage = try coldReads(readAhead: false)
+        let ahead = try coldReads(readAhead: true)
+        // 6 MB of documents: about 1,500 pages.
+        #expect(pageByPage > 1000, "each page of the cold file read on its own: \(pageByPage) reads")
+        #expect(ahead * 4 < pageByPage, "\(ahead) reads with read-ahead against \(pageByPage) without")
+    }
+
+    /// Major page faults of the calling thread (other tests may run meanwhile).
+    static func majorFaults() -> Int {
+        var usage = rusage()
+        getrusage(1, &usage) // RUSAGE_THREAD (Linux), which the Glibc module leaves out
+        return usage.ru_majflt
+    }
 }

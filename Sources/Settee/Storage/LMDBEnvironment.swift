@@ -38,18 +38,21 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// Opens (creating if needed) the environment in `directory`, or returns
-    /// the one this process already has open there.
-    static func open(directory: URL, initialMapSize: Int = 1 << 30, maximumMapSize: Int? = nil) throws(StorageError) -> LMDBEnvironment {
+    /// the one this process already has open there. `readAhead`: whether a
+    /// page fault on the map may read the file's neighbouring pages too (off:
+    /// LMDB's `MDB_NORDAHEAD`, each fault reads its own page).
+    static func open(directory: URL, initialMapSize: Int = 1 << 30, maximumMapSize: Int? = nil,
+                     readAhead: Bool = true) throws(StorageError) -> LMDBEnvironment {
         let path = directory.standardizedFileURL.resolvingSymlinksInPath().path
         registryLock.lock()
         defer { registryLock.unlock() }
         if let existing = registry[path]?.environment { return existing }
-        let environment = try LMDBEnvironment(path: path, initialMapSize: initialMapSize, maximumMapSize: maximumMapSize)
+        let environment = try LMDBEnvironment(path: path, initialMapSize: initialMapSize, maximumMapSize: maximumMapSize, readAhead: readAhead)
         registry[path] = WeakEnvironment(environment: environment)
         return environment
     }
 
-    private init(path: String, initialMapSize: Int, maximumMapSize: Int?) throws(StorageError) {
+    private init(path: String, initialMapSize: Int, maximumMapSize: Int?, readAhead: Bool) throws(StorageError) {
         self.path = path
         self.maximumMapSize = maximumMapSize
         do {
@@ -69,7 +72,7 @@ final class LMDBEnvironment: @unchecked Sendable {
             let size = min(initialMapSize, maximumMapSize ?? .max)
             try check(mdb_env_set_mapsize(env, size), "configuring \(path)")
             // NOTLS: read transactions are not tied to a thread, so async callers can use them.
-            let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD)
+            let flags = UInt32(MDB_NOTLS | (readAhead ? 0 : MDB_NORDAHEAD))
             try check(mdb_env_open(env, path, flags, 0o644), "opening the database at \(path)")
         } catch {
             mdb_env_close(env)
