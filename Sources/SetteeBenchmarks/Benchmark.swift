@@ -82,15 +82,6 @@ struct Benchmark {
         let threePeak = peak.megabytes()
         table.add("index build, design doc of three views", rate(documentCount, threeTime, cpu: threeCPU) + "  (peak \(threePeak) MB)")
 
-        // (c) The one view again (its source differs by a comment: a new index),
-        // with the data file's pages out of memory first, as after a restart.
-        try design(#"{"_id":"_design/cold","views":{"by_customer":{"map":"\#(oneView) // again"}}}"#, in: directory, db: db)
-        let evicted = evictFromPageCache(directory.appendingPathComponent("db/data.mdb"))
-        let faultsBefore = majorFaults()
-        let (coldTime, coldCPU) = try measureCPU { try db.updateIndexes() }
-        table.add("index build, one view, data file evicted first",
-                  rate(documentCount, coldTime, cpu: coldCPU) + (evicted ? "  (\(majorFaults() - faultsBefore) disk reads waited for)" : "  (the file could not be evicted)"))
-
         // Incremental: change one document, then query (the index catches up first).
         var generator = SplitMix64(seed: 7)
         var incremental: [Duration] = []
@@ -159,6 +150,18 @@ struct Benchmark {
             }
             table.add("reduce, full range (\(documentCount) rows), \(name) = \(value.prefix(14))", percentiles(times))
         }
+        // Last, as it leaves the file out of memory: the one view again (its source
+        // differs by a comment: a new index), with the data file's pages evicted
+        // first, as after a restart.
+        try design(#"{"_id":"_design/cold","views":{"by_customer":{"map":"\#(oneView) // again"}}}"#, in: directory, db: db)
+        let evicted = evictFromPageCache(directory.appendingPathComponent("db/data.mdb"))
+        let faultsBefore = majorFaults()
+        var firstRow = ViewQueryOptions()
+        firstRow.limit = 1
+        // The query builds this design document's index alone (the others trail by the edits above).
+        let (coldTime, coldCPU) = try measureCPU { _ = try db.query("cold/by_customer", options: firstRow) }
+        table.add("index build, one view, data file evicted first",
+                  rate(documentCount, coldTime, cpu: coldCPU) + (evicted ? "  (\(majorFaults() - faultsBefore) disk reads waited for)" : "  (the file could not be evicted)"))
         table.add("peak resident memory (whole run)", "\(PeakMemory.processPeakMegabytes()) MB")
         table.print()
     }
