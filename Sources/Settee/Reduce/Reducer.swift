@@ -2,8 +2,10 @@ import Foundation
 
 /// Reduces a view's rows with its reduce function: a built-in, natively, or
 /// JavaScript on a worker — in chunks, whose results are then rereduced, as
-/// CouchDB does.
-struct Reducer: Sendable {
+/// CouchDB does. A class, as every chunk being built holds one (a stored
+/// reductions pass makes one builder per 32 rows): passing it on costs one
+/// reference, not a copy of its parts.
+final class Reducer: Sendable {
     private enum Kind {
         case builtin(BuiltinReducer)
         case javascript(source: String, name: String)
