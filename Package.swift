@@ -10,7 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
@@ -64,7 +64,11 @@ let package = Package(
         ),
         .testTarget(
             name: "SetteeTests",
-            dependencies: ["Settee", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: [
+                "Settee",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6],

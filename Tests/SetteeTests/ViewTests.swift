@@ -287,6 +287,34 @@ struct ViewTests {
         #expect(try fixture.db.viewInfo().first?.mapErrors == 1)
     }
 
+    @Test("Map errors spread over large batches are logged with the ids of the documents that raised them, built afresh and updated")
+    func mapErrorsNameTheirDocuments() throws {
+        let log = CapturedLog()
+        let directory = TemporaryDirectory()
+        var options = Database.Options()
+        options.javaScriptWorkers = 2
+        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options, logger: log.logger())
+        let map = "function (doc) { if (doc.n % 97 === 5) throw new Error('no ' + doc._id); emit(doc.n, null); }"
+        try db.loadDesignDocuments(from: directory.file("e.json", contents: design("e", #"{"v": {"map": "\#(map)"}}"#)))
+        func loggedIDs() -> [String] {
+            log.entries.filter { $0.message.hasPrefix("map function raised") }.compactMap { $0.metadata["doc.id"] }
+        }
+        func expectedIDs(_ range: ClosedRange<Int>) -> [String] {
+            range.filter { $0 % 97 == 5 }.map { "n" + String(format: "%04d", $0) }
+        }
+        // Thousands of documents: each batch is mapped in many slices at once.
+        try putNumbers(db, 0...2999)
+        let first = try db.query("e/v", options: ViewQueryOptions(parameters: [])).rows
+        #expect(first.count == 3000 - expectedIDs(0...2999).count)
+        #expect(loggedIDs().sorted() == expectedIDs(0...2999))
+        #expect(try db.viewInfo().first?.mapErrors == expectedIDs(0...2999).count)
+        // More documents, mapped as an update.
+        try putNumbers(db, 3000...3999)
+        _ = try db.query("e/v", options: ViewQueryOptions(parameters: []))
+        #expect(loggedIDs().sorted() == expectedIDs(0...3999))
+        #expect(try db.viewInfo().first?.mapErrors == expectedIDs(0...3999).count)
+    }
+
     @Test("Design documents are not mapped unless include_design")
     func includeDesign() throws {
         let map = #"{"ids": {"map": "function (doc) { emit(doc._id, null); }"}}"#

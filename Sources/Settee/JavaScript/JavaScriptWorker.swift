@@ -74,6 +74,11 @@ public final class JavaScriptWorker: @unchecked Sendable {
         }
     }
 
+    /// Queues `job` on the worker's thread and returns at once.
+    func submit(_ job: @escaping @Sendable (JavaScriptContext) -> Void) {
+        enqueue(job)
+    }
+
     /// Stops the call running on this worker, if any; it fails with
     /// ``JavaScriptError/Kind-swift.enum/interrupted``. Safe from any thread.
     public func interrupt() {

@@ -45,14 +45,27 @@ public final class JavaScriptWorkerPool: Sendable {
     /// next piece as it finishes one (so none waits long on another at the
     /// end), and returns the results in piece order.
     public func runShared<T: Sendable>(pieces count: Int, _ body: @escaping @Sendable (_ piece: Int, JavaScriptContext) throws -> T) throws -> [T] {
+        try startShared(pieces: count, body).wait()
+    }
+
+    /// Starts ``runShared(pieces:_:)``'s work without waiting for it. Work
+    /// started later queues behind it on each worker, so a worker that runs
+    /// out of this work's pieces goes straight on to the next work's while
+    /// the others finish theirs. A single piece goes to one worker alone.
+    func startShared<T: Sendable>(pieces count: Int, _ body: @escaping @Sendable (_ piece: Int, JavaScriptContext) throws -> T) -> SharedWork<T> {
         let taken = TurnCounter()
-        let results = ResultSlots<T>(count: count)
-        _ = try runOnEach { _, context in
-            while case let piece = taken.next() - 1, piece < count {
-                results.set(piece, Result { try body(piece, context) })
+        let work = SharedWork<T>(count: count)
+        let first = count == 1 ? turn.next() : 0
+        for offset in 0..<min(workers.count, max(count, 1)) {
+            work.done.enter()
+            workers[(first + offset) % workers.count].submit { context in
+                while case let piece = taken.next() - 1, piece < count {
+                    work.results.set(piece, Result { try body(piece, context) })
+                }
+                work.done.leave()
             }
         }
-        return try results.values()
+        return work
     }
 
     /// Maps documents (UTF-8 JSON texts) with the given map function sources,
@@ -72,6 +85,23 @@ public final class JavaScriptWorkerPool: Sendable {
             return try documents[start..<end].map { document in try context.map(document, functions: functions) }
         }
         return parts.flatMap { $0 }
+    }
+}
+
+/// Pieces of work the workers are taking (``JavaScriptWorkerPool/startShared(pieces:_:)``).
+final class SharedWork<T: Sendable>: Sendable {
+    fileprivate let results: ResultSlots<T>
+    fileprivate let done = DispatchGroup()
+
+    fileprivate init(count: Int) {
+        results = ResultSlots(count: count)
+    }
+
+    /// Waits for every piece and returns their results in piece order (or
+    /// throws the first piece's error).
+    func wait() throws -> [T] {
+        done.wait()
+        return try results.values()
     }
 }
 

@@ -73,25 +73,33 @@ struct MappedBatch: Sendable {
 
     init() {}
 
-    /// The parts' rows, one after another, copied once into buffers of the
-    /// right size.
-    init(joining parts: [MappedBatch]) {
-        bytes.reserveCapacity(parts.reduce(0) { $0 + $1.bytes.count })
-        rows.reserveCapacity(parts.reduce(0) { $0 + $1.rows.count })
-        documentRows.reserveCapacity(parts.reduce(1) { $0 + $1.documentCount })
-        for part in parts { append(part) }
+    /// The rows of the parts, mapped from consecutive slices of `documents`,
+    /// copied once into buffers of the right size.
+    init(joining parts: [MappedBatch], of documents: DocumentBatch) {
+        append(parts, of: documents)
     }
 
-    /// Appends another batch's documents after this one's.
-    mutating func append(_ other: MappedBatch) {
-        sequences.append(contentsOf: other.sequences)
-        ids.append(contentsOf: other.ids)
-        let byteBase = Int32(bytes.count)
-        let rowBase = rows.count
+    /// Appends the documents and the rows their slices' parts hold, in order.
+    /// A part's errors name documents by their place in `documents`.
+    mutating func append(_ parts: [MappedBatch], of documents: DocumentBatch) {
+        // Room for all the parts at once, growing as appends do (an exact
+        // reservation on every append would copy the whole buffer each time).
+        func reserve<Element>(_ array: inout [Element], adding count: Int) {
+            if array.count + count > array.capacity { array.reserveCapacity(max(array.count + count, array.capacity * 2)) }
+        }
+        reserve(&bytes, adding: parts.reduce(0) { $0 + $1.bytes.count })
+        reserve(&rows, adding: parts.reduce(0) { $0 + $1.rows.count })
+        reserve(&documentRows, adding: documents.count)
         let documentBase = documentCount
-        bytes.append(contentsOf: other.bytes)
-        rows.append(contentsOf: other.rows.lazy.map { var row = $0; row.keyStart += byteBase; return row })
-        documentRows.append(contentsOf: other.documentRows.dropFirst().lazy.map { $0 + rowBase })
-        errors.append(contentsOf: other.errors.lazy.map { ($0.document + documentBase, $0.target, $0.error) })
+        sequences.append(contentsOf: documents.sequences)
+        ids.append(contentsOf: documents.ids)
+        for part in parts {
+            let byteBase = Int32(bytes.count)
+            let rowBase = rows.count
+            bytes.append(contentsOf: part.bytes)
+            rows.append(contentsOf: part.rows.lazy.map { var row = $0; row.keyStart += byteBase; return row })
+            documentRows.append(contentsOf: part.documentRows.dropFirst().lazy.map { $0 + rowBase })
+            errors.append(contentsOf: part.errors.lazy.map { ($0.document + documentBase, $0.target, $0.error) })
+        }
     }
 }

@@ -110,7 +110,6 @@ struct ViewIndexer {
         }
         guard !targets.isEmpty else { return started }
         let since = states.map(\.sequence).min()!
-        var cursor = since
         var processed = 0
         let total = Int(latest - since)
         if since < latest {
@@ -127,30 +126,40 @@ struct ViewIndexer {
         let writer = BackgroundJob<[ViewIndexState]>(label: "settee.index.writer")
         // The next batch of documents is read while this one maps.
         let reader = BackgroundJob<DocumentBatch>(label: "settee.index.reader")
-        // Never return (or throw) while a batch is still being read or written.
+        // The batch being mapped: the next one is queued behind it on the workers.
+        var mapping: Mapping?
+        // Never return (or throw) while a batch is still being read, mapped or written.
         defer {
             if reader.isBusy { _ = try? reader.wait() }
+            _ = try? mapping?.work.wait()
             if writer.isBusy { _ = try? writer.wait() }
         }
         // A single batch is read right here: there is nothing to overlap it with.
-        var ahead: DocumentBatch? = total <= batchSize ? try readBatch(after: cursor, upTo: latest) : nil
-        if ahead == nil { reader.start { [self, cursor] in try readBatch(after: cursor, upTo: latest) } }
-        while cursor < latest {
-            let documents = try ahead.take() ?? reader.wait()
-            if let last = documents.sequences.last, last < latest {
-                reader.start { [self] in try readBatch(after: last, upTo: latest) }
-            }
-            let batch = try map(documents, targets: targets, since: startSequences)
-            guard let last = batch.sequences.last else { break }
-            logMapErrors(batch, targets: targets)
-            cursor = last
-            processed += batch.documentCount
+        var ahead: DocumentBatch? = total <= batchSize ? try readBatch(after: since, upTo: latest) : nil
+        if ahead == nil { reader.start { [self] in try readBatch(after: since, upTo: latest) } }
+        /// The next batch read, its mapping started, and the one after it being read.
+        func startNext() throws -> Mapping? {
+            let documents = try ahead.take() ?? (reader.isBusy ? reader.wait() : DocumentBatch())
+            guard let last = documents.sequences.last else { return nil }
+            if last < latest { reader.start { [self] in try readBatch(after: last, upTo: latest) } }
+            return startMapping(documents, targets: targets, since: startSequences)
+        }
+        mapping = try startNext()
+        while let current = mapping {
+            // The workers take the next batch as they finish this one, while
+            // this thread passes this one's rows on.
+            mapping = try startNext()
+            let parts = try current.work.wait()
+            let documents = current.documents
+            let last = documents.sequences.last!
+            logMapErrors(parts, of: documents, targets: targets)
+            processed += documents.count
             progress(IndexProgress(processed: processed, total: total))
             var jobs: [(batch: MappedBatch, targets: [Int])] = []
             let behind = steady.filter { startSequences[$0] < last }
-            if !behind.isEmpty { jobs.append((batch, behind)) }
+            if !behind.isEmpty { jobs.append((MappedBatch(joining: parts, of: documents), behind)) }
             if !bulk.isEmpty {
-                pending.append(batch)
+                pending.append(parts, of: documents)
                 let limit = scattered.isSet ? flushBytes : max(1, flushBytes / 8)
                 if last >= latest || Self.flushesNow(pendingBytes: pending.memoryBytes, pendingDocuments: pending.documentCount,
                                                      remainingDocuments: latest - last, flushBytes: limit) {
@@ -273,9 +282,17 @@ struct ViewIndexer {
     /// Views of one document form: the targets they belong to and their compiled map functions.
     private typealias Group = (members: [(target: Int, function: JavaScriptFunction)], functions: [JavaScriptFunction])
 
-    /// Maps the documents on all workers, each taking a contiguous slice; a
-    /// target maps only the documents changed after its sequence.
-    private func map(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64]) throws -> MappedBatch {
+    /// A batch of documents whose slices the workers are mapping.
+    private struct Mapping {
+        let documents: DocumentBatch
+        /// The slices' rows, in document order.
+        let work: SharedWork<MappedBatch>
+    }
+
+    /// Starts mapping the documents on all workers, each taking the next
+    /// contiguous slice as it finishes one; a target maps only the documents
+    /// changed after its sequence.
+    private func startMapping(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64]) -> Mapping {
         let views = targets.map(\.view)
         let collations = views.map(\.collation)
         let mapSlice: @Sendable (JavaScriptContext, Range<Int>) throws -> MappedBatch = { context, slice in
@@ -340,7 +357,7 @@ struct ViewIndexer {
                         } catch let error as JavaScriptError where Self.documentErrors.contains(error.kind) {
                             // The engine could not take this document (too large or too deep
                             // to parse within its bounds): its error, not the build's.
-                            for member in active { output.errors.append((document - slice.lowerBound, member.target, error)) }
+                            for member in active { output.errors.append((document, member.target, error)) }
                             continue
                         }
                         emitCounts.removeAll(keepingCapacity: true)
@@ -363,7 +380,7 @@ struct ViewIndexer {
                                     valueLength: Int32(output.bytes.count - valueStart)))
                             },
                             failure: { function, error in
-                                output.errors.append((document - slice.lowerBound, active[function].target, error))
+                                output.errors.append((document, active[function].target, error))
                             })
                     }
                 }
@@ -371,31 +388,21 @@ struct ViewIndexer {
             }
             return output
         }
-        let parts: [MappedBatch]
-        let workerCount = workers.workers.count
-        if documents.count < 64 || workerCount == 1 {
-            // A few changes: one worker, no fan-out.
-            parts = [try workers.nextWorker().run { context in try mapSlice(context, 0..<documents.count) }]
-        } else {
-            // Eight slices a worker, taken by whichever is free: the batch ends when the last slice does.
-            let slices = workerCount * 8
-            let slice = (documents.count + slices - 1) / slices
-            parts = try workers.runShared(pieces: slices) { piece, context in
-                let start = min(piece * slice, documents.count)
-                return try mapSlice(context, start..<min(start + slice, documents.count))
-            }
+        // A few changes: one worker, no fan-out. Otherwise eight slices a worker.
+        let slices = documents.count < 64 ? 1 : workers.workers.count * 8
+        let slice = (documents.count + slices - 1) / slices
+        let work = workers.startShared(pieces: slices) { piece, context in
+            let start = min(piece * slice, documents.count)
+            return try mapSlice(context, start..<min(start + slice, documents.count))
         }
-        var mapped = parts.count == 1 ? parts[0] : MappedBatch(joining: parts)
-        mapped.sequences = documents.sequences
-        mapped.ids = documents.ids
-        return mapped
+        return Mapping(documents: documents, work: work)
     }
 
-    private func logMapErrors(_ batch: MappedBatch, targets: [Target]) {
-        for (index, target, error) in batch.errors {
+    private func logMapErrors(_ parts: [MappedBatch], of documents: DocumentBatch, targets: [Target]) {
+        for (index, target, error) in parts.lazy.flatMap(\.errors) {
             let view = targets[target].view
             logger.info("map function raised an exception; the document is skipped for this view", metadata: [
-                "doc.id": "\(batch.ids.string(index))",
+                "doc.id": "\(documents.ids.string(index))",
                 "view.ddoc": "\(view.designDocument)", "view.name": "\(view.name)",
                 "error": "\(error)",
             ])
