@@ -56,7 +56,10 @@ public enum JSONWriter {
     /// ``writeString(_:into:)`` for text already in UTF-8.
     static func writeString(utf8: UnsafeBufferPointer<UInt8>, into bytes: inout [UInt8]) {
         do {
-            bytes.reserveCapacity(bytes.count + utf8.count + 2)
+            // Room for the unescaped string, grown as appends grow (an exact
+            // reservation would copy the whole buffer on every call once full).
+            let needed = bytes.count + utf8.count + 2
+            if needed > bytes.capacity { bytes.reserveCapacity(max(needed, bytes.capacity * 2)) }
             bytes.append(UInt8(ascii: "\""))
             let base = UnsafeRawPointer(utf8.baseAddress)
             var runStart = 0

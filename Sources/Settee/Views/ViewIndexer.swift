@@ -295,8 +295,8 @@ struct ViewIndexer {
     private func startMapping(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64]) -> Mapping {
         let views = targets.map(\.view)
         let collations = views.map(\.collation)
+        let includeDesign = views.map(\.includeDesign)
         let mapSlice: @Sendable (JavaScriptContext, Range<Int>) throws -> MappedBatch = { context, slice in
-            // Functions grouped by the document form they need: one parse per document and form.
             var plain: [(target: Int, function: JavaScriptFunction)] = []
             var sequenced: [(target: Int, function: JavaScriptFunction)] = []
             for (index, view) in views.enumerated() {
@@ -310,7 +310,8 @@ struct ViewIndexer {
             var fullKey: [UInt8] = []
             var withLocalSequence: [UInt8] = []
             var emitCounts: [UInt32] = []
-            let forms = [plain, sequenced].map { (members: $0, functions: $0.map(\.function)) }
+            let plainGroup: Group = (plain, plain.map(\.function))
+            let sequencedGroup: Group = (sequenced, sequenced.map(\.function))
             // The views mapping a document are usually all of its form's, or the
             // same few (an index already past it leaves it out): each subset is
             // made once per slice, not per document.
@@ -323,7 +324,6 @@ struct ViewIndexer {
                 var mask: UInt64 = 0
                 for (position, member) in group.members.enumerated() where maps(member.target) { mask |= 1 << position }
                 if mask == 0 { return ([], []) }
-                if mask.nonzeroBitCount == group.members.count { return group }
                 if let known = subsets[form][mask] { return known }
                 let members = group.members.indices.filter { mask & 1 << $0 != 0 }.map { group.members[$0] }
                 let made = (members: members, functions: members.map(\.function))
@@ -332,57 +332,70 @@ struct ViewIndexer {
             }
             try documents.json.withUnsafeBytes { json in
               try documents.ids.bytes.withUnsafeBytes { ids in
+                /// Maps one document with the views of one form that map it (`active`)
+                /// and adds their rows.
+                func map(_ document: Int, form: Int, active: [(target: Int, function: JavaScriptFunction)],
+                         functions: [JavaScriptFunction], id: UnsafeRawBufferPointer) throws {
+                    let text = UnsafeRawBufferPointer(rebasing: json[documents.jsonRange(document)])
+                    let result: MapOutput
+                    do {
+                        if form == 1 {
+                            withLocalSequence.removeAll(keepingCapacity: true)
+                            withLocalSequence.append(contentsOf: text.dropLast())
+                            withLocalSequence.append(contentsOf: #","_local_seq":\#(documents.sequences[document])}"#.utf8)
+                            result = try withLocalSequence.withUnsafeBytes { try context.map($0, functions: functions) }
+                        } else {
+                            result = try context.map(text, functions: functions)
+                        }
+                    } catch let error as JavaScriptError where Self.documentErrors.contains(error.kind) {
+                        // The engine could not take this document (too large or too deep
+                        // to parse within its bounds): its error, not the build's.
+                        for member in active { output.errors.append((document, member.target, error)) }
+                        return
+                    }
+                    emitCounts.removeAll(keepingCapacity: true)
+                    emitCounts.append(contentsOf: repeatElement(0, count: active.count))
+                    _ = try result.forEach(
+                        rows: { function, key, value in
+                            let target = active[function].target
+                            fullKey.removeAll(keepingCapacity: true)
+                            try CollationKey.append(json: key, mode: collations[target], to: &fullKey)
+                            let encodedLength = fullKey.count
+                            IndexRow.appendFullKeySuffix(id: id, emitIndex: emitCounts[function], to: &fullKey)
+                            emitCounts[function] += 1
+                            let keyStart = output.bytes.count
+                            IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
+                            let valueStart = output.bytes.count
+                            IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength,
+                                                 keyJSON: key, valueJSON: value, to: &output.bytes)
+                            output.rows.append(MappedRow(
+                                target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
+                                valueLength: Int32(output.bytes.count - valueStart)))
+                        },
+                        failure: { function, error in
+                            output.errors.append((document, active[function].target, error))
+                        })
+                }
+                /// Maps one document with the views of `group` that map it: all of
+                /// them (the usual case, with no subset to look up) or some.
+                func map(_ document: Int, form: Int, group: Group, id: UnsafeRawBufferPointer, isDesign: Bool) throws {
+                    let sequence = documents.sequences[document]
+                    func maps(_ target: Int) -> Bool { sequences[target] < sequence && (!isDesign || includeDesign[target]) }
+                    if group.members.allSatisfy({ maps($0.target) }) {
+                        try map(document, form: form, active: group.members, functions: group.functions, id: id)
+                    } else {
+                        let (active, functions) = subset(of: group, form: form, where: maps)
+                        if !active.isEmpty { try map(document, form: form, active: active, functions: functions, id: id) }
+                    }
+                }
                 for document in slice {
                     defer { output.documentRows.append(output.rows.count) }
-                    let jsonRange = documents.jsonRange(document)
-                    guard !jsonRange.isEmpty else { continue }
+                    guard !documents.jsonRange(document).isEmpty else { continue }
                     let id = UnsafeRawBufferPointer(rebasing: ids[documents.ids.range(document)])
                     let isDesign = id.starts(with: Self.designPrefix)
-                    let sequence = documents.sequences[document]
-                    for (form, group) in forms.enumerated() where !group.members.isEmpty {
-                        func maps(_ target: Int) -> Bool { sequences[target] < sequence && (!isDesign || views[target].includeDesign) }
-                        let (active, functions) = subset(of: group, form: form, where: maps)
-                        if active.isEmpty { continue }
-                        let text = UnsafeRawBufferPointer(rebasing: json[jsonRange])
-                        let result: MapOutput
-                        do {
-                            if form == 1 {
-                                withLocalSequence.removeAll(keepingCapacity: true)
-                                withLocalSequence.append(contentsOf: text.dropLast())
-                                withLocalSequence.append(contentsOf: #","_local_seq":\#(sequence)}"#.utf8)
-                                result = try withLocalSequence.withUnsafeBytes { try context.map($0, functions: functions) }
-                            } else {
-                                result = try context.map(text, functions: functions)
-                            }
-                        } catch let error as JavaScriptError where Self.documentErrors.contains(error.kind) {
-                            // The engine could not take this document (too large or too deep
-                            // to parse within its bounds): its error, not the build's.
-                            for member in active { output.errors.append((document, member.target, error)) }
-                            continue
-                        }
-                        emitCounts.removeAll(keepingCapacity: true)
-                        emitCounts.append(contentsOf: repeatElement(0, count: active.count))
-                        _ = try result.forEach(
-                            rows: { function, key, value in
-                                let target = active[function].target
-                                fullKey.removeAll(keepingCapacity: true)
-                                try CollationKey.append(json: key, mode: collations[target], to: &fullKey)
-                                let encodedLength = fullKey.count
-                                IndexRow.appendFullKeySuffix(id: id, emitIndex: emitCounts[function], to: &fullKey)
-                                emitCounts[function] += 1
-                                let keyStart = output.bytes.count
-                                IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
-                                let valueStart = output.bytes.count
-                                IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength,
-                                                     keyJSON: key, valueJSON: value, to: &output.bytes)
-                                output.rows.append(MappedRow(
-                                    target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
-                                    valueLength: Int32(output.bytes.count - valueStart)))
-                            },
-                            failure: { function, error in
-                                output.errors.append((document, active[function].target, error))
-                            })
-                    }
+                    // Functions grouped by the document form they need: one parse per document and form.
+                    if !plain.isEmpty { try map(document, form: 0, group: plainGroup, id: id, isDesign: isDesign) }
+                    if !sequenced.isEmpty { try map(document, form: 1, group: sequencedGroup, id: id, isDesign: isDesign) }
                 }
               }
             }
