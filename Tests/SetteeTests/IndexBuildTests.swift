@@ -162,6 +162,65 @@ struct IndexBuildTests {
         #expect(ViewIndexer.flushesNow(pendingBytes: buffer, pendingDocuments: 0, remainingDocuments: 10, flushBytes: buffer))
     }
 
+    @Test("A build whose engine call is interrupted mid-way fails with that error once the work it started is done, and the next update completes it")
+    func interruptedBuild() throws {
+        let interrupted = try Fixture(batchSize: 256, bufferBytes: 64 << 10)
+        let lines = Self.documents(6000, seed: 91)
+        try Self.load(lines, into: interrupted.db)
+        let worker = try interrupted.db.javaScript().workers[0]
+        var sent = false
+        // A third of the way in, the next batch is already queued on the workers:
+        // the first map call that worker runs after this fails.
+        let error = #expect(throws: (any Error).self) {
+            try interrupted.db.updateIndexes { progress in
+                if !sent, progress.processed * 3 >= progress.total {
+                    worker.interrupt()
+                    sent = true
+                }
+            }
+        }
+        #expect(sent)
+        #expect("\(error.map { "\($0)" } ?? "")".contains("interrupted"))
+        // Nothing is left running or half-written: the next update finishes the
+        // indexes from their checkpoints, to what a fresh build makes.
+        try interrupted.db.updateIndexes()
+        for info in try interrupted.db.viewInfo() {
+            #expect(info.indexedSequence == (try interrupted.db.store.lastSequence()), "\(info.path)")
+            #expect(info.mapErrors == 0, "\(info.path)")
+        }
+        try interrupted.expectEqualToFreshBuild()
+    }
+
+    @Test("A chunk pass whose JavaScript reduce call is interrupted fails the build rather than storing the error, and the next update completes it")
+    func interruptedChunkPass() throws {
+        let fixture = try Fixture(batchSize: 256)
+        let js = #"{"_id": "_design/js", "views": {"sum": {"map": "function (doc) { if (doc.tag) emit([doc.tag, doc.n], doc.n); }", "reduce": "function (keys, values, rereduce) { return sum(values); }"}}}"#
+        try fixture.db.loadDesignDocuments(from: fixture.directory.file("js.json", contents: js))
+        try Self.load(Self.documents(6000, seed: 93), into: fixture.db)
+        let workers = try fixture.db.javaScript().workers
+        // Once every document is mapped, the next engine calls are the chunk
+        // pass's reduce calls.
+        #expect(throws: (any Error).self) {
+            try fixture.db.updateIndexes { progress in
+                if progress.processed >= progress.total { for worker in workers { worker.interrupt() } }
+            }
+        }
+        // A worker that ran no call since keeps its interrupt for its next one:
+        // a call of its own on each takes what is left.
+        for worker in workers {
+            try worker.run { context in _ = try? context.compile("function (doc) { emit(1, 1); }") }
+        }
+        try fixture.db.updateIndexes()
+        func reduce(_ view: String, _ parameters: [(String, String)]) throws -> [String] {
+            try fixture.db.query(view, options: ViewQueryOptions(parameters: parameters.map { (name: $0.0, value: $0.1) })).rows.map(\.valueJSON)
+        }
+        // Every chunk holds its sum: the JavaScript reduce agrees with `_sum` over the same rows.
+        #expect(try reduce("js/sum", []) == reduce("b/by_tag", []))
+        #expect(try reduce("js/sum", [("group_level", "1")]) == reduce("b/by_tag", [("group_level", "1")]))
+        #expect(try reduce("js/sum", [("startkey", #"["blue", 100]"#), ("endkey", #"["red", 900]"#)])
+            == reduce("b/by_tag", [("startkey", #"["blue", 100]"#), ("endkey", #"["red", 900]"#)]))
+    }
+
     @Test("A large update over an existing index (edits, deletions, new documents) equals a build from scratch")
     func largeUpdate() throws {
         let first = Self.documents(2000, seed: 21)

@@ -80,6 +80,19 @@ struct JavaScriptEngineTests {
         #expect(error.column == 29)
     }
 
+    @Test("An interrupted compile is not remembered: the same source compiles on the next try")
+    func interruptedCompileIsNotKept() throws {
+        // A worker of its own: the interrupt must reach no other test's call.
+        let own = try JavaScriptWorker()
+        let source = "function (doc) { emit(doc._id, 1); }"
+        // With no call running, the interrupt stops the next one.
+        own.interrupt()
+        let error = try #require(throws: JavaScriptError.self) { try own.run { try $0.compile(source) } }
+        #expect(error.kind == .interrupted)
+        let result = try own.run { context in try context.map(#"{"_id":"a"}"#, functions: [try context.compile(source)]) }
+        #expect(rows(result.outcomes[0]) == [[#""a""#, "1"]])
+    }
+
     @Test("A source that is not a function is a compile error, as CouchDB says it")
     func notAFunction() throws {
         let error = try #require(throws: JavaScriptError.self) {

@@ -37,7 +37,8 @@ public final class JavaScriptContext {
     }
 
     /// Compiles CouchDB-style function source (`function (doc) { … }`), once:
-    /// the same source (and library) returns the same function.
+    /// the same source (and library) returns the same function, or the same
+    /// error when the source itself is at fault.
     ///
     /// - Parameters:
     ///   - source: The function's source. A trailing `;` and comments are tolerated.
@@ -56,6 +57,11 @@ public final class JavaScriptContext {
         }()
         let result: Result<JavaScriptFunction, JavaScriptError> = handle >= 0
             ? .success(JavaScriptFunction(handle: handle)) : .failure(JavaScriptError(error))
+        // A failure of the source is the same every time; one of the call
+        // (interrupted, out of time or memory) may not be.
+        if case .failure(let failure) = result, failure.kind != .compile {
+            return try result.get()
+        }
         compiled[key] = result
         return try result.get()
     }

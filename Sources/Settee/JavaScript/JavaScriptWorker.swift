@@ -79,8 +79,10 @@ public final class JavaScriptWorker: @unchecked Sendable {
         enqueue(job)
     }
 
-    /// Stops the call running on this worker, if any; it fails with
-    /// ``JavaScriptError/Kind-swift.enum/interrupted``. Safe from any thread.
+    /// Stops the call running on this worker or, when none is, the next one
+    /// to run: it fails with ``JavaScriptError/Kind-swift.enum/interrupted``.
+    /// An index update whose call is stopped fails with that error (no
+    /// document is skipped for it). Safe from any thread.
     public func interrupt() {
         if let rawContext { settee_js_context_interrupt(rawContext) }
     }

@@ -55,8 +55,8 @@ struct ViewIndexer {
     var flushBytes = 24 << 20
 
     private static let designPrefix = Array("_design/".utf8)
-    /// Failures of a whole map call that belong to its document: the others
-    /// (an interrupted or broken engine) stop the update.
+    /// Failures of a map call, or of one function in it, that belong to its
+    /// document: the others (an interrupted or broken engine) stop the update.
     private static let documentErrors: Set<JavaScriptError.Kind> = [.invalidInput, .outOfMemory, .timeout, .runtime]
     /// Bytes of document JSON after which a batch ends early (large documents).
     private static let batchBytes = 32 << 20
@@ -373,6 +373,9 @@ struct ViewIndexer {
                                 valueLength: Int32(output.bytes.count - valueStart)))
                         },
                         failure: { function, error in
+                            // An interrupted or broken engine is the build's failure, not the
+                            // document's: skipping the document would leave its rows out for good.
+                            guard Self.documentErrors.contains(error.kind) else { throw error }
                             output.errors.append((document, active[function].target, error))
                         })
                 }
