@@ -200,9 +200,6 @@ struct Benchmark {
         return ContinuousClock.now - start
     }
 
-    /// The wall-clock time of `body`, and the CPU time (user and system, all
-    /// threads) the process spent meanwhile: on shared cores the second
-    /// varies far less from run to run than the first.
     /// Brings every index up to date, timed; `tail` is the part after the
     /// last batch of documents was mapped (the writes and the chunks that
     /// nothing overlaps).
@@ -216,10 +213,14 @@ struct Benchmark {
         return (time, cpu, lastMapped.map { end - $0 } ?? .zero)
     }
 
+    /// A duration as seconds, two decimals.
     static func seconds(_ duration: Duration) -> String {
         String(format: "%.2f s", duration / .seconds(1))
     }
 
+    /// The wall-clock time of `body`, and the CPU time (user and system, all
+    /// threads) the process spent meanwhile: on shared cores the second
+    /// varies far less from run to run than the first.
     static func measureCPU(_ body: () throws -> Void) rethrows -> (Duration, cpu: Double) {
         let before = cpuSeconds()
         let time = try measure(body)
