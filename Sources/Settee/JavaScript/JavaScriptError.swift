@@ -49,6 +49,12 @@ public struct JavaScriptError: Error, Sendable, Equatable, CustomStringConvertib
 }
 
 extension JavaScriptError.Kind {
+    /// Whether the engine failed rather than what it ran: an interrupted or
+    /// broken engine says nothing of the function or its input, and the same
+    /// call may succeed next time. Such a failure is never kept as a
+    /// document's map error or a chunk's reduce error; the update fails instead.
+    var isEngineFailure: Bool { self == .interrupted || self == .internal }
+
     init(status: UInt32) {
         switch settee_js_status(rawValue: status) {
         case SETTEE_JS_COMPILE_ERROR: self = .compile

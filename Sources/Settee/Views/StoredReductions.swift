@@ -453,9 +453,9 @@ struct ChunkBuilder: Sendable {
         switch error {
         case let error as QueryError:
             json = ["error": .string(error.error), "reason": .string(error.reason)]
-        // An interrupted or broken engine says nothing of the rows: the pass fails
-        // instead, and the chunk is computed again by the next one.
-        case let error as JavaScriptError where error.kind != .interrupted && error.kind != .internal:
+        // The engine's failure says nothing of the rows: the pass fails instead,
+        // and the chunk is computed again by the next one.
+        case let error as JavaScriptError where !error.kind.isEngineFailure:
             json = ["error": .string(error.kind.label), "reason": .string(error.message), "javascript": true]
         default:
             throw error

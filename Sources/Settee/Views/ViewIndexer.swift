@@ -55,9 +55,6 @@ struct ViewIndexer {
     var flushBytes = 24 << 20
 
     private static let designPrefix = Array("_design/".utf8)
-    /// Failures of a map call, or of one function in it, that belong to its
-    /// document: the others (an interrupted or broken engine) stop the update.
-    private static let documentErrors: Set<JavaScriptError.Kind> = [.invalidInput, .outOfMemory, .timeout, .runtime]
     /// Bytes of document JSON after which a batch ends early (large documents).
     private static let batchBytes = 32 << 20
     /// Batches and writes this large release the memory map's pages they
@@ -347,7 +344,7 @@ struct ViewIndexer {
                         } else {
                             result = try context.map(text, functions: functions)
                         }
-                    } catch let error as JavaScriptError where Self.documentErrors.contains(error.kind) {
+                    } catch let error as JavaScriptError where !error.kind.isEngineFailure {
                         // The engine could not take this document (too large or too deep
                         // to parse within its bounds): its error, not the build's.
                         for member in active { output.errors.append((document, member.target, error)) }
@@ -373,9 +370,9 @@ struct ViewIndexer {
                                 valueLength: Int32(output.bytes.count - valueStart)))
                         },
                         failure: { function, error in
-                            // An interrupted or broken engine is the build's failure, not the
-                            // document's: skipping the document would leave its rows out for good.
-                            guard Self.documentErrors.contains(error.kind) else { throw error }
+                            // The engine's failure is the build's, not the document's: skipping
+                            // the document would leave its rows out for good.
+                            guard !error.kind.isEngineFailure else { throw error }
                             output.errors.append((document, active[function].target, error))
                         })
                 }
