@@ -44,9 +44,8 @@ struct Benchmark {
             }
         }
 
-        var logger = Logger(label: "settee-bench")
-        logger.logLevel = .warning
-        let db = try Database(at: directory.appendingPathComponent("db"), logger: logger)
+        let log = IndexedLog()
+        let db = try Database(at: directory.appendingPathComponent("db"), logger: log.logger())
         let (importTime, importCPU) = try measureCPU {
             let report = try db.importDocuments(from: file)
             precondition(report.imported == documentCount && report.rejected.isEmpty, "import failed: \(report.rejected.prefix(3))")
@@ -58,6 +57,7 @@ struct Benchmark {
         try design(#"{"_id":"_design/one","views":{"by_customer":{"map":"\#(oneView)"}}}"#, in: directory, db: db)
         var peak = PeakMemory()
         let (oneTime, oneCPU, oneTail) = try buildIndexes(db)
+        let oneStages = stages(log.take())
         let onePeak = peak.megabytes()
         let oneRate = Double(documentCount) / (oneTime / .seconds(1))
         // The machine's speed drifts within a run: the build is compared with the
@@ -69,6 +69,7 @@ struct Benchmark {
         }
         table.add("index build, one view (\(workerCount) workers)", rate(documentCount, oneTime, cpu: oneCPU) + String(format: "  = %.2f × upper bound (mean of both)", oneRate / upperBound))
         table.add("  of which after the last batch was mapped", seconds(oneTail))
+        table.add("  CPU by stage", oneStages)
         table.add("peak resident memory during that build", "\(onePeak) MB")
 
         // (b) Three views, one row per document each, with _count, _sum and a JS sum.
@@ -80,9 +81,11 @@ struct Benchmark {
             """#, in: directory, db: db)
         peak = PeakMemory()
         let (threeTime, threeCPU, threeTail) = try buildIndexes(db)
+        let threeStages = stages(log.take())
         let threePeak = peak.megabytes()
         table.add("index build, design doc of three views", rate(documentCount, threeTime, cpu: threeCPU) + "  (peak \(threePeak) MB)")
         table.add("  of which after the last batch was mapped", seconds(threeTail))
+        table.add("  CPU by stage", threeStages)
 
         // Incremental: change one document, then query (the index catches up first).
         var generator = SplitMix64(seed: 7)
@@ -211,6 +214,16 @@ struct Benchmark {
             end = .now
         }
         return (time, cpu, lastMapped.map { end - $0 } ?? .zero)
+    }
+
+    /// The CPU seconds of each stage of an index update, from the metadata of
+    /// its "indexed" log line.
+    static func stages(_ metadata: Logger.Metadata?) -> String {
+        guard let metadata else { return "(not logged)" }
+        let seconds = ["mapping", "reading", "gathering", "writing", "reducing", "other"].map { stage in
+            "\(stage) " + String(format: "%.2f s", Double(metadata["cpu.\(stage)"]?.description ?? "") ?? .nan)
+        }
+        return seconds.joined(separator: ", ")
     }
 
     /// A duration as seconds, two decimals.

@@ -315,6 +315,41 @@ struct ViewTests {
         #expect(try db.viewInfo().first?.mapErrors == expectedIDs(0...3999).count)
     }
 
+    @Test("An update ends with a line of its documents and the CPU time of each stage (the chunks' JS reduce calls too): info for a build, debug for a few changes")
+    func indexedLine() throws {
+        let log = CapturedLog()
+        let directory = TemporaryDirectory()
+        var options = Database.Options()
+        options.javaScriptWorkers = 2
+        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options, logger: log.logger(level: .debug))
+        let map = "function (doc) { emit(doc.n, 1); }"
+        let reduce = "function (keys, values, rereduce) { return sum(values); }"
+        try db.loadDesignDocuments(from: directory.file("c.json", contents: design("c", #"{"v": {"map": "\#(map)", "reduce": "\#(reduce)"}}"#)))
+        func indexed() throws -> CapturedLog.Entry {
+            try #require(log.entries.last { $0.message == "indexed" })
+        }
+        func seconds(_ entry: CapturedLog.Entry, _ key: String) -> Double {
+            entry.metadata[key].flatMap(Double.init) ?? -1
+        }
+        try putNumbers(db, 0...2999)
+        _ = try db.query("c/v", options: ViewQueryOptions(parameters: []))
+        let build = try indexed()
+        #expect(build.level == .info)
+        // The design document is one of the changes.
+        #expect(build.metadata["documents"] == "3001")
+        for stage in ["cpu.reading", "cpu.mapping", "cpu.gathering", "cpu.writing", "cpu.reducing", "seconds"] { #expect(seconds(build, stage) > 0, "\(stage)") }
+        #expect(seconds(build, "cpu.other") >= 0)
+        // Mapping the documents takes more than reading them.
+        #expect(seconds(build, "cpu.mapping") > seconds(build, "cpu.reading"))
+
+        try putNumbers(db, 3000...3000)
+        _ = try db.query("c/v", options: ViewQueryOptions(parameters: []))
+        let update = try indexed()
+        #expect(update.level == .debug)
+        #expect(update.metadata["documents"] == "1")
+        #expect(seconds(update, "cpu.mapping") > 0)
+    }
+
     @Test("Design documents are not mapped unless include_design")
     func includeDesign() throws {
         let map = #"{"ids": {"map": "function (doc) { emit(doc._id, null); }"}}"#

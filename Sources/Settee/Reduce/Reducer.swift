@@ -17,6 +17,9 @@ final class Reducer: Sendable {
     /// Whether the JavaScript function may read its keys: one that provably
     /// never does (``readsKeys(_:)``) is passed `null` for them.
     private let passesKeys: Bool
+    /// The index update whose chunks this reducer computes: its JavaScript
+    /// calls count there as reducing time.
+    private let cpu: IndexingCPU?
 
     /// Rows being reduced into one value.
     struct Accumulator: Sendable {
@@ -32,7 +35,7 @@ final class Reducer: Sendable {
         fileprivate var partialTexts: [String] = []
     }
 
-    init(source: String, view: ViewDefinition, workers: JavaScriptWorkerPool, chunk: Int) throws {
+    init(source: String, view: ViewDefinition, workers: JavaScriptWorkerPool, chunk: Int, cpu: IndexingCPU? = nil) throws {
         if let builtin = try BuiltinReducer(source: source) {
             kind = .builtin(builtin)
             passesKeys = false
@@ -42,6 +45,14 @@ final class Reducer: Sendable {
         }
         self.workers = workers
         self.chunk = chunk
+        self.cpu = cpu
+    }
+
+    /// Runs `body` (JavaScript calls, on a worker), counted as the update's
+    /// reducing time when this reducer belongs to one.
+    private func measured<T>(_ body: () throws -> T) rethrows -> T {
+        guard let cpu else { return try body() }
+        return try cpu.measure(.reducing, body)
     }
 
     /// Whether the reduce function is JavaScript (its calls run on a worker).
@@ -138,11 +149,11 @@ final class Reducer: Sendable {
             }
             let pieces = min(workers.workers.count * 4, accumulators.count / Self.callsPerPiece)
             guard pieces > 1 else {
-                return try workers.nextWorker().run { context in reduce(accumulators[...], in: context) }
+                return try workers.nextWorker().run { context in measured { reduce(accumulators[...], in: context) } }
             }
             let size = (accumulators.count + pieces - 1) / pieces
             return try workers.runShared(pieces: pieces) { piece, context in
-                reduce(accumulators[min(piece * size, accumulators.count)..<min((piece + 1) * size, accumulators.count)], in: context)
+                self.measured { reduce(accumulators[min(piece * size, accumulators.count)..<min((piece + 1) * size, accumulators.count)], in: context) }
             }.flatMap { $0 }
         }
     }
@@ -214,7 +225,8 @@ final class Reducer: Sendable {
             let function = try context.compile(source, name: name)
             return try context.reduce([function], keysJSON: keys, valuesJSON: values, rereduce: rereduce)
         }
-        let result = try context.map(reduce) ?? workers.nextWorker().run(reduce)
+        // On a worker already (`context`), its caller counts the time.
+        let result = try context.map(reduce) ?? workers.nextWorker().run { context in try measured { try reduce(context) } }
         let output = try result.results[0].get()
         // CouchDB's reduce_limit: a reduction that does not shrink is a mistake.
         let inputSize = keysLength + values.utf8.count + 3

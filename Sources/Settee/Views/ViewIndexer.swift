@@ -35,6 +35,10 @@ public struct IndexProgress: Sendable {
 /// over the table. Memory stays bounded by the batch and buffer sizes,
 /// whatever the database's size.
 ///
+/// Each update ends with an "indexed" log line (info from 1,024 documents
+/// up, debug below): documents, seconds, and the CPU time of each stage
+/// (``IndexingCPU``).
+///
 /// A small update that leaves every index's rows as they were (the edits
 /// touched nothing the views read) commits nothing: the new checkpoints
 /// are kept in memory (``ViewIndexStore``) and go in with the next write
@@ -85,6 +89,7 @@ struct ViewIndexer {
         var seen = Set<String>()
         let unique = views.filter { seen.insert($0.signature).inserted }
         let latest = try store.lastSequence()
+        let cpu = IndexingCPU()
         var targets: [Target] = []
         var states: [ViewIndexState] = []
         var started = false
@@ -98,7 +103,7 @@ struct ViewIndexer {
             let pending = Int(latest - min(latest, state.sequence))
             var reducer: Reducer?
             if let reduce = view.reduce, view.builtinReducer != .approximateCountDistinct {
-                reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: 1000)
+                reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: 1000, cpu: cpu)
             }
             targets.append(Target(
                 view: view, tables: tables, reducer: reducer, fresh: state.rowCount == 0,
@@ -111,6 +116,16 @@ struct ViewIndexer {
         let total = Int(latest - since)
         if since < latest {
             logger.info("indexing", metadata: ["views": "\(targets.map(\.view.path))", "since": "\(since)", "to": "\(latest)"])
+        }
+        let startedAt = ContinuousClock.now
+        /// The line that ends an update: how long it took, and where the CPU went.
+        func logIndexed() {
+            guard since < latest else { return }
+            var metadata = cpu.metadata
+            metadata["views"] = "\(targets.map(\.view.path))"
+            metadata["documents"] = "\(processed)"
+            metadata["seconds"] = "\(String(format: "%.3f", (ContinuousClock.now - startedAt) / .seconds(1)))"
+            logger.log(level: processed >= Self.releaseThreshold ? .info : .debug, "indexed", metadata: metadata)
         }
         // Targets kept up batch by batch (chunks and all), and bulk targets whose
         // rows gather in `pending` until a flush.
@@ -132,14 +147,14 @@ struct ViewIndexer {
             if writer.isBusy { _ = try? writer.wait() }
         }
         // A single batch is read right here: there is nothing to overlap it with.
-        var ahead: DocumentBatch? = total <= batchSize ? try readBatch(after: since, upTo: latest) : nil
-        if ahead == nil { reader.start { [self] in try readBatch(after: since, upTo: latest) } }
+        var ahead: DocumentBatch? = total <= batchSize ? try cpu.measure(.reading) { try readBatch(after: since, upTo: latest) } : nil
+        if ahead == nil { reader.start { [self] in try cpu.measure(.reading) { try readBatch(after: since, upTo: latest) } } }
         /// The next batch read, its mapping started, and the one after it being read.
         func startNext() throws -> Mapping? {
             let documents = try ahead.take() ?? (reader.isBusy ? reader.wait() : DocumentBatch())
             guard let last = documents.sequences.last else { return nil }
-            if last < latest { reader.start { [self] in try readBatch(after: last, upTo: latest) } }
-            return startMapping(documents, targets: targets, since: startSequences)
+            if last < latest { reader.start { [self] in try cpu.measure(.reading) { try readBatch(after: last, upTo: latest) } } }
+            return startMapping(documents, targets: targets, since: startSequences, cpu: cpu)
         }
         mapping = try startNext()
         while let current = mapping {
@@ -154,9 +169,9 @@ struct ViewIndexer {
             progress(IndexProgress(processed: processed, total: total))
             var jobs: [(batch: MappedBatch, targets: [Int])] = []
             let behind = steady.filter { startSequences[$0] < last }
-            if !behind.isEmpty { jobs.append((MappedBatch(joining: parts, of: documents), behind)) }
+            if !behind.isEmpty { jobs.append((cpu.measure(.gathering) { MappedBatch(joining: parts, of: documents) }, behind)) }
             if !bulk.isEmpty {
-                pending.append(parts, of: documents)
+                cpu.measure(.gathering) { pending.append(parts, of: documents) }
                 let limit = scattered.isSet ? flushBytes : max(1, flushBytes / 8)
                 if last >= latest || Self.flushesNow(pendingBytes: pending.memoryBytes, pendingDocuments: pending.documentCount,
                                                      remainingDocuments: latest - last, flushBytes: limit) {
@@ -168,21 +183,28 @@ struct ViewIndexer {
             if writer.isBusy { states = try writer.wait() }
             if last >= latest {
                 // The last batch: nothing left to overlap its writing with.
-                states = try write(jobs, targets: targets, states: states, scattered: scattered)
+                states = try cpu.measure(.writing) { try write(jobs, targets: targets, states: states, scattered: scattered) }
             } else {
                 let before = states
-                writer.start { [self, targets, jobs] in try write(jobs, targets: targets, states: before, scattered: scattered) }
+                writer.start { [self, targets, jobs] in
+                    try cpu.measure(.writing) { try write(jobs, targets: targets, states: before, scattered: scattered) }
+                }
             }
         }
         if writer.isBusy { states = try writer.wait() }
         // The changes ran out before `latest` (documents written again since it
         // was read have moved past it): what is gathered still goes in.
-        if pending.documentCount > 0 { states = try write([(pending, bulk)], targets: targets, states: states, scattered: scattered) }
+        if pending.documentCount > 0 {
+            states = try cpu.measure(.writing) { try write([(pending, bulk)], targets: targets, states: states, scattered: scattered) }
+        }
         // Nothing changed past the last document read: the indexes are current.
         // Bulk builds get their chunks now, from all the rows in one pass.
-        guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else { return started }
-        let chunks = try computeChunks(of: targets.indices.filter { !states[$0].chunksCurrent }.map { targets[$0] })
-        try store.environment.write(durable: false) { transaction in
+        guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else {
+            logIndexed()
+            return started
+        }
+        let chunks = try computeChunks(of: targets.indices.filter { !states[$0].chunksCurrent }.map { targets[$0] }, cpu: cpu)
+        try cpu.measure(.writing) { try store.environment.write(durable: false) { transaction in
             for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
                 if !state.chunksCurrent, let entries = chunks[target.tables.signature] {
                     try transaction.clear(target.tables.chunks)
@@ -192,11 +214,12 @@ struct ViewIndexer {
                 state.sequence = max(state.sequence, latest)
                 try indexes.setState(state, for: target.tables.signature, in: transaction)
             }
-        }
+        } }
         if total >= Self.releaseThreshold {
             store.environment.releaseMappedPages()
             ProcessMemory.returnFreeMemory()
         }
+        logIndexed()
         return started
     }
 
@@ -215,17 +238,17 @@ struct ViewIndexer {
     /// The chunk entries of these targets' indexes (by signature), computed
     /// from their committed rows, each index on its own read transaction and
     /// thread, all at once.
-    private func computeChunks(of targets: [Target]) throws -> [String: [StoredReductions.Entry]] {
+    private func computeChunks(of targets: [Target], cpu: IndexingCPU) throws -> [String: [StoredReductions.Entry]] {
         let results = Mutex<[String: Result<[StoredReductions.Entry], any Error>]>([:])
         DispatchQueue.concurrentPerform(iterations: targets.count) { index in
             let target = targets[index]
             let entries = Result {
-                try store.environment.read { transaction in
+                try cpu.measure(.writing) { try store.environment.read { transaction in
                     var entries: [StoredReductions.Entry] = []
                     try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
                         .computeChunks(from: transaction) { entries.append(($0, $1)) }
                     return entries
-                }
+                } }
             }
             results.withLock { $0[target.tables.signature] = entries }
         }
@@ -289,7 +312,7 @@ struct ViewIndexer {
     /// Starts mapping the documents on all workers, each taking the next
     /// contiguous slice as it finishes one; a target maps only the documents
     /// changed after its sequence.
-    private func startMapping(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64]) -> Mapping {
+    private func startMapping(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64], cpu: IndexingCPU) -> Mapping {
         let views = targets.map(\.view)
         let collations = views.map(\.collation)
         let includeDesign = views.map(\.includeDesign)
@@ -406,7 +429,7 @@ struct ViewIndexer {
         let slice = (documents.count + slices - 1) / slices
         let work = workers.startShared(pieces: slices) { piece, context in
             let start = min(piece * slice, documents.count)
-            return try mapSlice(context, start..<min(start + slice, documents.count))
+            return try cpu.measure(.mapping) { try mapSlice(context, start..<min(start + slice, documents.count)) }
         }
         return Mapping(documents: documents, work: work)
     }
