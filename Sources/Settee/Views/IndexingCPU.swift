@@ -41,7 +41,8 @@ final class IndexingCPU: Sendable {
     var metadata: Logger.Metadata {
         let stages = nanoseconds.withLock { $0 }
         let process = Self.now(CLOCK_PROCESS_CPUTIME_ID) &- processStart
-        let other = process > stages.reduce(0, +) ? process - stages.reduce(0, +) : 0
+        let accounted = stages.reduce(0, +)
+        let other = process > accounted ? process - accounted : 0
         var metadata: Logger.Metadata = ["cpu.other": "\(Self.seconds(other))"]
         for stage in Stage.allCases { metadata["cpu.\(stage)"] = "\(Self.seconds(stages[stage.rawValue]))" }
         return metadata

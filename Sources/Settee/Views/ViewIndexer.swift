@@ -120,12 +120,13 @@ struct ViewIndexer {
         let startedAt = ContinuousClock.now
         /// The line that ends an update: how long it took, and where the CPU went.
         func logIndexed() {
-            guard since < latest else { return }
+            let level: Logger.Level = processed >= Self.releaseThreshold ? .info : .debug
+            guard since < latest, logger.logLevel <= level else { return }
             var metadata = cpu.metadata
             metadata["views"] = "\(targets.map(\.view.path))"
             metadata["documents"] = "\(processed)"
             metadata["seconds"] = "\(String(format: "%.3f", (ContinuousClock.now - startedAt) / .seconds(1)))"
-            logger.log(level: processed >= Self.releaseThreshold ? .info : .debug, "indexed", metadata: metadata)
+            logger.log(level: level, "indexed", metadata: metadata)
         }
         // Targets kept up batch by batch (chunks and all), and bulk targets whose
         // rows gather in `pending` until a flush.
