@@ -1,5 +1,6 @@
-// The JavaScript every context evaluates once at creation: CouchDB's map
-// globals that are plain JavaScript, and the CommonJS `require` of views.lib.
+// The JavaScript each function's realm evaluates once as it is made: CouchDB's
+// map globals that are plain JavaScript. Its value is the maker of the CommonJS
+// `require` of views.lib, which the runtime keeps.
 #pragma once
 
 namespace settee {
@@ -21,15 +22,17 @@ var toJSON = function (value) {
   return JSON.stringify(value);
 };
 (function (global) {
-  // Read-only, as emit and log: one view cannot break them for the next.
+  // Read-only, as emit and log.
   ["sum", "isArray", "toJSON"].forEach(function (name) {
     Object.defineProperty(global, name, { writable: false });
   });
   var compileModule = global.__settee_compileModule;
   delete global.__settee_compileModule;
-  // CouchDB's require (share/server/util.js): paths resolve inside the design
-  // document (`views/lib/name`), `.` and `..` relative to the requiring module.
-  Object.defineProperty(global, "__settee_makeRequire", { value: function (root) {
+  // CouchDB's require (share/server/util.js): a path resolves from the design
+  // document's root (`views/lib/name`), also inside a module; `.` and `..`
+  // relative to the requiring module. Not a global: the runtime keeps it, so
+  // no function can hand it a document's code to run.
+  return function (root) {
     var cache = {};
     function invalid(reason) {
       return ["error", "invalid_require_path", reason];
@@ -66,18 +69,24 @@ var toJSON = function (value) {
       if (!name) {
         throw invalid("require() needs a module path");
       }
-      var module = resolve(String(name).split("/"), parent, parent ? undefined : root);
+      var module = resolve(String(name).split("/"), parent, root);
       if (!Object.prototype.hasOwnProperty.call(cache, module.id)) {
         // An empty exports object first stops circular requires from recursing forever.
         cache[module.id] = {};
-        var fn = compileModule(module.current, module.id);
-        fn.call(global, module, module.exports, function (child) { return require(child, module); });
+        try {
+          var fn = compileModule(module.current, module.id);
+          fn.call(global, module, module.exports, function (child) { return require(child, module); });
+        } catch (e) {
+          // A module that failed to load fails every require the same way.
+          delete cache[module.id];
+          throw e;
+        }
         cache[module.id] = module.exports;
       }
       return cache[module.id];
     }
     return function (name) { return require(name); };
-  }});
+  };
 })(this);
 )JS";
 

@@ -10,7 +10,9 @@
 namespace settee {
 
 // `__settee_print`, `__settee_readline` and `__settee_compileFunction` are the
-// natives in SpiderMonkeyShim.cpp; the runtime takes them off the global.
+// natives in SpiderMonkeyShim.cpp; the runtime takes them off the global. It
+// runs in the context's host realm, whose built-ins are frozen afterwards: a
+// design function reaching this runtime's objects cannot change them.
 static const char kQueryServerSource[] = R"JS(
 (function (global) {
   "use strict";
@@ -24,10 +26,6 @@ static const char kQueryServerSource[] = R"JS(
   var stringify = JSON.stringify;
   var parse = JSON.parse;
   var isArray = Array.isArray;
-  // The map globals are read-only (see Prelude.h); the runtime redefines them.
-  function setGlobal(name, value) {
-    Object.defineProperty(global, name, { value: value, writable: false, enumerable: true, configurable: true });
-  }
 
   function respond(value) {
     print(stringify(value));
@@ -41,9 +39,11 @@ static const char kQueryServerSource[] = R"JS(
     return e;
   }
 
-  // How a thrown value reads in messages.
+  // How a thrown value reads in messages. Errors come from the functions' own
+  // realms, so `instanceof Error` (this realm's) would not see them.
+  var toStringTag = Object.prototype.toString;
   function describe(e) {
-    if (e instanceof Error) return String(e);
+    if (toStringTag.call(e) === "[object Error]") return String(e);
     try {
       var json = stringify(e);
       if (json !== undefined) return json;
@@ -368,8 +368,7 @@ static const char kQueryServerSource[] = R"JS(
     var docs = args[0];
     var results = [];
     var emitted = false;
-    var mapEmit = global.emit;
-    setGlobal("emit", function () { emitted = true; });
+    emitHandler = function () { emitted = true; };
     try {
       for (var i = 0; i < docs.length; i++) {
         emitted = false;
@@ -377,7 +376,7 @@ static const char kQueryServerSource[] = R"JS(
         results.push(emitted);
       }
     } finally {
-      setGlobal("emit", mapEmit);
+      emitHandler = null;
     }
     respond([true, results]);
   }
@@ -401,6 +400,13 @@ static const char kQueryServerSource[] = R"JS(
 
   var mapEmit = global.emit;
   var indexMode = "dreyfus";
+  // What emit() does: add a row, or (a view used as a filter) note that the
+  // document passes.
+  var emitHandler = null;
+  function emit(key, value) {
+    if (emitHandler !== null) return emitHandler(key, value);
+    return mapEmit(key, value);
+  }
 
   function typeError(message) {
     return { name: "TypeError", message: message };
@@ -526,14 +532,19 @@ static const char kQueryServerSource[] = R"JS(
     return ["error", "unnamed_error", describe(e)];
   }
 
-  setGlobal("log", log);
-  global.start = start;
-  global.send = send;
-  global.getRow = getRow;
-  global.provides = provides;
-  global.registerType = registerType;
-  global.index = index;
-  Object.defineProperty(global, "__settee_queryServer", { value: Object.freeze({
+  // The globals every function's realm gets (Prelude.h gives it the map
+  // globals), and the entry points the native side calls.
+  return {
+    sandboxGlobals: {
+      log: log,
+      emit: emit,
+      start: start,
+      send: send,
+      getRow: getRow,
+      provides: provides,
+      registerType: registerType,
+      index: index
+    },
     // "dreyfus" for index_doc, "nouveau" for nouveau_index_doc.
     setIndexMode: function (mode) {
       indexMode = mode;
@@ -548,7 +559,7 @@ static const char kQueryServerSource[] = R"JS(
         return failure(e);
       }
     }
-  }) });
+  };
 })(this);
 )JS";
 

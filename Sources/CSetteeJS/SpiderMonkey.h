@@ -21,6 +21,7 @@
 #include <js/JSON.h>
 #include <js/Object.h>
 #include <js/Principals.h>
+#include <js/Promise.h>
 #include <js/PropertyAndElement.h>
 #include <js/SourceText.h>
 #include <js/Stack.h>

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,10 +27,69 @@
 
 using settee::ByteBuffer;
 
+// Promise reactions, queued as the engine hands them over and run by the
+// context at the end of each call (a microtask checkpoint), inside the call's
+// time limit. Without a queue the engine crashes on the first `then`.
+class ReactionQueue : public JS::JobQueue {
+public:
+    JSObject *getIncumbentGlobal(JSContext *cx) override { return JS::CurrentGlobalOrNull(cx); }
+
+    bool enqueuePromiseJob(JSContext *cx, JS::HandleObject, JS::HandleObject job, JS::HandleObject,
+                           JS::HandleObject) override {
+        jobs.push_back(std::make_unique<JS::PersistentRootedObject>(cx, job));
+        return true;
+    }
+
+    // Only the debugger calls this; the context drains the queue itself.
+    void runJobs(JSContext *) override {}
+
+    bool empty() const override { return jobs.empty(); }
+
+    std::deque<std::unique_ptr<JS::PersistentRootedObject>> jobs;
+    // Promises rejected with no handler (yet): one left when the reactions
+    // have run fails the call, as an uncaught exception would.
+    std::vector<std::unique_ptr<JS::PersistentRootedObject>> unhandledRejections;
+
+    void clear() {
+        jobs.clear();
+        unhandledRejections.clear();
+    }
+
+    static void trackRejection(JSContext *cx, bool, JS::HandleObject promise, JS::PromiseRejectionHandlingState state,
+                               void *data) {
+        auto &rejections = static_cast<ReactionQueue *>(data)->unhandledRejections;
+        if (state == JS::PromiseRejectionHandlingState::Unhandled) {
+            rejections.push_back(std::make_unique<JS::PersistentRootedObject>(cx, promise));
+            return;
+        }
+        for (size_t i = 0; i < rejections.size(); i++) {
+            if (rejections[i]->get() == promise) {
+                rejections.erase(rejections.begin() + i);
+                return;
+            }
+        }
+    }
+
+private:
+    class Saved : public SavedJobQueue {};
+    js::UniquePtr<SavedJobQueue> saveJobQueue(JSContext *cx) override {
+        auto saved = js::MakeUnique<Saved>();
+        if (!saved) JS_ReportOutOfMemory(cx);
+        return saved;
+    }
+};
+
 struct settee_js_context {
     JSContext *cx = nullptr;
+    // The host realm: documents and arguments are parsed here, and (for the
+    // query server) its runtime runs here. No compiled function runs in it,
+    // and its built-ins are frozen before the first one is compiled.
     std::unique_ptr<JS::PersistentRootedObject> global;
-    std::unique_ptr<JS::PersistentRootedObject> makeRequire;
+    bool hostHardened = false;
+    // The query server's globals for every function's realm (null otherwise).
+    std::unique_ptr<JS::PersistentRootedObject> sandboxGlobals;
+    ReactionQueue reactions;
+    // Each compiled function, in a realm of its own.
     std::vector<std::unique_ptr<JS::PersistentRootedObject>> functions;
     std::vector<int32_t> freeHandles;
     // What each handle was compiled from, to compile it again when the global
@@ -70,6 +130,11 @@ struct settee_js_context {
     ByteBuffer output;
     ByteBuffer *emitTarget = nullptr;  // rows of the map function running now
     uint32_t emitCount = 0;
+    // Where the running map function's rows start in `emitTarget`, the bound
+    // on their size (0 = none), and whether the function went past it.
+    size_t emitStart = 0;
+    uint64_t emitLimitBytes = 0;
+    bool emitOverflowed = false;
     std::vector<std::string> logs;
     std::vector<char16_t> utf16;
 
@@ -452,6 +517,14 @@ bool nativeEmit(JSContext *cx, unsigned argc, JS::Value *vp) {
         }
         out.patchU32(lengthAt, static_cast<uint32_t>(out.size() - lengthAt - 4));
     }
+    if (context->emitLimitBytes != 0 && out.size() - context->emitStart > context->emitLimitBytes) {
+        // The function fails for this document even if it catches this.
+        out.truncate(mark);
+        context->emitOverflowed = true;
+        JS_ReportErrorASCII(cx, "emitted more than %llu bytes for one document",
+                            static_cast<unsigned long long>(context->emitLimitBytes));
+        return false;
+    }
     context->emitCount++;
     args.rval().setUndefined();
     return true;
@@ -492,16 +565,97 @@ bool nativeCompileModule(JSContext *cx, unsigned argc, JS::Value *vp) {
     return true;
 }
 
+// Freezes every object reachable from `roots` (own properties, accessors and
+// prototypes), and first makes the built-ins no property reaches (iterator
+// and generator prototypes), so none is made later unfrozen. Run in the host
+// realm, it leaves nothing there for a function to change: a document's
+// objects lead only to frozen built-ins.
+const char kHardenSource[] = R"JS((function (roots) {
+  "use strict";
+  var freeze = Object.freeze, getPrototypeOf = Object.getPrototypeOf;
+  var ownKeys = Reflect.ownKeys, describe = Object.getOwnPropertyDescriptor;
+  function* generator() {}
+  async function asyncFunction() {}
+  async function* asyncGenerator() {}
+  var pending = roots.concat([
+    generator, generator(), asyncFunction, asyncGenerator, asyncGenerator(),
+    [][Symbol.iterator](), ""[Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](),
+    /a/[Symbol.matchAll]("a"), Object.getPrototypeOf(Int8Array), Promise.resolve()
+  ]);
+  var seen = new Set();
+  while (pending.length > 0) {
+    var value = pending.pop();
+    if (value === null || value === undefined || (typeof value !== "object" && typeof value !== "function") ||
+        seen.has(value)) continue;
+    seen.add(value);
+    freeze(value);
+    pending.push(getPrototypeOf(value));
+    var keys = ownKeys(value);
+    for (var i = 0; i < keys.length; i++) {
+      var property = describe(value, keys[i]);
+      if (property === undefined) continue;
+      if ("value" in property) pending.push(property.value);
+      else pending.push(property.get, property.set);
+    }
+  }
+}))JS";
+
+// Makes the host realm: standard classes and the natives the query server's
+// runtime calls. It gets no prelude: no function runs here.
 bool setUpGlobal(settee_js_context *context) {
     JSContext *cx = context->cx;
     JS::RealmOptions options;
     JS::RootedObject global(cx, JS_NewGlobalObject(cx, &kGlobalClass, nullptr, JS::FireOnNewGlobalHook, options));
     if (!global) return false;
     context->global = std::make_unique<JS::PersistentRootedObject>(cx, global);
+    context->hostHardened = false;
     JSAutoRealm realm(cx, global);
     if (!JS::InitRealmStandardClasses(cx)) return false;
-    // Read-only, so a view cannot replace them for the views that run after it
-    // on this context (configurable: the query server swaps them deliberately).
+    return JS_DefineFunction(cx, global, "emit", nativeEmit, 2, JSPROP_ENUMERATE | JSPROP_READONLY) &&
+           JS_DefineFunction(cx, global, "log", nativeLog, 1, JSPROP_ENUMERATE | JSPROP_READONLY);
+}
+
+// Freezes the host realm (see kHardenSource), once, before any function is
+// compiled: after it, nothing a function does through a document's objects,
+// or through the query server's, is seen by another function.
+bool hardenHost(settee_js_context *context) {
+    if (context->hostHardened) return true;
+    JSContext *cx = context->cx;
+    JS::RootedObject global(cx, *context->global);
+    JSAutoRealm realm(cx, global);
+    JS::CompileOptions options(cx);
+    options.setFileAndLine("settee:harden", 1);
+    JS::SourceText<mozilla::Utf8Unit> source;
+    JS::RootedValue harden(cx);
+    if (!source.init(cx, kHardenSource, strlen(kHardenSource), JS::SourceOwnership::Borrowed) ||
+        !JS::Evaluate(cx, options, source, &harden)) {
+        return false;
+    }
+    JS::RootedValueVector roots(cx);
+    if (!roots.append(JS::ObjectValue(*global))) return false;
+    if (context->sandboxGlobals && !roots.append(JS::ObjectValue(**context->sandboxGlobals))) return false;
+    JS::RootedObject rootArray(cx, JS::NewArrayObject(cx, JS::HandleValueArray(roots)));
+    JS::RootedValue argument(cx, JS::ObjectOrNullValue(rootArray));
+    JS::RootedValue ignored(cx);
+    if (!rootArray || !JS::Call(cx, JS::UndefinedHandleValue, harden, JS::HandleValueArray(argument), &ignored)) {
+        return false;
+    }
+    context->hostHardened = true;
+    return true;
+}
+
+// Makes a realm for one function, in the host's compartment (so objects pass
+// between them as they are, with no wrappers): its own global and built-ins,
+// CouchDB's map globals, and for the query server the design-function
+// globals. `makeRequire` is set to the maker of its `require`.
+bool newSandbox(settee_js_context *context, JS::MutableHandleObject sandbox, JS::MutableHandleObject makeRequire) {
+    JSContext *cx = context->cx;
+    JS::RealmOptions options;
+    options.creationOptions().setExistingCompartment(*context->global);
+    JS::RootedObject global(cx, JS_NewGlobalObject(cx, &kGlobalClass, nullptr, JS::DontFireOnNewGlobalHook, options));
+    if (!global) return false;
+    JSAutoRealm realm(cx, global);
+    // Read-only, so a function cannot break them for itself by accident.
     if (!JS_DefineFunction(cx, global, "emit", nativeEmit, 2, JSPROP_ENUMERATE | JSPROP_READONLY)) return false;
     if (!JS_DefineFunction(cx, global, "log", nativeLog, 1, JSPROP_ENUMERATE | JSPROP_READONLY)) return false;
     if (!JS_DefineFunction(cx, global, "__settee_compileModule", nativeCompileModule, 2, 0)) return false;
@@ -510,11 +664,49 @@ bool setUpGlobal(settee_js_context *context) {
     JS::SourceText<mozilla::Utf8Unit> source;
     if (!source.init(cx, settee::kPreludeSource, strlen(settee::kPreludeSource), JS::SourceOwnership::Borrowed))
         return false;
+    JS::RootedValue maker(cx);
+    if (!JS::Evaluate(cx, compileOptions, source, &maker) || !maker.isObject()) return false;
+    if (context->sandboxGlobals) {
+        JS::RootedObject globals(cx, *context->sandboxGlobals);
+        JS::Rooted<JS::IdVector> ids(cx, JS::IdVector(cx));
+        if (!JS_Enumerate(cx, globals, &ids)) return false;
+        JS::RootedValue value(cx);
+        for (size_t i = 0; i < ids.length(); i++) {
+            if (!JS_GetPropertyById(cx, globals, ids[i], &value) ||
+                !JS_DefinePropertyById(cx, global, ids[i], value, JSPROP_ENUMERATE | JSPROP_READONLY)) {
+                return false;
+            }
+        }
+    }
+    sandbox.set(global);
+    makeRequire.set(&maker.toObject());
+    return true;
+}
+
+// Runs the promise reactions the call queued, in order, each in its own realm;
+// false (with the exception pending, or none when interrupted) when one fails
+// or a promise is left rejected with no handler: the rest are dropped with it.
+bool drainReactions(settee_js_context *context) {
+    JSContext *cx = context->cx;
+    JS::RootedObject job(cx);
     JS::RootedValue ignored(cx);
-    if (!JS::Evaluate(cx, compileOptions, source, &ignored)) return false;
-    JS::RootedValue makeRequire(cx);
-    if (!JS_GetProperty(cx, global, "__settee_makeRequire", &makeRequire) || !makeRequire.isObject()) return false;
-    context->makeRequire = std::make_unique<JS::PersistentRootedObject>(cx, &makeRequire.toObject());
+    while (!context->reactions.jobs.empty()) {
+        job = context->reactions.jobs.front()->get();
+        context->reactions.jobs.pop_front();
+        JSAutoRealm realm(cx, job);
+        if (!JS::Call(cx, JS::UndefinedHandleValue, job, JS::HandleValueArray::empty(), &ignored)) {
+            context->reactions.clear();
+            return false;
+        }
+    }
+    if (!context->reactions.unhandledRejections.empty()) {
+        JS::RootedObject promise(cx, context->reactions.unhandledRejections.front()->get());
+        context->reactions.clear();
+        JSAutoRealm realm(cx, promise);
+        JS::RootedValue reason(cx, JS::GetPromiseResult(promise));
+        JS_SetPendingException(cx, reason, JS::ExceptionStackBehavior::DoNotCapture);
+        return false;
+    }
     return true;
 }
 
@@ -559,12 +751,20 @@ bool parseJSON(settee_js_context *context, const char *bytes, size_t length, JS:
     return JS_ParseJSON(cx, context->utf16.data(), uint32_t(context->utf16.size()), out);
 }
 
-// Evaluates a function's source in the context's global; false with `error` set.
+// Evaluates a function's source in a realm of its own; false with `error` set.
 bool compileSource(settee_js_context *context, const settee_js_context::Source &compiled,
                    JS::MutableHandleObject function, settee_js_error *error) {
     JSContext *cx = context->cx;
-    JSAutoRealm realm(cx, *context->global);
     CallScope scope(context);
+    JS::RootedObject sandbox(cx);
+    JS::RootedObject makeRequire(cx);
+    if (!hardenHost(context) || !newSandbox(context, &sandbox, &makeRequire)) {
+        Failure failure = takeFailure(context, 0);
+        setError(context, error, failure.status == SETTEE_JS_RUNTIME_ERROR ? SETTEE_JS_INTERNAL_ERROR : failure.status,
+                 "the function's realm could not be set up: " + failure.message);
+        return false;
+    }
+    JSAutoRealm realm(cx, sandbox);
     std::string prefix = compiled.hasLibrary ? "(function (require) { return (" : "(";
     std::string wrapped = prefix + compiled.text + (compiled.hasLibrary ? "\n); })" : "\n)");
     JS::CompileOptions options(cx);
@@ -572,7 +772,7 @@ bool compileSource(settee_js_context *context, const settee_js_context::Source &
     JS::SourceText<mozilla::Utf8Unit> text;
     JS::RootedValue value(cx);
     if (!text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) ||
-        !JS::Evaluate(cx, options, text, &value)) {
+        !JS::Evaluate(cx, options, text, &value) || !drainReactions(context)) {
         Failure failure = takeFailure(context, uint32_t(prefix.size()));
         settee_js_status status = failure.status == SETTEE_JS_RUNTIME_ERROR ? SETTEE_JS_COMPILE_ERROR : failure.status;
         setError(context, error, status, failure.message, failure.line, failure.column, failure.stack);
@@ -582,11 +782,12 @@ bool compileSource(settee_js_context *context, const settee_js_context::Source &
         // Bind `require` to this function's own module tree and cache.
         JS::RootedValue library(cx);
         JS::RootedValue require(cx);
-        JS::RootedValue makeRequire(cx, JS::ObjectValue(**context->makeRequire));
+        JS::RootedValue maker(cx, JS::ObjectValue(*makeRequire));
         JS::RootedValue factory(cx, value);
         bool ok = parseJSON(context, compiled.library.data(), compiled.library.size(), &library) &&
-                  JS::Call(cx, JS::UndefinedHandleValue, makeRequire, JS::HandleValueArray(library), &require) &&
-                  JS::Call(cx, JS::UndefinedHandleValue, factory, JS::HandleValueArray(require), &value);
+                  JS::Call(cx, JS::UndefinedHandleValue, maker, JS::HandleValueArray(library), &require) &&
+                  JS::Call(cx, JS::UndefinedHandleValue, factory, JS::HandleValueArray(require), &value) &&
+                  drainReactions(context);
         if (!ok) {
             Failure failure = takeFailure(context, 0);
             setError(context, error, SETTEE_JS_COMPILE_ERROR, failure.message, failure.line, failure.column,
@@ -602,6 +803,14 @@ bool compileSource(settee_js_context *context, const settee_js_context::Source &
     }
     function.set(&value.toObject());
     return true;
+}
+
+// Calls `function` in its own realm, then runs the reactions it queued.
+bool callFunction(settee_js_context *context, JS::HandleValue function, const JS::HandleValueArray &arguments,
+                  JS::MutableHandleValue result) {
+    JSContext *cx = context->cx;
+    JSAutoRealm realm(cx, &function.toObject());
+    return JS::Call(cx, JS::UndefinedHandleValue, function, arguments, result) && drainReactions(context);
 }
 
 // ---------------------------------------------------------------------------
@@ -651,12 +860,13 @@ size_t keptBytes(settee_js_context *context) {
     return sizes.objects_ + sizes.strings_ + sizes.private_ + sizes.other_ + tUnreportedTypedArrayBytes;
 }
 
-// Replaces the global with a fresh one and compiles every live function again
-// under its handle: what the functions kept in globals is gone.
+// Replaces the host realm with a fresh one and compiles every live function
+// again, each in a new realm, under its handle: what the functions kept in
+// globals is gone.
 void resetGlobalState(settee_js_context *context) {
     JSContext *cx = context->cx;
     for (auto &function : context->functions) function.reset();
-    context->makeRequire.reset();
+    context->reactions.clear();
     context->global.reset();
     JS_GC(cx);
     if (!setUpGlobal(context)) {
@@ -777,11 +987,13 @@ settee_js_context *settee_js_context_create(const settee_js_context_options *opt
     context->timeoutMilliseconds = options ? options->timeout_milliseconds : 0;
     context->memoryLimitBytes = options ? options->memory_limit_bytes : 0;
     context->keptMemoryLimitBytes = options ? options->kept_memory_limit_bytes : 0;
+    context->emitLimitBytes = options ? options->emit_limit_bytes : 0;
+    JS::SetJobQueue(cx, &context->reactions);
+    JS::SetPromiseRejectionTrackerCallback(cx, ReactionQueue::trackRejection, &context->reactions);
     if (!setUpGlobal(context.get())) {
         Failure failure = takeFailure(context.get(), 0);
         setError(context.get(), error, SETTEE_JS_INTERNAL_ERROR, "the JavaScript globals could not be set up: " + failure.message);
         context->global.reset();
-        context->makeRequire.reset();
         JS_DestroyContext(cx);
         return nullptr;
     }
@@ -794,7 +1006,8 @@ void settee_js_context_destroy(settee_js_context *context) {
     gWatchdog.remove(context);
     context->functions.clear();
     context->sources.clear();
-    context->makeRequire.reset();
+    context->reactions.clear();
+    context->sandboxGlobals.reset();
     context->global.reset();
     JS_DestroyContext(context->cx);
     delete context;
@@ -849,6 +1062,7 @@ settee_js_status settee_js_map_document(settee_js_context *context, const int32_
     ByteBuffer &out = context->output;
     out.clear();
     context->logs.clear();
+    context->reactions.clear();
 
     JS::RootedValue doc(cx);
     {
@@ -885,13 +1099,22 @@ settee_js_status settee_js_map_document(settee_js_context *context, const int32_
         out.appendU32(0);
         context->emitTarget = &out;
         context->emitCount = 0;
+        context->emitStart = out.size();
+        context->emitOverflowed = false;
         bool ok;
         {
             CallScope scope(context);
-            ok = JS::Call(cx, JS::UndefinedHandleValue, fn, JS::HandleValueArray(doc), &ignored);
-            if (!ok) {
+            ok = callFunction(context, fn, JS::HandleValueArray(doc), &ignored);
+            if (!ok || context->emitOverflowed) {
                 // The function's rows for this doc are dropped, as CouchDB does.
-                Failure failure = takeFailure(context, 0);
+                Failure failure;
+                if (!ok) failure = takeFailure(context, 0);
+                if (context->emitOverflowed && failure.status == SETTEE_JS_RUNTIME_ERROR) {
+                    failure.message = "emitted more than " + std::to_string(context->emitLimitBytes) +
+                                      " bytes for one document";
+                    failure.stack.clear();
+                }
+                ok = false;
                 out.truncate(start);
                 appendFailure(out, failure);
             }
@@ -916,6 +1139,7 @@ settee_js_status settee_js_call(settee_js_context *context, const int32_t *funct
     ByteBuffer &out = context->output;
     out.clear();
     context->logs.clear();
+    context->reactions.clear();
 
     JS::RootedValue argumentsValue(cx);
     JS::RootedValueVector arguments(cx);
@@ -955,7 +1179,7 @@ settee_js_status settee_js_call(settee_js_context *context, const int32_t *funct
         size_t start = out.size();
         out.appendU32(0);
         out.appendU32(0);
-        bool ok = JS::Call(cx, JS::UndefinedHandleValue, fn, JS::HandleValueArray(arguments), &result) &&
+        bool ok = callFunction(context, fn, JS::HandleValueArray(arguments), &result) &&
                   settee::writeJSON(cx, result, out);
         if (ok) {
             out.patchU32(start + 4, uint32_t(out.size() - start - 8));
@@ -1023,7 +1247,8 @@ bool nativeReadLine(JSContext *cx, unsigned argc, JS::Value *vp) {
     return true;
 }
 
-// compileFunction(source, name, requireRoot): the value of the source, with
+// compileFunction(source, name, requireRoot): the value of the source, in a
+// realm of its own (as couchjs gives each design function a sandbox), with
 // `require` resolving paths inside `requireRoot`.
 bool nativeCompileFunction(JSContext *cx, unsigned argc, JS::Value *vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
@@ -1036,25 +1261,51 @@ bool nativeCompileFunction(JSContext *cx, unsigned argc, JS::Value *vp) {
     std::string wrapped = "(function (require) { return (";
     wrapped.append(body.data(), trimmedLength(body.data(), body.size()));
     wrapped.append("\n); })");
-    JS::CompileOptions options(cx);
-    options.setFileAndLine(file.c_str(), 1);
-    JS::SourceText<mozilla::Utf8Unit> text;
-    JS::RootedValue factory(cx);
-    if (!text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) ||
-        !JS::Evaluate(cx, options, text, &factory)) {
-        return false;
+    JS::RootedObject sandbox(cx);
+    JS::RootedObject maker(cx);
+    if (!newSandbox(context, &sandbox, &maker)) return false;
+    JS::RootedValue function(cx);
+    {
+        JSAutoRealm realm(cx, sandbox);
+        JS::CompileOptions options(cx);
+        options.setFileAndLine(file.c_str(), 1);
+        JS::SourceText<mozilla::Utf8Unit> text;
+        JS::RootedValue factory(cx);
+        if (!text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) ||
+            !JS::Evaluate(cx, options, text, &factory)) {
+            return false;
+        }
+        JS::RootedValue makeRequire(cx, JS::ObjectValue(*maker));
+        JS::RootedValue require(cx);
+        if (!JS::Call(cx, JS::UndefinedHandleValue, makeRequire, JS::HandleValueArray(args.get(2)), &require) ||
+            !JS::Call(cx, JS::UndefinedHandleValue, factory, JS::HandleValueArray(require), &function)) {
+            return false;
+        }
     }
-    JS::RootedValue makeRequire(cx, JS::ObjectValue(**context->makeRequire));
-    JS::RootedValue require(cx);
-    return JS::Call(cx, JS::UndefinedHandleValue, makeRequire, JS::HandleValueArray(args.get(2)), &require) &&
-           JS::Call(cx, JS::UndefinedHandleValue, factory, JS::HandleValueArray(require), args.rval());
+    args.rval().set(function);
+    return true;
+}
+
+// Registers `value` (a function) under a new handle, with no source: it is
+// not compiled again.
+int32_t registerFunction(settee_js_context *context, JS::HandleValue value) {
+    int32_t handle = int32_t(context->functions.size());
+    context->functions.push_back(std::make_unique<JS::PersistentRootedObject>(context->cx, &value.toObject()));
+    context->sources.emplace_back();
+    return handle;
 }
 
 }  // namespace
 
 extern "C" bool settee_js_context_install_query_server(settee_js_context *context, const settee_js_host *host,
+                                                       int32_t *ddoc_function, int32_t *index_mode_function,
                                                        settee_js_error *error) {
     JSContext *cx = context->cx;
+    if (context->hostHardened || !context->functions.empty()) {
+        setError(context, error, SETTEE_JS_INTERNAL_ERROR,
+                 "the query server must be installed before any function is compiled");
+        return false;
+    }
     JSAutoRealm realm(cx, *context->global);
     context->host = *host;
     // The query server's state is CouchDB's to manage (it resets it with `reset`).
@@ -1063,16 +1314,32 @@ extern "C" bool settee_js_context_install_query_server(settee_js_context *contex
     JS::CompileOptions options(cx);
     options.setFileAndLine("settee:query-server", 1);
     JS::SourceText<mozilla::Utf8Unit> source;
-    JS::RootedValue ignored(cx);
+    JS::RootedValue runtime(cx);
+    JS::RootedValue sandboxGlobals(cx);
+    JS::RootedValue ddoc(cx);
+    JS::RootedValue setIndexMode(cx);
     bool ok = JS_DefineFunction(cx, global, "__settee_print", nativePrint, 1, 0) &&
               JS_DefineFunction(cx, global, "__settee_readline", nativeReadLine, 0, 0) &&
               JS_DefineFunction(cx, global, "__settee_compileFunction", nativeCompileFunction, 3, 0) &&
               source.init(cx, settee::kQueryServerSource, strlen(settee::kQueryServerSource),
                           JS::SourceOwnership::Borrowed) &&
-              JS::Evaluate(cx, options, source, &ignored);
+              JS::Evaluate(cx, options, source, &runtime) && runtime.isObject();
+    if (ok) {
+        JS::RootedObject object(cx, &runtime.toObject());
+        ok = JS_GetProperty(cx, object, "sandboxGlobals", &sandboxGlobals) && sandboxGlobals.isObject() &&
+             JS_GetProperty(cx, object, "ddoc", &ddoc) && ddoc.isObject() &&
+             JS_GetProperty(cx, object, "setIndexMode", &setIndexMode) && setIndexMode.isObject();
+    }
+    if (ok) {
+        context->sandboxGlobals = std::make_unique<JS::PersistentRootedObject>(cx, &sandboxGlobals.toObject());
+        ok = hardenHost(context);
+    }
     if (!ok) {
         Failure failure = takeFailure(context, 0);
         setError(context, error, SETTEE_JS_INTERNAL_ERROR, "the query server could not be set up: " + failure.message);
+        return false;
     }
-    return ok;
+    *ddoc_function = registerFunction(context, ddoc);
+    *index_mode_function = registerFunction(context, setIndexMode);
+    return true;
 }

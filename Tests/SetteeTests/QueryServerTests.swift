@@ -303,13 +303,45 @@ struct QueryServerReduceTests {
             """#)
     }
 
-    @Test("Reduce functions are compiled once per source")
-    func reduceCompiledOnce() throws {
+    @Test("Each reduce command runs its functions afresh, as couchjs compiles them per command: globals do not carry over")
+    func reduceStartsAfresh() throws {
         try expectConversation(#"""
             > ["reduce", ["function(k, v) { this.calls = (this.calls || 0) + 1; return calls; }"], [[[1, "a"], 1]]]
             [true,[1]]
             > ["reduce", ["function(k, v) { this.calls = (this.calls || 0) + 1; return calls; }"], [[[1, "a"], 1]]]
-            [true,[2]]
+            [true,[1]]
+            """#)
+    }
+
+    @Test("reset gives a fresh sandbox: globals and built-ins changed before it are gone (one tenant cannot see another's data)")
+    func resetIsolates() throws {
+        try expectConversation(#"""
+            > ["reset"]
+            true
+            > ["add_fun", "function(doc){ leaked = doc.secret; String.prototype.toUpperCase = function(){ return \"PWNED\"; }; }"]
+            true
+            > ["map_doc", {"_id": "A", "secret": "S3CRET"}]
+            [[]]
+            > ["reset"]
+            true
+            > ["add_fun", "function(doc){ emit(doc.type.toUpperCase(), typeof leaked === 'undefined' ? null : leaked); }"]
+            true
+            > ["map_doc", {"_id": "B", "type": "order"}]
+            [[["ORDER",null]]]
+            """#)
+    }
+
+    @Test("Within one reset each function keeps its globals and built-ins to itself, as couchjs's sandboxes do")
+    func functionsAreIsolated() throws {
+        try expectConversation(#"""
+            > ["reset"]
+            true
+            > ["add_fun", "function(doc){ hacked = 'hacked'; JSON.stringify = function () { return 'PWNED'; }; }"]
+            true
+            > ["add_fun", "function(doc){ emit(typeof hacked, JSON.stringify([1])); }"]
+            true
+            > ["map_doc", {"_id": "A"}]
+            [[],[["undefined","[1]"]]]
             """#)
     }
 }

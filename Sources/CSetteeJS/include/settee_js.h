@@ -64,6 +64,9 @@ typedef struct {
     /// reset: a new global, every compiled function compiled again under its
     /// handle. Checked each time the process has grown by a step. 0 means none.
     uint64_t kept_memory_limit_bytes;
+    /// The most JSON one map function may emit for one document; past it,
+    /// `emit` throws and the function fails for that document. 0 means none.
+    uint64_t emit_limit_bytes;
     /// Whether `eval` and `new Function` may run (CouchDB blocks them).
     bool allow_code_generation;
 } settee_js_context_options;
@@ -96,6 +99,11 @@ void settee_js_context_collect_garbage(settee_js_context *context);
 
 /// Compiles CouchDB-style function source (`function (doc) {…}`; a trailing
 /// `;` and comments are tolerated). `name` is used as the file name in errors.
+/// Each function gets a realm of its own (its own global and built-ins, as
+/// each function in couchjs gets its own sandbox): what one function changes
+/// is never seen by another. Documents and arguments are parsed in the
+/// context's host realm, whose built-ins are frozen and which runs no
+/// function, so one parse serves every function.
 /// `library_json`, when not NULL, is a JSON object of CommonJS modules that the
 /// function can load with `require` (CouchDB's `views.lib`, keyed as in the
 /// design document: `{"views": {"lib": {…}}}`).
@@ -105,7 +113,7 @@ int32_t settee_js_compile(settee_js_context *context,
                           const char *name,
                           const char *library_json, size_t library_json_length,
                           settee_js_error *error);
-/// Releases a compiled function.
+/// Releases a compiled function and its realm.
 void settee_js_release(settee_js_context *context, int32_t function);
 
 /// Parses `document` (UTF-8 JSON) once, deep-freezes it, and runs each map
@@ -151,11 +159,17 @@ typedef struct {
 
 /// Turns `context` into a CouchDB query server: installs the design-function
 /// globals (`start`, `send`, `getRow`, `provides`, `registerType`, a `log` that
-/// writes `["log", message]` lines through `host`) and the ddoc dispatcher
-/// `__settee_queryServer.ddoc(…)`. Time spent waiting for input inside
+/// writes `["log", message]` lines through `host`) and the ddoc dispatcher. Time spent waiting for input inside
 /// `getRow()` does not count against the call's time limit.
 /// Returns false with `error` set when the runtime could not be set up.
+/// Must come before any function is compiled on the context. Each compiled
+/// function's realm then also gets the design-function globals; design
+/// functions compiled by the runtime get a realm each too. `ddoc_function` is
+/// set to the handle of `ddoc(command, id, path, args)`, which answers a
+/// `["ddoc", …]` command (null when it wrote the answer, else the error
+/// triple), and `index_mode_function` to `setIndexMode(mode)`.
 bool settee_js_context_install_query_server(settee_js_context *context, const settee_js_host *host,
+                                            int32_t *ddoc_function, int32_t *index_mode_function,
                                             settee_js_error *error);
 
 #ifdef __cplusplus

@@ -27,6 +27,12 @@ public struct JavaScriptConfiguration: Sendable, Equatable {
     public var threadStackBytes: Int = 16 << 20
     /// Whether `eval` and `new Function` may run. CouchDB blocks them.
     public var allowsCodeGeneration: Bool = false
+    /// The most JSON text one map function may emit for one document (keys and
+    /// values together). A function past it fails for that document with a
+    /// ``JavaScriptError/Kind-swift.enum/runtime`` error, and its rows are
+    /// dropped, so one document emitting millions of rows cannot exhaust
+    /// memory before any other bound applies; `0` turns the bound off.
+    public var emitLimitBytes: Int = 64 << 20
 
     public init() {}
 

@@ -24,6 +24,7 @@ public final class JavaScriptContext {
             timeout_milliseconds: configuration.timeoutMilliseconds,
             memory_limit_bytes: UInt64(max(configuration.memoryLimitBytes, 0)),
             kept_memory_limit_bytes: UInt64(max(configuration.keptMemoryLimitBytes, 0)),
+            emit_limit_bytes: UInt64(max(configuration.emitLimitBytes, 0)),
             allow_code_generation: configuration.allowsCodeGeneration)
         var error = settee_js_error()
         guard let raw = settee_js_context_create(&options, &error) else {
@@ -40,14 +41,23 @@ public final class JavaScriptContext {
     /// the same source (and library) returns the same function, or the same
     /// error when the source itself is at fault.
     ///
+    /// Each function runs in a realm of its own, with its own global object and
+    /// built-ins: what one function changes (a global variable,
+    /// `String.prototype`, `JSON.stringify`) no other function sees, whatever
+    /// design document it comes from. Documents reach it frozen, and the
+    /// built-ins behind their objects are frozen too.
+    ///
     /// - Parameters:
     ///   - source: The function's source. A trailing `;` and comments are tolerated.
     ///   - name: Shown as the file name in errors and stacks.
     ///   - library: CommonJS modules for `require`, as JSON shaped like the design
     ///     document (`{"views":{"lib":{…}}}`); `nil` when `require` is not available.
-    public func compile(_ source: String, name: String = "function", library: String? = nil) throws(JavaScriptError) -> JavaScriptFunction {
+    ///   - reused: Whether an earlier compile of the same source may be returned;
+    ///     `false` gives a new function in a new realm, which the caller releases
+    ///     with ``release(_:)``.
+    public func compile(_ source: String, name: String = "function", library: String? = nil, reused: Bool = true) throws(JavaScriptError) -> JavaScriptFunction {
         let key = CompileKey(source: source, library: library)
-        if let known = compiled[key] { return try known.get() }
+        if reused, let known = compiled[key] { return try known.get() }
         let handle = source.utf8.withContiguousStorageIfAvailable { sourceBytes in
             compile(sourceBytes, name: name, library: library)
         } ?? {
@@ -57,6 +67,7 @@ public final class JavaScriptContext {
         }()
         let result: Result<JavaScriptFunction, JavaScriptError> = handle >= 0
             ? .success(JavaScriptFunction(handle: handle)) : .failure(JavaScriptError(error))
+        if !reused { return try result.get() }
         // A failure of the source is the same every time; one of the call
         // (interrupted, out of time or memory) may not be.
         if case .failure(let failure) = result, failure.kind != .compile {
@@ -75,6 +86,11 @@ public final class JavaScriptContext {
             }
             return settee_js_compile(raw, source.baseAddress, source.count, name, nil, 0, &error)
         }
+    }
+
+    /// Releases a function compiled with `reused: false`, and its realm.
+    public func release(_ function: JavaScriptFunction) {
+        settee_js_release(raw, function.handle)
     }
 
     /// Runs map functions on one document (UTF-8 JSON), parsed once and frozen.

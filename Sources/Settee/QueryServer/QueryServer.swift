@@ -37,7 +37,7 @@ public final class QueryServer {
     private var reduceLimit = ReduceLimit()
     /// Which search plugin `index()` serves now ("dreyfus" until told otherwise).
     private var indexMode = "dreyfus"
-    private var indexModeSetter: JavaScriptFunction?
+    private let indexModeSetter: JavaScriptFunction
     private var response: [UInt8] = []
 
     /// Installs the query-server runtime into `context`.
@@ -64,12 +64,13 @@ public final class QueryServer {
                 return true
             })
         var error = settee_js_error()
-        guard settee_js_context_install_query_server(context.raw, &host, &error) else {
+        var ddoc: Int32 = -1
+        var indexMode: Int32 = -1
+        guard settee_js_context_install_query_server(context.raw, &host, &ddoc, &indexMode, &error) else {
             throw JavaScriptError(error)
         }
-        designDocumentRunner = try context.compile(
-            "function (command, id, path, args) { return __settee_queryServer.ddoc(command, id, path, args); }",
-            name: "settee:ddoc")
+        designDocumentRunner = JavaScriptFunction(handle: ddoc)
+        indexModeSetter = JavaScriptFunction(handle: indexMode)
     }
 
     /// Serves commands until the input ends (or an empty line, as `couchjs`)
@@ -117,6 +118,9 @@ public final class QueryServer {
     // MARK: Commands
 
     private func reset(_ command: QueryServerCommand) throws(JSONParseError) -> Int32? {
+        // A fresh sandbox, as couchjs gives: the functions' realms, with what
+        // they changed, go with them.
+        mapFunctions.forEach(context.release)
         mapFunctions = []
         library = "null"
         let configuration = try command.value(0)
@@ -137,7 +141,7 @@ public final class QueryServer {
             return fail(.error(QueryServerError("compilation_error", "Expression does not eval to a function. (\(command.argumentText(at: command.arguments.first)))")))
         }
         do {
-            mapFunctions.append(try context.compile(source, name: "map function", library: #"{"views":{"lib":\#(library)}}"#))
+            mapFunctions.append(try context.compile(source, name: "map function", library: #"{"views":{"lib":\#(library)}}"#, reused: false))
             return answer(true)
         } catch {
             return fail(compilationFailure(error, source: source))
@@ -153,10 +157,7 @@ public final class QueryServer {
         let output: MapOutput
         do {
             if let indexMode, indexMode != self.indexMode {
-                if indexModeSetter == nil {
-                    indexModeSetter = try context.compile("function (mode) { return __settee_queryServer.setIndexMode(mode); }", name: "settee:index")
-                }
-                _ = try context.call([indexModeSetter!], argumentsJSON: JSONValue.array([.string(indexMode)]).jsonText)
+                _ = try context.call([indexModeSetter], argumentsJSON: JSONValue.array([.string(indexMode)]).jsonText)
                 self.indexMode = indexMode
             }
             output = try context.map(document, functions: mapFunctions)
@@ -235,10 +236,13 @@ public final class QueryServer {
         } catch {
             return fail(.error(QueryServerError("query_protocol_error", "invalid \(command.name!) command: \(error)")))
         }
+        // Compiled afresh for each command, as couchjs does: no state carries
+        // over from one reduce to the next.
         var functions: [JavaScriptFunction] = []
+        defer { functions.forEach(context.release) }
         for source in sources {
             do {
-                functions.append(try context.compile(source, name: "reduce function"))
+                functions.append(try context.compile(source, name: "reduce function", reused: false))
             } catch {
                 return fail(compilationFailure(error, source: source))
             }
