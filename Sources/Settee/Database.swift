@@ -42,6 +42,9 @@ public final class Database: Sendable {
         /// or in a few long runs), an eighth of it: gathering such rows saves
         /// nothing, and the last write, which nothing overlaps, stays short.
         public var indexBufferBytes = 24 << 20
+        /// Who writes, as design documents' `validate_doc_update` functions
+        /// see it (their `userCtx`): an administrator unless said otherwise.
+        public var userContext = UserContext.administrator
 
         public init() {}
     }
@@ -56,7 +59,7 @@ public final class Database: Sendable {
     /// One index build at a time per database.
     let indexing = NSLock()
     let options: Options
-    private let workers = LazyWorkerPool()
+    private let workers: LazyWorkerPool
 
     /// Opens the database in `directory`, creating it when missing.
     ///
@@ -72,7 +75,12 @@ public final class Database: Sendable {
         self.options = options
         environment = try LMDBEnvironment.open(directory: directory, initialMapSize: options.initialMapSize,
                                                maximumMapSize: options.maximumSize, readAhead: options.readAhead)
-        store = try DocumentStore(environment: environment, logger: logger)
+        let workers = LazyWorkerPool()
+        self.workers = workers
+        let validation = UpdateValidation(database: directory.lastPathComponent, userContext: options.userContext) {
+            try workers.pool(count: options.javaScriptWorkers, configuration: options.javaScript)
+        }
+        store = try DocumentStore(environment: environment, logger: logger, validation: validation)
         indexes = try ViewIndexStore(environment: environment)
     }
 

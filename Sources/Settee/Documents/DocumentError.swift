@@ -11,6 +11,10 @@ public struct DocumentError: Error, Sendable, Equatable, CustomStringConvertible
         case badRequest = "bad_request"
         /// A top-level member starting with `_` that CouchDB does not allow.
         case documentValidation = "doc_validation"
+        /// A design document's `validate_doc_update` refused the write (`{forbidden: …}`, HTTP 403).
+        case forbidden
+        /// A design document's `validate_doc_update` asked for another user (`{unauthorized: …}`, HTTP 401).
+        case unauthorized
     }
 
     public var code: Code

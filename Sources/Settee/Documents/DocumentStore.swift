@@ -14,10 +14,13 @@ final class DocumentStore: Sendable {
     /// Signalled after every committed write, for live queries and changes feeds.
     let commits: CommitSignal
     private let ids = DocumentIDGenerator()
+    /// Checks each edit before it is written (design documents' `validate_doc_update`).
+    let validation: UpdateValidation?
 
-    init(environment: LMDBEnvironment, logger: Logger) throws {
+    init(environment: LMDBEnvironment, logger: Logger, validation: UpdateValidation? = nil) throws {
         self.environment = environment
         self.logger = logger
+        self.validation = validation
         let tables = try environment.openDatabases(["docs", "seqs"])
         docs = tables[0]
         seqs = tables[1]
@@ -133,8 +136,10 @@ final class DocumentStore: Sendable {
             let key = UnsafeRawBufferPointer(idBytes)
             var previous: Revision?
             var previousSequence: UInt64?
+            var current: DocumentRecord?
             if let existing = try transaction.get(docs, key) {
                 let record = DocumentRecord(bytes: existing)
+                current = record
                 if record.isDeleted {
                     // A deleted document may be re-created without a _rev, as in CouchDB.
                     if edit.revision != nil && edit.revision != record.revision { throw DocumentError.conflict(id) }
@@ -147,6 +152,7 @@ final class DocumentStore: Sendable {
             } else if edit.revision != nil || edit.deleted {
                 throw edit.deleted ? DocumentError(.notFound, "missing", id: id) : DocumentError.conflict(id)
             }
+            if let validation { try validation.validate(edit, id: id, current: current, store: self, in: transaction) }
             let revision = Revision.next(after: previous, deleted: edit.deleted, bodyDigest: edit.bodyDigest)
             edit.body.withUnsafeBytes { DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch) }
             try scratch.withUnsafeBytes { try transaction.put(docs, key, $0) }

@@ -95,6 +95,10 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
     public static let decodingFailed = SetteeErrorCode(rawValue: "decoding_failed")
     /// A value could not be encoded as a JSON object document.
     public static let encodingFailed = SetteeErrorCode(rawValue: "encoding_failed")
+    /// A design document's `validate_doc_update` refused the write.
+    public static let forbidden = SetteeErrorCode(rawValue: "forbidden")
+    /// A design document's `validate_doc_update` refused the write for this user.
+    public static let unauthorized = SetteeErrorCode(rawValue: "unauthorized")
 
     /// Whether `error` is a ``SetteeError`` with this code, so that a code can
     /// be a `catch` pattern: `catch SetteeErrorCode.conflict { … }`.
@@ -111,6 +115,8 @@ extension DocumentError: SetteeError {
         case .notFound: .notFound
         case .badRequest: .badRequest
         case .documentValidation: .documentValidation
+        case .forbidden: .forbidden
+        case .unauthorized: .unauthorized
         }
     }
 }

@@ -8,6 +8,10 @@ struct LMDBTransaction {
     let txn: OpaquePointer
     unowned let environment: LMDBEnvironment
 
+    /// LMDB's id of this transaction: a write transaction's is one more than
+    /// the last committed one's.
+    var id: Int { mdb_txn_id(txn) }
+
     /// The value stored under `key`, or nil.
     func get(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws(StorageError) -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))

@@ -96,6 +96,14 @@ extension Database {
                     try compile(reduce, "reduce", library: nil)
                 }
             }
+            if let source = document.validateDocumentUpdate {
+                do throws(JavaScriptError) {
+                    _ = try context.compile(source, name: "\(document.id) validate_doc_update")
+                } catch {
+                    throw DesignDocumentError(file: file, designDocument: document.id, function: "validate_doc_update",
+                                              line: error.line, column: error.column, reason: error.message)
+                }
+            }
         }
     }
 

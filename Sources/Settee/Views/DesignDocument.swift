@@ -15,6 +15,9 @@ public struct DesignDocument: Sendable, Equatable {
     public let views: [ViewDefinition]
     /// The whole design document as JSON.
     public let json: JSONValue
+    /// `validate_doc_update`: the JavaScript function every document write is
+    /// checked with, or nil.
+    public let validateDocumentUpdate: String?
 
     /// Parses and checks the shape of a design document (functions are compiled
     /// separately, on the JavaScript engine).
@@ -86,6 +89,11 @@ public struct DesignDocument: Sendable, Equatable {
             }
         default:
             throw failure("\"views\" must be an object", id: id)
+        }
+        switch json["validate_doc_update"] {
+        case nil, .null?: validateDocumentUpdate = nil
+        case .string(let source)?: validateDocumentUpdate = source
+        default: throw failure("\"validate_doc_update\" must be a string of JavaScript source", id: id)
         }
         self.id = id
         self.language = language
