@@ -17,6 +17,7 @@
 #include <js/Initialization.h>
 #include <js/Interrupt.h>
 #include <js/MemoryMetrics.h>
+#include <js/experimental/JSStencil.h>
 #include <js/experimental/TypedData.h>
 #include <js/JSON.h>
 #include <js/Object.h>

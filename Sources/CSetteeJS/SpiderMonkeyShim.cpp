@@ -88,6 +88,8 @@ struct settee_js_context {
     bool hostHardened = false;
     // The query server's globals for every function's realm (null otherwise).
     std::unique_ptr<JS::PersistentRootedObject> sandboxGlobals;
+    // The prelude, parsed once and instantiated in each function's realm.
+    RefPtr<JS::Stencil> prelude;
     ReactionQueue reactions;
     // Each compiled function, in a realm of its own.
     std::vector<std::unique_ptr<JS::PersistentRootedObject>> functions;
@@ -661,11 +663,17 @@ bool newSandbox(settee_js_context *context, JS::MutableHandleObject sandbox, JS:
     if (!JS_DefineFunction(cx, global, "__settee_compileModule", nativeCompileModule, 2, 0)) return false;
     JS::CompileOptions compileOptions(cx);
     compileOptions.setFileAndLine("settee:prelude", 1);
-    JS::SourceText<mozilla::Utf8Unit> source;
-    if (!source.init(cx, settee::kPreludeSource, strlen(settee::kPreludeSource), JS::SourceOwnership::Borrowed))
-        return false;
+    if (!context->prelude) {
+        JS::SourceText<mozilla::Utf8Unit> source;
+        if (!source.init(cx, settee::kPreludeSource, strlen(settee::kPreludeSource), JS::SourceOwnership::Borrowed))
+            return false;
+        context->prelude = JS::CompileGlobalScriptToStencil(cx, compileOptions, source);
+        if (!context->prelude) return false;
+    }
+    JS::InstantiateOptions instantiateOptions(compileOptions);
+    JS::RootedScript prelude(cx, JS::InstantiateGlobalStencil(cx, instantiateOptions, context->prelude));
     JS::RootedValue maker(cx);
-    if (!JS::Evaluate(cx, compileOptions, source, &maker) || !maker.isObject()) return false;
+    if (!prelude || !JS_ExecuteScript(cx, prelude, &maker) || !maker.isObject()) return false;
     if (context->sandboxGlobals) {
         JS::RootedObject globals(cx, *context->sandboxGlobals);
         JS::Rooted<JS::IdVector> ids(cx, JS::IdVector(cx));
@@ -756,6 +764,9 @@ bool compileSource(settee_js_context *context, const settee_js_context::Source &
                    JS::MutableHandleObject function, settee_js_error *error) {
     JSContext *cx = context->cx;
     CallScope scope(context);
+    // In the host realm until the function's own is made: a failure to make
+    // it (out of memory) leaves its exception to be taken there.
+    JSAutoRealm hostRealm(cx, *context->global);
     JS::RootedObject sandbox(cx);
     JS::RootedObject makeRequire(cx);
     if (!hardenHost(context) || !newSandbox(context, &sandbox, &makeRequire)) {
@@ -1008,6 +1019,7 @@ void settee_js_context_destroy(settee_js_context *context) {
     context->sources.clear();
     context->reactions.clear();
     context->sandboxGlobals.reset();
+    context->prelude = nullptr;
     context->global.reset();
     JS_DestroyContext(context->cx);
     delete context;

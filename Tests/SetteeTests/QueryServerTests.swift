@@ -172,6 +172,18 @@ struct QueryServerMapTests {
             """#, status: 1, heapLimitBytes: 16 << 20)
     }
 
+    @Test("Functions past the heap limit end the server with status 1, as running out of memory does, and do not crash it")
+    func tooManyFunctions() throws {
+        var configuration = JavaScriptConfiguration()
+        configuration.heapLimitBytes = 16 << 20
+        let worker = try JavaScriptWorker(configuration: configuration)
+        let lines = (0..<6000).map { #"["add_fun", "function(doc){ emit(\#($0), 1); }"]"# }
+        let status = try worker.run { context in
+            try QueryServer(context: context, transport: ScriptedTransport(lines)).run()
+        }
+        #expect(status == 1)
+    }
+
     @Test("add_fun reports compilation errors with the source")
     func compilationErrors() throws {
         try expectConversation(#"""
