@@ -148,6 +148,29 @@ extension Database {
     /// chunk reductions (what tests compare the chunks with).
     func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
+        // Another process may edit the design document and remove the index
+        // this query builds or reads: the query starts again from the design
+        // document as it is then (the edited version's index).
+        var attempts = 0
+        while true {
+            do {
+                return try queryOnce(designDocument: name, view: viewName, options: options, progress: progress,
+                                     storedReductions: storedReductions)
+            } catch let error as IndexRemovedError {
+                attempts += 1
+                guard attempts < Self.queryAttempts else { throw error }
+                logger.info("the index was removed while the query used it; querying again", metadata: ["view": "\(error.view)"])
+            }
+        }
+    }
+
+    /// How many times a query starts again when its index is removed under it.
+    private static var queryAttempts: Int { 5 }
+
+    /// One run of a query: the design document as it is now, its index
+    /// brought up to date (unless told otherwise), the answer.
+    private func queryOnce(designDocument name: String, view viewName: String, options: ViewQueryOptions,
+                           progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
         let id = name.hasPrefix("_design/") ? name : "_design/" + name
         // The revision alone tells whether the parsed design document is current,
         // and nothing committed since it was last read leaves it so.
@@ -181,24 +204,40 @@ extension Database {
         let tables = try indexes.tables(for: view.signature)
         var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try javaScript())
         runner.storedReductions = storedReductions
-        let result = try runner.run(view, validated, tables: tables)
+        let result = try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true)
         if validated.update == .lazy { try update(design.views) }
         return result
     }
 
     /// Brings every view's index up to date.
     public func updateIndexes(progress: (IndexProgress) -> Void = { _ in }) throws {
-        let designs = try designDocuments()
-        for design in designs { try check(design, file: nil) }
-        try update(designs.flatMap(\.views), progress: progress)
+        var attempts = 0
+        while true {
+            let designs = try designDocuments()
+            for design in designs { try check(design, file: nil) }
+            do {
+                return try update(designs.flatMap(\.views), progress: progress)
+            } catch let error as IndexRemovedError {
+                // Another process changed a design document: build what they hold now.
+                attempts += 1
+                guard attempts < Self.queryAttempts else { throw error }
+            }
+        }
     }
 
     /// Brings these views' indexes up to date. A new index (an edited view,
     /// or every view after Settee changed how rows are stored) is the moment
     /// to remove those no design document uses, whichever process left them.
+    ///
+    /// The indexes of `views` themselves are kept even when their design
+    /// document was edited during the build (by another process, or another
+    /// thread): the caller answers from them next, and the next clean-up
+    /// that finds them unused removes them.
     private func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws {
         let indexer = try makeIndexer()
-        if try indexing.withLock({ try indexer.update(views, progress: progress) }) { try removeUnusedIndexes() }
+        if try indexing.withLock({ try indexer.update(views, progress: progress) }) {
+            try removeUnusedIndexes(keeping: Set(views.map(\.signature)))
+        }
     }
 
     /// CouchDB's `_all_docs`: every live document by id (raw order), with
@@ -233,9 +272,10 @@ extension Database {
         }
     }
 
-    /// Removes the indexes no design document references any more.
-    func removeUnusedIndexes() throws {
-        let used = Set(try designDocuments().flatMap(\.views).map(\.signature))
+    /// Removes the indexes no design document references any more, except
+    /// those with the signatures in `kept`.
+    func removeUnusedIndexes(keeping kept: Set<String> = []) throws {
+        let used = Set(try designDocuments().flatMap(\.views).map(\.signature)).union(kept)
         // Read first: most calls find nothing to remove, and need no write.
         guard try environment.read({ try indexes.allStates(in: $0) }).contains(where: { !used.contains($0.signature) }) else { return }
         try indexing.withLock {
