@@ -108,9 +108,9 @@ public final class Database: Sendable {
 
     /// Writes one validated edit in its own transaction.
     func write(_ edit: DocumentEdit) throws -> WriteResult {
-        let result = try store.write(edit)
-        if result.id.hasPrefix("_design/") { try removeUnusedIndexes() }
-        return result
+        // A design document is checked against the index limit before it commits.
+        if edit.id?.hasPrefix("_design/") == true { return try write { try $0.apply(edit) } }
+        return try store.write(edit)
     }
 
     /// The document with this id, or nil when there is none or it was deleted.

@@ -1,19 +1,22 @@
 extension DocumentStore {
     /// The stored `_design/` documents (live ones).
     func designDocumentRecords() throws -> [Document] {
-        try environment.read { transaction in
-            var documents: [Document] = []
-            try transaction.withCursor(docs) { cursor in
-                let prefix = Array("_design/".utf8)
-                var entry = try prefix.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
-                while let (key, value) = entry, key.starts(with: prefix) {
-                    let record = DocumentRecord(bytes: value)
-                    if !record.isDeleted { documents.append(record.document(id: String(decoding: key, as: UTF8.self))) }
-                    entry = try cursor.next()
-                }
+        try environment.read { try designDocumentRecords(in: $0) }
+    }
+
+    /// The live design documents as `transaction` sees them.
+    func designDocumentRecords(in transaction: LMDBTransaction) throws -> [Document] {
+        var documents: [Document] = []
+        try transaction.withCursor(docs) { cursor in
+            let prefix = Array("_design/".utf8)
+            var entry = try prefix.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
+            while let (key, value) = entry, key.starts(with: prefix) {
+                let record = DocumentRecord(bytes: value)
+                if !record.isDeleted { documents.append(record.document(id: String(decoding: key, as: UTF8.self))) }
+                entry = try cursor.next()
             }
-            return documents
         }
+        return documents
     }
 
     /// CouchDB's `_all_docs` over the `docs` table: ids in raw byte order, deleted documents left out.

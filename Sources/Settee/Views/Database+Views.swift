@@ -48,9 +48,37 @@ extension Database {
             }
         }
         guard errors.isEmpty else { throw DesignDocumentErrors(errors: errors) }
-        for document in documents { try store(document) }
+        do {
+            for document in documents { try store(document) }
+        } catch var error as DesignDocumentError {
+            // Refused when stored (the index limit): name the file it came from.
+            if let index = documents.lastIndex(where: { $0.id == error.designDocument }) { error.file = files[index].path }
+            throw DesignDocumentErrors(errors: [error])
+        }
         try removeUnusedIndexes()
         return documents
+    }
+
+    /// Refuses a write of design documents (`written`, by id) after which the
+    /// database's design documents, as `transaction` sees them, would need
+    /// more distinct indexes than it can hold (``ViewIndexStore/maximumIndexes``):
+    /// past it, every command that opens a table fails until the design
+    /// document is deleted. Views with the same definition share an index.
+    /// Thrown inside the write, so nothing is stored.
+    func checkIndexLimit(written: [String], in transaction: LMDBTransaction) throws {
+        var signatures = Set<String>()
+        for record in try store.designDocumentRecords(in: transaction) {
+            // Not kept in the cache: the write may yet be rolled back.
+            guard let design = designDocumentCache.cached(record.id, revision: record.revision)
+                ?? (try? DesignDocument(json: try record.value)) else { continue }
+            for view in design.views { signatures.insert(view.signature) }
+        }
+        guard signatures.count > ViewIndexStore.maximumIndexes else { return }
+        throw DesignDocumentError(
+            designDocument: written.last,
+            reason: "the database's design documents would have \(signatures.count) distinct views, more than the "
+                + "\(ViewIndexStore.maximumIndexes) it can index (each index takes \(ViewIndexStore.tablesPerIndex) of "
+                + "\(ViewIndexStore.tableHandles) table handles); nothing was stored: remove views or design documents")
     }
 
     /// Parses and checks the design document in a file's contents (see `loadDesignDocuments(from:)`).
