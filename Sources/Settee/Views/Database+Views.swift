@@ -127,12 +127,14 @@ extension Database {
         }
     }
 
-    /// Writes a design document unless the database already holds the same content.
+    /// Writes a design document unless the database already holds the same
+    /// content, byte for byte (`JSONValue`'s `==` compares strings as Swift
+    /// does, taking a view renamed from `é` composed to decomposed for no change).
     func store(_ document: DesignDocument) throws {
         var members = (document.json.objectValue ?? []).filter { $0.key != "_rev" }
         if let current = try self.document(document.id) {
             let stored = (try current.value.objectValue ?? []).filter { $0.key != "_rev" }
-            if JSONValue.object(stored) == JSONValue.object(members) { return }
+            if JSONValue.object(stored).jsonText.utf8.elementsEqual(JSONValue.object(members).jsonText.utf8) { return }
             members.append((key: "_rev", value: .string(current.revision.description)))
         }
         try put(JSONValue.object(members).jsonText)

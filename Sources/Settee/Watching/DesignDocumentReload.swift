@@ -76,7 +76,8 @@ final class DesignDocumentFolder: @unchecked Sendable {
             do {
                 let design = try database.designDocument(file: file, contents: data)
                 let stored = try database.designDocument(design.id)
-                let before = Dictionary((stored?.views ?? []).map { ($0.name, $0.signature) }, uniquingKeysWith: { first, _ in first })
+                // By the names' bytes, as views are told apart.
+                let before = Dictionary((stored?.views ?? []).map { (Array($0.name.utf8), $0.signature) }, uniquingKeysWith: { first, _ in first })
                 try database.store(design)
                 if let old = previous?.designDocument, old != design.id, !claimed(old, except: file.path) {
                     try deleteDesignDocument(old)
@@ -84,8 +85,9 @@ final class DesignDocumentFolder: @unchecked Sendable {
                 files[file.path]?.designDocument = design.id
                 reload.loaded.append(DesignDocumentReload.Loaded(
                     file: file.path, designDocument: design,
-                    changedViews: design.views.filter { before[$0.name] != $0.signature }.map(\.name),
-                    removedViews: before.keys.filter { design.view($0) == nil }.sorted()))
+                    changedViews: design.views.filter { before[Array($0.name.utf8)] != $0.signature }.map(\.name),
+                    removedViews: before.keys.filter { design.view(String(decoding: $0, as: UTF8.self)) == nil }
+                        .sorted { $0.lexicographicallyPrecedes($1) }.map { String(decoding: $0, as: UTF8.self) }))
             } catch let error as DesignDocumentError {
                 reload.errors.append(error)
             }
