@@ -22,7 +22,8 @@ extension Database {
     /// Loads design documents from a `.json` file or a folder of them, checks
     /// them (every function compiles, built-in reducers exist, the language is
     /// javascript, every view has a map), and stores them in the database as
-    /// `_design/` documents. Nothing is stored unless all are valid.
+    /// `_design/` documents, all in one transaction: nothing is stored unless
+    /// all are valid, and a crash mid-load leaves every one as it was.
     ///
     /// - Returns: The design documents loaded.
     /// - Throws: ``DesignDocumentErrors`` naming file, design document, view and line.
@@ -49,7 +50,9 @@ extension Database {
         }
         guard errors.isEmpty else { throw DesignDocumentErrors(errors: errors) }
         do {
-            for document in documents { try store(document) }
+            try write { batch in
+                for document in documents { try store(document, in: batch) }
+            }
         } catch var error as DesignDocumentError {
             // Refused when stored (the index limit): name the file it came from.
             if let index = documents.lastIndex(where: { $0.id == error.designDocument }) { error.file = files[index].path }
@@ -131,13 +134,18 @@ extension Database {
     /// content, byte for byte (`JSONValue`'s `==` compares strings as Swift
     /// does, taking a view renamed from `é` composed to decomposed for no change).
     func store(_ document: DesignDocument) throws {
+        try write { try store(document, in: $0) }
+    }
+
+    /// Writes a design document in `batch` unless it holds the same content.
+    private func store(_ document: DesignDocument, in batch: WriteBatch) throws {
         var members = (document.json.objectValue ?? []).filter { $0.key != "_rev" }
-        if let current = try self.document(document.id) {
+        if let current = try batch.document(document.id) {
             let stored = (try current.value.objectValue ?? []).filter { $0.key != "_rev" }
             if JSONValue.object(stored).jsonText.utf8.elementsEqual(JSONValue.object(members).jsonText.utf8) { return }
             members.append((key: "_rev", value: .string(current.revision.description)))
         }
-        try put(JSONValue.object(members).jsonText)
+        try batch.put(JSONValue.object(members).jsonText)
     }
 
     /// The design document `_design/NAME` stored in the database.
