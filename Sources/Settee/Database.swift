@@ -55,6 +55,8 @@ public final class Database: Sendable {
     let logger: Logger
     /// One index build at a time per database.
     let indexing = NSLock()
+    /// One build of an index at a time across processes.
+    let buildLocks: IndexBuildLocks
     let options: Options
     private let workers = LazyWorkerPool()
 
@@ -74,6 +76,7 @@ public final class Database: Sendable {
                                                maximumMapSize: options.maximumSize, readAhead: options.readAhead)
         store = try DocumentStore(environment: environment, logger: logger)
         indexes = try ViewIndexStore(environment: environment)
+        buildLocks = try IndexBuildLocks(directory: environment.path)
     }
 
     /// The logger a database uses when given none: warnings and errors only.

@@ -273,7 +273,14 @@ extension Database {
     /// that finds them unused removes them.
     private func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws {
         let indexer = try makeIndexer()
-        if try indexing.withLock({ try indexer.update(views, progress: progress) }) {
+        let started = try indexing.withLock {
+            let stale = try indexer.staleSignatures(views)
+            guard !stale.isEmpty else { return false }
+            // While another process builds one of these indexes, wait for it: the
+            // update then reads what it committed and maps only what is left.
+            return try buildLocks.withLocks(stale) { try indexer.update(views, progress: progress) }
+        }
+        if started {
             try removeUnusedIndexes(keeping: Set(views.map(\.signature)))
         }
     }

@@ -84,6 +84,18 @@ struct ViewIndexer {
         let existed: Bool
     }
 
+    /// The signatures of the indexes of `views` that an update would write:
+    /// behind the database's latest sequence, or without their chunks.
+    func staleSignatures(_ views: [ViewDefinition]) throws -> Set<String> {
+        let latest = try store.lastSequence()
+        return try store.environment.read { transaction in
+            try Set(views.map(\.signature)).filter { signature in
+                let state = try indexes.state(signature, in: transaction) ?? ViewIndexState(designDocument: "", view: "")
+                return state.sequence < latest || !state.chunksCurrent
+            }
+        }
+    }
+
     /// Updates the indexes of `views` to the database's latest sequence, and
     /// says whether it started an index that did not exist.
     @discardableResult
