@@ -4,7 +4,7 @@ import Testing
 
 /// A design document with `count` views, `v<first>`…, each with a map of its
 /// own (so each has its own index); the same numbers make the same views.
-private func manyViews(_ name: String, count: Int, from first: Int = 0) -> String {
+func manyViews(_ name: String, count: Int, from first: Int = 0) -> String {
     let views = (first..<first + count).map { #""v\#($0)": {"map": "function (doc) { emit(\#($0), null); }"}"# }
     return #"{"_id": "_design/\#(name)", "views": {\#(views.joined(separator: ", "))}}"#
 }
@@ -61,37 +61,5 @@ struct ViewCountLimitTests {
         // Replacing a design document counts its new views, not its old ones as well.
         try db.loadDesignDocuments(from: directory.file("second.json", contents: manyViews("second", count: room, from: 5_000)))
         #expect(try db.designDocument("second")?.views.first?.name == "v5000")
-    }
-}
-
-@Suite("Loading a folder of design documents", .timeLimit(.minutes(2)))
-struct DesignFolderLoadTests {
-    /// One design document of a folder refused when stored (here: the index
-    /// limit, checked as it is written) must leave the others as they were,
-    /// as a SIGKILL mid-load must: the folder goes in in one transaction.
-    @Test("A folder loads in one transaction: a design document refused when stored leaves every other as it was")
-    func folderLoadIsAtomic() throws {
-        let directory = TemporaryDirectory()
-        var options = Database.Options()
-        options.javaScriptWorkers = 1
-        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
-        let folder = directory.url.appendingPathComponent("DesignDocs")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        func write(_ name: String, _ contents: String) throws {
-            try Data(contents.utf8).write(to: folder.appendingPathComponent(name))
-        }
-        try write("a.json", manyViews("a", count: 1))
-        try write("b.json", manyViews("b", count: 1))
-        try db.loadDesignDocuments(from: folder)
-        let before = try ["a", "b"].map { try #require(try db.document("_design/" + $0)).revision }
-
-        // a and b edited; c, last, needs more indexes than the database holds.
-        try write("a.json", manyViews("a", count: 1, from: 10))
-        try write("b.json", manyViews("b", count: 1, from: 20))
-        try write("c.json", manyViews("c", count: ViewIndexStore.maximumIndexes + 1, from: 100))
-        #expect(throws: DesignDocumentErrors.self) { _ = try db.loadDesignDocuments(from: folder) }
-        #expect(try ["a", "b"].map { try #require(try db.document("_design/" + $0)).revision } == before)
-        #expect(try db.designDocument("c") == nil)
-        #expect(try db.designDocument("a")?.views.map(\.name) == ["v0"])
     }
 }
