@@ -87,3 +87,24 @@ struct ViewNameTests {
         #expect(rename.loaded.first?.removedViews.map { Array($0.utf8) } == [Array(composed.utf8)])
     }
 }
+
+@Suite("Design document ids compared byte for byte", .timeLimit(.minutes(1)))
+struct DesignDocumentIDTests {
+    @Test("Design documents named by the composed and the decomposed é are two, each queried by its own id")
+    func composedAndDecomposedIDs() throws {
+        let directory = TemporaryDirectory()
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        try db.put(#"{"_id": "a"}"#)
+        for (index, name) in [composed, decomposed].enumerated() {
+            let design = #"{"_id": "_design/\#(name)", "views": {"v": {"map": "function (doc) { emit(\#(index), null); }"}}}"#
+            try db.loadDesignDocuments(from: directory.file("\(index).json", contents: design))
+        }
+        // Each in turn, twice, with no write between: what a query remembers of one is not the other's.
+        for _ in 0..<2 {
+            #expect(try db.query(composed + "/v").rows.map(\.keyJSON) == ["0"])
+            #expect(try db.query(decomposed + "/v").rows.map(\.keyJSON) == ["1"])
+        }
+    }
+}

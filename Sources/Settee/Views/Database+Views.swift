@@ -352,16 +352,19 @@ final class DesignDocumentCache: @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    private var entries: [String: Entry] = [:]
+    /// By the id's UTF-8 bytes: as `String` keys, `_design/é` composed and
+    /// decomposed would be one entry, and a query of one would be answered
+    /// from the other's views.
+    private var entries: [[UInt8]: Entry] = [:]
 
     /// Whether this revision of the design document compiled.
     func isChecked(_ id: String, revision: Revision) -> Bool {
-        lock.withLock { entries[id].map { $0.revision == revision && $0.checked } ?? false }
+        lock.withLock { entries[Array(id.utf8)].map { $0.revision == revision && $0.checked } ?? false }
     }
 
     func markChecked(_ id: String, revision: Revision) {
         lock.withLock {
-            if entries[id]?.revision == revision { entries[id]?.checked = true }
+            if entries[Array(id.utf8)]?.revision == revision { entries[Array(id.utf8)]?.checked = true }
         }
     }
 
@@ -369,26 +372,26 @@ final class DesignDocumentCache: @unchecked Sendable {
     /// live one when `committed` was already the last committed transaction:
     /// no write since can have changed it.
     func unchanged(_ id: String, since committed: Int) -> (DesignDocument, Revision)? {
-        lock.withLock { entries[id].flatMap { $0.confirmedAt == committed ? ($0.design, $0.revision) : nil } }
+        lock.withLock { entries[Array(id.utf8)].flatMap { $0.confirmedAt == committed ? ($0.design, $0.revision) : nil } }
     }
 
     /// Records that `revision` was read as the live one with `committed` the
     /// last committed transaction, or later (the counter read before the document).
     func confirm(_ id: String, revision: Revision, at committed: Int) {
         lock.withLock {
-            if entries[id]?.revision == revision { entries[id]?.confirmedAt = committed }
+            if entries[Array(id.utf8)]?.revision == revision { entries[Array(id.utf8)]?.confirmedAt = committed }
         }
     }
 
     /// The design document parsed at `revision`, if that is the one cached.
     func cached(_ id: String, revision: Revision) -> DesignDocument? {
-        lock.withLock { entries[id].flatMap { $0.revision == revision ? $0.design : nil } }
+        lock.withLock { entries[Array(id.utf8)].flatMap { $0.revision == revision ? $0.design : nil } }
     }
 
     func parsed(_ document: Document) throws -> DesignDocument {
         if let design = cached(document.id, revision: document.revision) { return design }
         let design = try DesignDocument(json: try document.value)
-        lock.withLock { entries[document.id] = Entry(revision: document.revision, design: design) }
+        lock.withLock { entries[Array(document.id.utf8)] = Entry(revision: document.revision, design: design) }
         return design
     }
 }
