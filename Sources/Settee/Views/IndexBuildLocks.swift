@@ -1,6 +1,8 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// One build of an index at a time across processes, as CouchDB has one
@@ -56,7 +58,11 @@ final class IndexBuildLocks: Sendable {
 
     /// Takes (waiting) or releases the lock of one byte; 0 or -1 with `errno`.
     private func setLock(_ type: Int32, at offset: Int64) -> Int32 {
+        #if canImport(Glibc)
         var lock = Glibc.flock()
+        #else
+        var lock = Darwin.flock()
+        #endif
         lock.l_type = Int16(type)
         lock.l_whence = Int16(SEEK_SET)
         lock.l_start = off_t(offset)
@@ -68,6 +74,12 @@ final class IndexBuildLocks: Sendable {
         return fcntl(descriptor, Self.setLockWaiting, &lock)
     }
 
+    #if os(Linux)
     /// `F_OFD_SETLKW`, which Glibc declares only for _GNU_SOURCE.
     private static let setLockWaiting: Int32 = 38
+    #else
+    /// Elsewhere, a process's own record lock: one Database per directory
+    /// per process, which its `indexing` lock serialises.
+    private static let setLockWaiting = F_SETLKW
+    #endif
 }
