@@ -96,7 +96,9 @@ public final class Database: Sendable {
     /// Writes a document given as a JSON object. Without `_id` an id is
     /// generated; to update an existing document, `_rev` must name its current
     /// revision; `"_deleted": true` deletes.
-    /// - Throws: ``DocumentError`` for bad input or a conflict.
+    /// - Throws: ``DocumentError`` for bad input or a conflict;
+    ///   ``DesignDocumentError`` for a `_design/` document whose views would
+    ///   take the database past the indexes it can hold.
     @discardableResult
     public func put(_ json: String) throws -> WriteResult {
         var json = json

@@ -92,6 +92,9 @@ extension Database {
     /// the batch's writes rolls everything back unless the closure catches it.
     /// `body` may run again when the database file has to grow mid-batch, so
     /// it should have no effects outside the batch that cannot be repeated.
+    /// A batch that writes design documents whose views would take the
+    /// database past the indexes it can hold is rolled back with a
+    /// ``DesignDocumentError``.
     @discardableResult
     public func write<T>(_ body: (WriteBatch) throws -> T) throws -> T {
         var wroteDesignDocument = false
