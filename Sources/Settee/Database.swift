@@ -58,6 +58,8 @@ public final class Database: Sendable {
     let logger: Logger
     /// One index build at a time per database.
     let indexing = NSLock()
+    /// One build of an index at a time across processes.
+    let buildLocks: IndexBuildLocks
     let options: Options
     private let workers: LazyWorkerPool
 
@@ -82,6 +84,7 @@ public final class Database: Sendable {
         }
         store = try DocumentStore(environment: environment, logger: logger, validation: validation)
         indexes = try ViewIndexStore(environment: environment)
+        buildLocks = try IndexBuildLocks(directory: environment.path)
     }
 
     /// The logger a database uses when given none: warnings and errors only.
@@ -101,7 +104,9 @@ public final class Database: Sendable {
     /// Writes a document given as a JSON object. Without `_id` an id is
     /// generated; to update an existing document, `_rev` must name its current
     /// revision; `"_deleted": true` deletes.
-    /// - Throws: ``DocumentError`` for bad input or a conflict.
+    /// - Throws: ``DocumentError`` for bad input or a conflict;
+    ///   ``DesignDocumentError`` for a `_design/` document whose views would
+    ///   take the database past the indexes it can hold.
     @discardableResult
     public func put(_ json: String) throws -> WriteResult {
         var json = json
@@ -116,9 +121,9 @@ public final class Database: Sendable {
 
     /// Writes one validated edit in its own transaction.
     func write(_ edit: DocumentEdit) throws -> WriteResult {
-        let result = try store.write(edit)
-        if result.id.hasPrefix("_design/") { try removeUnusedIndexes() }
-        return result
+        // A design document is checked against the index limit before it commits.
+        if edit.id?.hasPrefix("_design/") == true { return try write { try $0.apply(edit) } }
+        return try store.write(edit)
     }
 
     /// The document with this id, or nil when there is none or it was deleted.

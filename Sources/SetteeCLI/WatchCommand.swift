@@ -11,7 +11,10 @@ struct WatchCommand: AsyncParsableCommand {
             changed), removed (their file was deleted) and refused. A refused edit is reported on standard \
             error with its file, design document, view and line, and the version loaded before stays live. \
             After each good edit the changed views' indexes are built (a progress bar shows on standard error). \
-            With --query, the view's result is printed again each time a write or a reload changes it. \
+            With --query, the view's result is printed again each time a write or a reload changes it; \
+            while its design document or view is missing (its file deleted), a not_found error is reported \
+            on standard error once and the query resumes after the next reload. A file deleted and created \
+            again within a second (git checkout, rm then cp) is compared by content, as any edit. \
             Runs until interrupted.
             """)
 
@@ -28,17 +31,12 @@ struct WatchCommand: AsyncParsableCommand {
         let query = query
         do {
             let db = try database.open()
-            let (loaded, loadedSink) = AsyncStream.makeStream(of: Void.self)
+            // Only the latest reload matters to a query waiting for its view to come back.
+            let (loaded, loadedSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await Self.watch(db, folder, loaded: loadedSink) }
                 if let query {
-                    group.addTask {
-                        // After the first load, so that the view exists.
-                        for await _ in loaded { break }
-                        for try await result in db.liveQuery(query) {
-                            printLine(["query": .string(query), "result": try JSONValue(parsing: result.json)])
-                        }
-                    }
+                    group.addTask { try await Self.follow(query, in: db, reloads: loaded) }
                 }
                 try await group.next()
                 group.cancelAll()
@@ -62,6 +60,37 @@ struct WatchCommand: AsyncParsableCommand {
             ])
             if !reload.loaded.isEmpty { try await buildIndexes(db) }
             loaded.yield()
+        }
+    }
+
+    /// Prints the view's result whenever it changes. A missing design
+    /// document or view (its file deleted, the view taken out) does not end
+    /// the watch: it is reported once, and the query starts again after
+    /// each reload until the view is back.
+    private static func follow(_ query: String, in db: Database, reloads: AsyncStream<Void>) async throws {
+        var reloads = reloads.makeAsyncIterator()
+        // After the first load, so that the view exists.
+        guard await reloads.next() != nil else { return }
+        var reported = false
+        while true {
+            do {
+                for try await result in db.liveQuery(query) {
+                    reported = false
+                    printLine(["query": .string(query), "result": try JSONValue(parsing: result.json)])
+                }
+                return
+            } catch {
+                guard SetteeErrorCode.notFound ~= error else { throw error }
+                if !reported {
+                    let reason = (error as? DocumentError)?.reason ?? "\(error)"
+                    printError(JSONValue.object([
+                        ("error", "not_found"), ("reason", .string(reason)), ("query", .string(query)),
+                        ("waiting", "for a reload that brings the view back"),
+                    ]).jsonText)
+                    reported = true
+                }
+                guard await reloads.next() != nil, !Task.isCancelled else { return }
+            }
         }
     }
 

@@ -136,6 +136,47 @@ struct HotReloadTests {
         #expect { try watched.db.query("people/by_city") } throws: { ($0 as? any SetteeError)?.errorCode == .notFound }
     }
 
+    /// `git checkout`, `rm; cp` and some editors replace a file by deleting
+    /// it and creating it again: the design document must not be deleted
+    /// (and its indexes dropped and rebuilt from nothing) in between.
+    @Test("A file deleted and created again with the same content shortly after is no change")
+    func fileReplacedByDeleteThenCreate() async throws {
+        let watched = try WatchedFolder()
+        let file = try watched.write("people.json", peopleDesign())
+        // Iterated all along, as `settee watch` does: each change is looked at as it comes.
+        let (elements, sink) = AsyncThrowingStream.makeStream(of: DesignDocumentReload.self)
+        let watch = watched.db.watchDesignDocuments(in: watched.folder)
+        let iteration = Task {
+            do {
+                for try await reload in watch { sink.yield(reload) }
+                sink.finish()
+            } catch {
+                sink.finish(throwing: error)
+            }
+        }
+        defer { iteration.cancel() }
+        var reloads = elements.makeAsyncIterator()
+        #expect(try await reloads.next()?.loaded.count == 1)
+        _ = try watched.keys("people/by_city")
+        let revision = try #require(try await watched.db.document("_design/people")).revision
+        let indexes = try await watched.db.viewInfo()
+
+        try FileManager.default.removeItem(at: file)
+        // Long enough for the watch to see the folder without the file.
+        try await Task.sleep(for: .milliseconds(300))
+        // Moved into place whole: a scan never reads it half written.
+        try Data(peopleDesign().utf8).write(to: file, options: .atomic)
+        // Something else changes, so that the watch has an element to give.
+        let other = watched.folder.appendingPathComponent("other.json")
+        try Data(#"{"_id": "_design/other", "views": {"all": {"map": "function (doc) { emit(doc._id, null); }"}}}"#.utf8)
+            .write(to: other, options: .atomic)
+        let next = try #require(try await reloads.next())
+        #expect(next.removed.isEmpty)
+        #expect(next.loaded.map(\.file) == [other.path], "\(next)")
+        #expect(try await watched.db.document("_design/people")?.revision == revision)
+        #expect(try await watched.db.viewInfo().filter { $0.path.hasPrefix("people/") } == indexes)
+    }
+
     @Test("A live query on a reloaded view runs again on the new definition")
     func liveQueryFollowsReload() async throws {
         let watched = try WatchedFolder()

@@ -101,3 +101,36 @@ struct WatchCommandTests {
         #expect(edited["loaded"]?[0]?["changed_views"] == ["all"])
     }
 }
+
+@Suite("settee watch --query and a missing design document", .timeLimit(.minutes(1)))
+struct WatchCommandMissingDesignTests {
+    @Test("Deleting the queried view's file reports it and keeps watching; the file coming back brings the query back")
+    func queryOutlivesDeletedDesignDocument() async throws {
+        let directory = TemporaryDirectory()
+        let folder = directory.url.appendingPathComponent("DesignDocs")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("notes.json")
+        let design = #"{"_id": "_design/notes", "views": {"all": {"map": "function (doc) { emit(doc._id, null); }"}}}"#
+        try Data(design.utf8).write(to: file)
+        let tool = try RunningTool(["--db", directory.url.appendingPathComponent("db").path, "watch", "--design", folder.path, "--query", "notes/all"])
+        defer { tool.stop() }
+        var output = tool.output.makeAsyncIterator()
+        var errors = tool.errors.makeAsyncIterator()
+        #expect(try JSONValue(parsing: try #require(await output.next()))["loaded"]?[0]?["id"] == "_design/notes")
+        #expect(try JSONValue(parsing: try #require(await output.next()))["query"] == "notes/all")
+
+        try FileManager.default.removeItem(at: file)
+        let removed = try JSONValue(parsing: try #require(await output.next()))
+        #expect(removed["removed"]?[0]?["id"] == "_design/notes")
+        let error = try #require(await errors.next())
+        #expect(error.contains("not_found"))
+        #expect(tool.process.isRunning)
+
+        try Data(design.utf8).write(to: file)
+        #expect(try JSONValue(parsing: try #require(await output.next()))["loaded"]?[0]?["id"] == "_design/notes")
+        let query = try JSONValue(parsing: try #require(await output.next()))
+        #expect(query["query"] == "notes/all")
+        #expect(query["result"]?["rows"] == [])
+        #expect(tool.process.isRunning)
+    }
+}

@@ -4,7 +4,7 @@ extension DocumentStore {
         try environment.read { try designDocumentRecords(in: $0) }
     }
 
-    /// The live design documents `transaction` sees.
+    /// The live design documents as `transaction` sees them.
     func designDocumentRecords(in transaction: LMDBTransaction) throws -> [Document] {
         var documents: [Document] = []
         try transaction.withCursor(docs) { cursor in

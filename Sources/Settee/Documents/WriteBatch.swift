@@ -9,8 +9,11 @@ public final class WriteBatch {
     private var sequence: UInt64
     private var scratch: [UInt8] = []
     private var isOpen = true
-    /// Whether a design document was written (unused indexes are then removed after the commit).
-    private(set) var wroteDesignDocument = false
+    /// The design documents written, in order (before the commit their
+    /// views are counted against the index limit; after it unused indexes
+    /// are removed).
+    private(set) var designDocumentIDs: [String] = []
+    var wroteDesignDocument: Bool { !designDocumentIDs.isEmpty }
 
     init(store: DocumentStore, transaction: LMDBTransaction) throws {
         self.store = store
@@ -22,11 +25,11 @@ public final class WriteBatch {
         isOpen = false
     }
 
-    private func apply(_ edit: DocumentEdit) throws -> WriteResult {
+    func apply(_ edit: DocumentEdit) throws -> WriteResult {
         precondition(isOpen, "A WriteBatch is used only inside the closure of Database.write.")
         let result = try store.apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch)
         sequence += 1
-        if result.id.hasPrefix("_design/") { wroteDesignDocument = true }
+        if result.id.hasPrefix("_design/") { designDocumentIDs.append(result.id) }
         return result
     }
 
@@ -89,6 +92,9 @@ extension Database {
     /// the batch's writes rolls everything back unless the closure catches it.
     /// `body` may run again when the database file has to grow mid-batch, so
     /// it should have no effects outside the batch that cannot be repeated.
+    /// A batch that writes design documents whose views would take the
+    /// database past the indexes it can hold is rolled back with a
+    /// ``DesignDocumentError``.
     @discardableResult
     public func write<T>(_ body: (WriteBatch) throws -> T) throws -> T {
         var wroteDesignDocument = false
@@ -97,6 +103,7 @@ extension Database {
             defer { batch.close() }
             let result = try body(batch)
             wroteDesignDocument = batch.wroteDesignDocument
+            if wroteDesignDocument { try checkIndexLimit(written: batch.designDocumentIDs, in: transaction) }
             return result
         }
         if wroteDesignDocument { try removeUnusedIndexes() }

@@ -22,7 +22,8 @@ extension Database {
     /// Loads design documents from a `.json` file or a folder of them, checks
     /// them (every function compiles, built-in reducers exist, the language is
     /// javascript, every view has a map), and stores them in the database as
-    /// `_design/` documents. Nothing is stored unless all are valid.
+    /// `_design/` documents, all in one transaction: nothing is stored unless
+    /// all are valid, and a crash mid-load leaves every one as it was.
     ///
     /// - Returns: The design documents loaded.
     /// - Throws: ``DesignDocumentErrors`` naming file, design document, view and line.
@@ -48,9 +49,39 @@ extension Database {
             }
         }
         guard errors.isEmpty else { throw DesignDocumentErrors(errors: errors) }
-        for document in documents { try store(document) }
+        do {
+            try write { batch in
+                for document in documents { try store(document, in: batch) }
+            }
+        } catch var error as DesignDocumentError {
+            // Refused when stored (the index limit): name the file it came from.
+            if let index = documents.lastIndex(where: { $0.id == error.designDocument }) { error.file = files[index].path }
+            throw DesignDocumentErrors(errors: [error])
+        }
         try removeUnusedIndexes()
         return documents
+    }
+
+    /// Refuses a write of design documents (`written`, by id) after which the
+    /// database's design documents, as `transaction` sees them, would need
+    /// more distinct indexes than it can hold (``ViewIndexStore/maximumIndexes``):
+    /// past it, every command that opens a table fails until the design
+    /// document is deleted. Views with the same definition share an index.
+    /// Thrown inside the write, so nothing is stored.
+    func checkIndexLimit(written: [String], in transaction: LMDBTransaction) throws {
+        var signatures = Set<String>()
+        for record in try store.designDocumentRecords(in: transaction) {
+            // Not kept in the cache: the write may yet be rolled back.
+            guard let design = designDocumentCache.cached(record.id, revision: record.revision)
+                ?? (try? DesignDocument(json: try record.value)) else { continue }
+            for view in design.views { signatures.insert(view.signature) }
+        }
+        guard signatures.count > ViewIndexStore.maximumIndexes else { return }
+        throw DesignDocumentError(
+            designDocument: written.last,
+            reason: "the database's design documents would have \(signatures.count) distinct views, more than the "
+                + "\(ViewIndexStore.maximumIndexes) it can index (each index takes \(ViewIndexStore.tablesPerIndex) of "
+                + "\(ViewIndexStore.tableHandles) table handles); nothing was stored: remove views or design documents")
     }
 
     /// Parses and checks the design document in a file's contents (see `loadDesignDocuments(from:)`).
@@ -107,15 +138,22 @@ extension Database {
         }
     }
 
-    /// Writes a design document unless the database already holds the same content.
+    /// Writes a design document unless the database already holds the same
+    /// content, byte for byte (`JSONValue`'s `==` compares strings as Swift
+    /// does, taking a view renamed from `é` composed to decomposed for no change).
     func store(_ document: DesignDocument) throws {
+        try write { try store(document, in: $0) }
+    }
+
+    /// Writes a design document in `batch` unless it holds the same content.
+    private func store(_ document: DesignDocument, in batch: WriteBatch) throws {
         var members = (document.json.objectValue ?? []).filter { $0.key != "_rev" }
-        if let current = try self.document(document.id) {
+        if let current = try batch.document(document.id) {
             let stored = (try current.value.objectValue ?? []).filter { $0.key != "_rev" }
-            if JSONValue.object(stored) == JSONValue.object(members) { return }
+            if JSONValue.object(stored).jsonText.utf8.elementsEqual(JSONValue.object(members).jsonText.utf8) { return }
             members.append((key: "_rev", value: .string(current.revision.description)))
         }
-        try put(JSONValue.object(members).jsonText)
+        try batch.put(JSONValue.object(members).jsonText)
     }
 
     /// The design document `_design/NAME` stored in the database.
@@ -156,6 +194,29 @@ extension Database {
     /// chunk reductions (what tests compare the chunks with).
     func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
+        // Another process may edit the design document and remove the index
+        // this query builds or reads: the query starts again from the design
+        // document as it is then (the edited version's index).
+        var attempts = 0
+        while true {
+            do {
+                return try queryOnce(designDocument: name, view: viewName, options: options, progress: progress,
+                                     storedReductions: storedReductions)
+            } catch let error as IndexRemovedError {
+                attempts += 1
+                guard attempts < Self.queryAttempts else { throw error }
+                logger.info("the index was removed while the query used it; querying again", metadata: ["view": "\(error.view)"])
+            }
+        }
+    }
+
+    /// How many times a query starts again when its index is removed under it.
+    private static var queryAttempts: Int { 5 }
+
+    /// One run of a query: the design document as it is now, its index
+    /// brought up to date (unless told otherwise), the answer.
+    private func queryOnce(designDocument name: String, view viewName: String, options: ViewQueryOptions,
+                           progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
         let id = name.hasPrefix("_design/") ? name : "_design/" + name
         // The revision alone tells whether the parsed design document is current,
         // and nothing committed since it was last read leaves it so.
@@ -189,24 +250,47 @@ extension Database {
         let tables = try indexes.tables(for: view.signature)
         var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try javaScript())
         runner.storedReductions = storedReductions
-        let result = try runner.run(view, validated, tables: tables)
+        let result = try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true)
         if validated.update == .lazy { try update(design.views) }
         return result
     }
 
     /// Brings every view's index up to date.
     public func updateIndexes(progress: (IndexProgress) -> Void = { _ in }) throws {
-        let designs = try designDocuments()
-        for design in designs { try check(design, file: nil) }
-        try update(designs.flatMap(\.views), progress: progress)
+        var attempts = 0
+        while true {
+            let designs = try designDocuments()
+            for design in designs { try check(design, file: nil) }
+            do {
+                return try update(designs.flatMap(\.views), progress: progress)
+            } catch let error as IndexRemovedError {
+                // Another process changed a design document: build what they hold now.
+                attempts += 1
+                guard attempts < Self.queryAttempts else { throw error }
+            }
+        }
     }
 
     /// Brings these views' indexes up to date. A new index (an edited view,
     /// or every view after Settee changed how rows are stored) is the moment
     /// to remove those no design document uses, whichever process left them.
+    ///
+    /// The indexes of `views` themselves are kept even when their design
+    /// document was edited during the build (by another process, or another
+    /// thread): the caller answers from them next, and the next clean-up
+    /// that finds them unused removes them.
     private func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws {
         let indexer = try makeIndexer()
-        if try indexing.withLock({ try indexer.update(views, progress: progress) }) { try removeUnusedIndexes() }
+        let started = try indexing.withLock {
+            let stale = try indexer.staleSignatures(views)
+            guard !stale.isEmpty else { return false }
+            // While another process builds one of these indexes, wait for it: the
+            // update then reads what it committed and maps only what is left.
+            return try buildLocks.withLocks(stale) { try indexer.update(views, progress: progress) }
+        }
+        if started {
+            try removeUnusedIndexes(keeping: Set(views.map(\.signature)))
+        }
     }
 
     /// CouchDB's `_all_docs`: every live document by id (raw order), with
@@ -241,9 +325,10 @@ extension Database {
         }
     }
 
-    /// Removes the indexes no design document references any more.
-    func removeUnusedIndexes() throws {
-        let used = Set(try designDocuments().flatMap(\.views).map(\.signature))
+    /// Removes the indexes no design document references any more, except
+    /// those with the signatures in `kept`.
+    func removeUnusedIndexes(keeping kept: Set<String> = []) throws {
+        let used = Set(try designDocuments().flatMap(\.views).map(\.signature)).union(kept)
         // Read first: most calls find nothing to remove, and need no write.
         guard try environment.read({ try indexes.allStates(in: $0) }).contains(where: { !used.contains($0.signature) }) else { return }
         try indexing.withLock {
@@ -275,16 +360,19 @@ final class DesignDocumentCache: @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    private var entries: [String: Entry] = [:]
+    /// By the id's UTF-8 bytes: as `String` keys, `_design/é` composed and
+    /// decomposed would be one entry, and a query of one would be answered
+    /// from the other's views.
+    private var entries: [[UInt8]: Entry] = [:]
 
     /// Whether this revision of the design document compiled.
     func isChecked(_ id: String, revision: Revision) -> Bool {
-        lock.withLock { entries[id].map { $0.revision == revision && $0.checked } ?? false }
+        lock.withLock { entries[Array(id.utf8)].map { $0.revision == revision && $0.checked } ?? false }
     }
 
     func markChecked(_ id: String, revision: Revision) {
         lock.withLock {
-            if entries[id]?.revision == revision { entries[id]?.checked = true }
+            if entries[Array(id.utf8)]?.revision == revision { entries[Array(id.utf8)]?.checked = true }
         }
     }
 
@@ -292,26 +380,26 @@ final class DesignDocumentCache: @unchecked Sendable {
     /// live one when `committed` was already the last committed transaction:
     /// no write since can have changed it.
     func unchanged(_ id: String, since committed: Int) -> (DesignDocument, Revision)? {
-        lock.withLock { entries[id].flatMap { $0.confirmedAt == committed ? ($0.design, $0.revision) : nil } }
+        lock.withLock { entries[Array(id.utf8)].flatMap { $0.confirmedAt == committed ? ($0.design, $0.revision) : nil } }
     }
 
     /// Records that `revision` was read as the live one with `committed` the
     /// last committed transaction, or later (the counter read before the document).
     func confirm(_ id: String, revision: Revision, at committed: Int) {
         lock.withLock {
-            if entries[id]?.revision == revision { entries[id]?.confirmedAt = committed }
+            if entries[Array(id.utf8)]?.revision == revision { entries[Array(id.utf8)]?.confirmedAt = committed }
         }
     }
 
     /// The design document parsed at `revision`, if that is the one cached.
     func cached(_ id: String, revision: Revision) -> DesignDocument? {
-        lock.withLock { entries[id].flatMap { $0.revision == revision ? $0.design : nil } }
+        lock.withLock { entries[Array(id.utf8)].flatMap { $0.revision == revision ? $0.design : nil } }
     }
 
     func parsed(_ document: Document) throws -> DesignDocument {
         if let design = cached(document.id, revision: document.revision) { return design }
         let design = try DesignDocument(json: try document.value)
-        lock.withLock { entries[document.id] = Entry(revision: document.revision, design: design) }
+        lock.withLock { entries[Array(document.id.utf8)] = Entry(revision: document.revision, design: design) }
         return design
     }
 }

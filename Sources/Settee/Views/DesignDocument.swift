@@ -11,7 +11,8 @@ public struct DesignDocument: Sendable, Equatable {
     public let includeDesign: Bool
     /// `options.local_seq`: documents carry `_local_seq` when mapped.
     public let localSequence: Bool
-    /// The views, by name, in name order.
+    /// The views, in the byte order of their names (UTF-8). Names are
+    /// compared byte for byte: `é` composed and decomposed are two views.
     public let views: [ViewDefinition]
     /// The whole design document as JSON.
     public let json: JSONValue
@@ -56,7 +57,13 @@ public struct DesignDocument: Sendable, Equatable {
                 guard case .object = lib else { throw failure("\"views.lib\" must be an object of CommonJS modules", id: id, view: "lib") }
                 library = ["views": ["lib": lib]]
             }
-            for (name, view) in members where name != "lib" {
+            var names = Set<[UInt8]>()
+            for (name, view) in members where !name.utf8.elementsEqual("lib".utf8) {
+                guard !name.isEmpty else { throw failure("a view's name must not be empty: it could not be queried", id: id, view: name) }
+                // JSON keeps both members of a duplicated name; only one could be queried.
+                guard names.insert(Array(name.utf8)).inserted else {
+                    throw failure("the view name appears more than once in \"views\": rename or remove one", id: id, view: name)
+                }
                 guard case .object = view else { throw failure("a view must be an object with a \"map\" function", id: id, view: name) }
                 guard case .string(let map)? = view["map"] else {
                     throw failure(view["map"] == nil ? "the view has no \"map\" function" : "\"map\" must be a string of JavaScript source", id: id, view: name)
@@ -99,12 +106,13 @@ public struct DesignDocument: Sendable, Equatable {
         self.language = language
         self.includeDesign = includeDesign
         self.localSequence = localSequence
-        self.views = views.sorted { $0.name < $1.name }
+        self.views = views.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         self.json = json
     }
 
-    /// The view with this name.
+    /// The view with this name, byte for byte (Swift's `==` would take `é`
+    /// composed and decomposed for the same name).
     public func view(_ name: String) -> ViewDefinition? {
-        views.first { $0.name == name }
+        views.first { $0.name.utf8.elementsEqual(name.utf8) }
     }
 }

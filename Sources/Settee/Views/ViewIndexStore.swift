@@ -107,6 +107,18 @@ final class ViewIndexStore: Sendable {
         states = try environment.openDatabases(["views"])[0]
     }
 
+    /// The tables each index takes: rows, back index, chunks.
+    static let tablesPerIndex = 3
+    /// The named tables a process may open (`mdb_env_set_maxdbs` in
+    /// ``LMDBEnvironment/open(directory:initialMapSize:maximumMapSize:readAhead:)``).
+    static let tableHandles = 4_096
+    /// Named tables besides the indexes': `docs`, `seqs`, `views`.
+    static let otherTables = 3
+    /// The most indexes a database holds: past it, opening a table fails
+    /// (`MDB_DBS_FULL`) and with it every command that opens one. Design
+    /// documents needing more are refused when stored.
+    static var maximumIndexes: Int { (tableHandles - otherTables) / tablesPerIndex }
+
     private static func rowsTable(_ signature: String) -> String { "rows:" + signature }
     private static func backTable(_ signature: String) -> String { "back:" + signature }
     private static func chunksTable(_ signature: String) -> String { "chunks:" + signature }

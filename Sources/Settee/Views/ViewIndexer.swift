@@ -80,6 +80,20 @@ struct ViewIndexer {
         let fresh: Bool
         /// So many changes that the chunks are rebuilt once at the end, not kept up per batch.
         let bulk: Bool
+        /// The index had a committed state when the update began.
+        let existed: Bool
+    }
+
+    /// The signatures of the indexes of `views` that an update would write:
+    /// behind the database's latest sequence, or without their chunks.
+    func staleSignatures(_ views: [ViewDefinition]) throws -> Set<String> {
+        let latest = try store.lastSequence()
+        return try store.environment.read { transaction in
+            try Set(views.map(\.signature)).filter { signature in
+                let state = try indexes.state(signature, in: transaction) ?? ViewIndexState(designDocument: "", view: "")
+                return state.sequence < latest || !state.chunksCurrent
+            }
+        }
     }
 
     /// Updates the indexes of `views` to the database's latest sequence, and
@@ -107,7 +121,8 @@ struct ViewIndexer {
             }
             targets.append(Target(
                 view: view, tables: tables, reducer: reducer, fresh: state.rowCount == 0,
-                bulk: !state.chunksCurrent || (state.rowCount == 0 && state.sequence == 0) || pending * 16 > max(state.rowCount, Self.bulkRowsFloor)))
+                bulk: !state.chunksCurrent || (state.rowCount == 0 && state.sequence == 0) || pending * 16 > max(state.rowCount, Self.bulkRowsFloor),
+                existed: existing != nil))
             states.append(state)
         }
         guard !targets.isEmpty else { return started }
@@ -207,6 +222,7 @@ struct ViewIndexer {
         let chunks = try computeChunks(of: targets.indices.filter { !states[$0].chunksCurrent }.map { targets[$0] }, cpu: cpu)
         try cpu.measure(.writing) { try store.environment.write(durable: false) { transaction in
             for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
+                try checkStillThere(target, state: state, in: transaction)
                 if !state.chunksCurrent, let entries = chunks[target.tables.signature] {
                     try transaction.clear(target.tables.chunks)
                     try Self.writeChunks(entries, intoEmpty: target.tables.chunks, in: transaction)
@@ -459,6 +475,7 @@ struct ViewIndexer {
                 var wroteRows = false
                 for (batch, selected) in jobs {
                     for index in selected {
+                        try checkStillThere(targets[index], state: states[index], in: transaction)
                         let outcome = try write(batch, to: targets[index], index: index, state: states[index], in: transaction)
                         result[index] = outcome.state
                         wroteRows = wroteRows || outcome.wroteRows
@@ -479,6 +496,18 @@ struct ViewIndexer {
         }
         if jobs.contains(where: { $0.batch.documentCount >= Self.releaseThreshold }) { store.environment.releaseMappedPages() }
         return result
+    }
+
+    /// Throws ``IndexRemovedError`` when an index this update has committed
+    /// to (or that existed when it began) has no state in `transaction`:
+    /// another process removed it meanwhile (its design document changed
+    /// there). Writing on would bring back an index holding only the rows
+    /// written from here on, under a state that claims them all.
+    private func checkStillThere(_ target: Target, state: ViewIndexState, in transaction: LMDBTransaction) throws {
+        guard target.existed || state.sequence > 0 else { return }
+        if try indexes.snapshot(target.tables.signature, in: transaction) == nil {
+            throw IndexRemovedError(view: target.view.path, signature: target.tables.signature)
+        }
     }
 
     /// Thrown to roll back a write that changed no index but its checkpoint.
@@ -574,3 +603,19 @@ struct ViewIndexer {
     }
 }
 
+
+/// An index was removed (by another process whose design document edit left
+/// it unused) while this process was building it or about to answer from it.
+/// Queries take the design document afresh and run again; it reaches callers
+/// only when that keeps happening.
+struct IndexRemovedError: SetteeError {
+    /// `DDOC/VIEW`.
+    let view: String
+    let signature: String
+
+    var errorCode: SetteeErrorCode { .conflict }
+
+    var description: String {
+        "the index of view \(view) (signature \(signature.prefix(12))…) was removed while in use: its design document was changed by another writer; query again"
+    }
+}

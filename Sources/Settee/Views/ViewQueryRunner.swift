@@ -16,10 +16,13 @@ struct ViewQueryRunner {
     /// CouchDB's reduce_limit: output past this many bytes must be under half its input.
     static let reduceLimitThreshold = 5000
 
-    func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables) throws -> ViewResult {
+    /// The query's result. With `requiringIndex` (the index was just brought
+    /// up to date, so it has a state), an index with no state was removed
+    /// since by another process: ``IndexRemovedError``, not an empty result.
+    func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables, requiringIndex: Bool = false) throws -> ViewResult {
         var tables = tables
         while true {
-            if let result = try run(view, options, handles: tables) { return result }
+            if let result = try run(view, options, handles: tables, requiringIndex: requiringIndex) { return result }
             // The index was removed and came back under other handles since these were taken.
             tables = try indexes.tables(for: view.signature)
         }
@@ -27,9 +30,11 @@ struct ViewQueryRunner {
 
     /// The query on one snapshot, or nil when `tables` are not the index's
     /// handles any more (see ``ViewIndexStore/areCurrent(_:)``).
-    private func run(_ view: ViewDefinition, _ options: ViewQueryOptions, handles tables: ViewIndexTables) throws -> ViewResult? {
+    private func run(_ view: ViewDefinition, _ options: ViewQueryOptions, handles tables: ViewIndexTables,
+                     requiringIndex: Bool) throws -> ViewResult? {
         try store.environment.read { transaction in
             let snapshot = try indexes.snapshot(view.signature, in: transaction)
+            if snapshot == nil && requiringIndex { throw IndexRemovedError(view: view.path, signature: view.signature) }
             if snapshot != nil && !indexes.areCurrent(tables) { return nil }
             let state = snapshot?.state ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
             // No state in this snapshot: the index has no rows here, and its tables are

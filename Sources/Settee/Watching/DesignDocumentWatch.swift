@@ -13,8 +13,11 @@ import Foundation
 ///   others keep theirs, and live queries on the design document run again.
 /// - A broken edit is refused with its file, design document, view and line
 ///   (``DesignDocumentReload/errors``); the version loaded before stays live.
-/// - A deleted file deletes its design document; its indexes are removed and
-///   live queries on its views end with `not_found`.
+/// - A deleted file deletes its design document once it has stayed away for
+///   the removal delay (one second unless told otherwise); its indexes are
+///   removed and live queries on its views end with `not_found`. A file
+///   deleted and created again within the delay (`git checkout`, `rm; cp`)
+///   is compared by content as any edit: the same content is no change.
 ///
 /// Iteration does the work: nothing is reloaded between calls to `next()`, and
 /// ending the loop stops watching.
@@ -30,10 +33,11 @@ public struct DesignDocumentWatch: AsyncSequence, Sendable {
 
     let database: Database
     let folder: URL
+    let removalDelay: Duration
 
     /// Starts an iteration; see the type's description for what it yields.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(database: database, folder: folder)
+        AsyncIterator(database: database, folder: folder, removalDelay: removalDelay)
     }
 
     /// The iteration's state: the reloads it has seen. Use it from one task.
@@ -43,9 +47,9 @@ public struct DesignDocumentWatch: AsyncSequence, Sendable {
         private var watcher: FolderWatcher?
         private var events: AsyncStream<Void>.Iterator?
 
-        init(database: Database, folder: URL) {
+        init(database: Database, folder: URL, removalDelay: Duration) {
             self.database = database
-            state = DesignDocumentFolder(folder: folder, database: database)
+            state = DesignDocumentFolder(folder: folder, database: database, removalDelay: removalDelay)
         }
 
         /// The initial load (the first call), then the next reload that changed something.
@@ -64,6 +68,8 @@ public struct DesignDocumentWatch: AsyncSequence, Sendable {
             while true {
                 guard await events?.next() != nil, !Task.isCancelled else { return nil }
                 let reload = try await database.background { try state.scan() }
+                // A file gone is looked at again once it has stayed away long enough.
+                if let delay = state.untilNextRemoval { watcher?.wake(after: delay) }
                 if !reload.isEmpty { return reload }
             }
         }
@@ -74,7 +80,11 @@ extension Database {
     /// Loads the design documents of a folder, then reloads each one whose
     /// file changes, for as long as the returned sequence is iterated. See
     /// ``DesignDocumentWatch``.
-    public func watchDesignDocuments(in folder: URL) -> DesignDocumentWatch {
-        DesignDocumentWatch(database: self, folder: folder)
+    ///
+    /// - Parameter removalDelay: How long a file must stay deleted before its
+    ///   design document is deleted: a file replaced by deleting it and
+    ///   creating it again is not taken for a deletion.
+    public func watchDesignDocuments(in folder: URL, removalDelay: Duration = .seconds(1)) -> DesignDocumentWatch {
+        DesignDocumentWatch(database: self, folder: folder, removalDelay: removalDelay)
     }
 }

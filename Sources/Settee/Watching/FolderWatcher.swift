@@ -15,11 +15,13 @@ final class FolderWatcher: @unchecked Sendable {
     let events: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
     private let source: any DispatchSourceProtocol
+    private let queue: DispatchQueue
 
     init(folder: URL) throws(DesignDocumentError) {
         (events, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let continuation = continuation
         let queue = DispatchQueue(label: "settee.folder-watcher")
+        self.queue = queue
         #if canImport(Glibc)
         let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard descriptor >= 0 else {
@@ -46,6 +48,15 @@ final class FolderWatcher: @unchecked Sendable {
         #endif
         self.source = source
         source.resume()
+    }
+
+    /// Sends an event after `delay`, as if the folder had changed: what
+    /// waits for time to pass (a deleted file's removal delay) is looked at then.
+    func wake(after delay: Duration) {
+        let continuation = continuation
+        // A few milliseconds late rather than early: the delay has then surely passed.
+        let nanoseconds = Int(delay / .nanoseconds(1)) + 5_000_000
+        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { continuation.yield() }
     }
 
     deinit {
