@@ -42,8 +42,30 @@ public final class Database: Sendable {
         /// or in a few long runs), an eighth of it: gathering such rows saves
         /// nothing, and the last write, which nothing overlaps, stays short.
         public var indexBufferBytes = 24 << 20
+        /// The largest document written, in bytes of its JSON as given (to
+        /// ``Database/put(_:)``, a ``WriteBatch``, an import line or array
+        /// element, or as a `Codable` value encodes it). Larger ones are
+        /// refused with ``SetteeErrorCode/documentTooLarge``. CouchDB's
+        /// `max_document_size` and its default (8000000 bytes): a document is
+        /// read, copied and handed to every view whole, so one huge document
+        /// costs several times its size in memory wherever it goes.
+        public var maximumDocumentBytes = 8_000_000
+        /// The largest design document (`_design/…`) written or loaded from a
+        /// file, in bytes of its JSON. Lower than ``maximumDocumentBytes``
+        /// because a design document is parsed, hashed and has every function
+        /// compiled by each process that queries it, before its first query
+        /// answers: at 2 MB that stays within tens of milliseconds, where a
+        /// 50 MB one makes every query take a second and more than half a
+        /// gigabyte. Views with bundled CommonJS libraries take a few hundred
+        /// kilobytes.
+        public var maximumDesignDocumentBytes = 2_000_000
 
         public init() {}
+
+        /// The size limits documents are checked against.
+        var sizeLimits: DocumentSizeLimits {
+            DocumentSizeLimits(document: maximumDocumentBytes, designDocument: maximumDesignDocumentBytes)
+        }
     }
 
     /// The database directory.
@@ -72,7 +94,7 @@ public final class Database: Sendable {
         self.options = options
         environment = try LMDBEnvironment.open(directory: directory, initialMapSize: options.initialMapSize,
                                                maximumMapSize: options.maximumSize, readAhead: options.readAhead)
-        store = try DocumentStore(environment: environment, logger: logger)
+        store = try DocumentStore(environment: environment, logger: logger, sizeLimits: options.sizeLimits)
         indexes = try ViewIndexStore(environment: environment)
     }
 
@@ -93,7 +115,10 @@ public final class Database: Sendable {
     /// Writes a document given as a JSON object. Without `_id` an id is
     /// generated; to update an existing document, `_rev` must name its current
     /// revision; `"_deleted": true` deletes.
-    /// - Throws: ``DocumentError`` for bad input or a conflict.
+    /// - Throws: ``DocumentError`` for bad input or a conflict, and
+    ///   ``SetteeErrorCode/documentTooLarge`` for a document over
+    ///   ``Options/maximumDocumentBytes`` (a design document: over
+    ///   ``Options/maximumDesignDocumentBytes``).
     @discardableResult
     public func put(_ json: String) throws -> WriteResult {
         var json = json
@@ -103,7 +128,7 @@ public final class Database: Sendable {
     /// Writes a document given as UTF-8 JSON bytes.
     @discardableResult
     public func put(json: UnsafeRawBufferPointer) throws -> WriteResult {
-        try write(try DocumentEdit(json: json))
+        try write(try DocumentEdit(json: json, sizeLimits: options.sizeLimits))
     }
 
     /// Writes one validated edit in its own transaction.
@@ -149,7 +174,11 @@ public final class Database: Sendable {
 
     /// Imports documents from a file of NDJSON (one JSON object per line) or a
     /// JSON array of objects, streamed in large transactions. Bad documents are
-    /// reported by line and skipped; the others are written.
+    /// reported by line and skipped; the others are written. A document over
+    /// ``Options/maximumDocumentBytes`` is refused
+    /// (``SetteeErrorCode/documentTooLarge``) without being held whole: once
+    /// its line (or array element) runs past the limit, the rest of it is
+    /// read and dropped.
     public func importDocuments(from file: URL, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
         let handle = try FileHandle(forReadingFrom: file)
         defer { try? handle.close() }

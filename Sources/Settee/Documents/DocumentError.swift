@@ -11,6 +11,9 @@ public struct DocumentError: Error, Sendable, Equatable, CustomStringConvertible
         case badRequest = "bad_request"
         /// A top-level member starting with `_` that CouchDB does not allow.
         case documentValidation = "doc_validation"
+        /// The document is larger than the database accepts (CouchDB's 413
+        /// `document_too_large`; see ``Database/Options/maximumDocumentBytes``).
+        case documentTooLarge = "document_too_large"
     }
 
     public var code: Code

@@ -13,11 +13,14 @@ final class DocumentStore: Sendable {
     let logger: Logger
     /// Signalled after every committed write, for live queries and changes feeds.
     let commits: CommitSignal
+    /// The largest documents and design documents written.
+    let sizeLimits: DocumentSizeLimits
     private let ids = DocumentIDGenerator()
 
-    init(environment: LMDBEnvironment, logger: Logger) throws {
+    init(environment: LMDBEnvironment, logger: Logger, sizeLimits: DocumentSizeLimits) throws {
         self.environment = environment
         self.logger = logger
+        self.sizeLimits = sizeLimits
         let tables = try environment.openDatabases(["docs", "seqs"])
         docs = tables[0]
         seqs = tables[1]

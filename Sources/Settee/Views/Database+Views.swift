@@ -40,7 +40,7 @@ extension Database {
         var errors: [DesignDocumentError] = []
         for file in files {
             do {
-                documents.append(try designDocument(file: file, contents: try Data(contentsOf: file)))
+                documents.append(try designDocument(file: file, contents: try readDesignDocumentFile(file)))
             } catch let error as DesignDocumentError {
                 errors.append(error)
             } catch {
@@ -53,8 +53,25 @@ extension Database {
         return documents
     }
 
+    /// A design document file's contents, unless it is larger than a design
+    /// document may be: then it is not read.
+    func readDesignDocumentFile(_ file: URL) throws -> Data {
+        if let size = try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int {
+            try checkDesignDocumentSize(size, file: file)
+        }
+        return try Data(contentsOf: file)
+    }
+
+    private func checkDesignDocumentSize(_ bytes: Int, file: URL) throws(DesignDocumentError) {
+        let limit = options.maximumDesignDocumentBytes
+        guard bytes > limit else { return }
+        throw DesignDocumentError(file: file.path, reason: "\(SetteeErrorCode.documentTooLarge): the file is \(bytes) bytes, over the limit "
+                                  + "of \(limit) bytes for a design document (Database.Options.maximumDesignDocumentBytes)")
+    }
+
     /// Parses and checks the design document in a file's contents (see `loadDesignDocuments(from:)`).
     func designDocument(file: URL, contents data: Data) throws(DesignDocumentError) -> DesignDocument {
+        try checkDesignDocumentSize(data.count, file: file)
         let json: JSONValue
         do {
             json = try data.withUnsafeBytes { bytes throws(JSONParseError) in try JSONParser.parse(bytes) }
