@@ -10,7 +10,8 @@ struct SetteeCommand: AsyncParsableCommand {
         abstract: "CouchDB-style documents and JavaScript views, embedded.",
         discussion: """
             Every command works on the database directory given with --db (created when missing). \
-            Results are JSON on standard output; errors go to standard error with a non-zero exit status.
+            Results are JSON on standard output; errors go to standard error with a non-zero exit status: \
+            1 when a command failed, 2 when it finished but refused some of its input (import, index).
             """,
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
@@ -39,6 +40,15 @@ struct DatabaseOptions: ParsableArguments {
         }
         return try Database(at: URL(fileURLWithPath: db), logger: Logger(label: "settee"))
     }
+}
+
+/// Exit statuses besides 0 (success) and 1 (the command failed).
+enum ExitStatus {
+    /// The command did what it could, but refused some of its input: an
+    /// import rejected documents, or an index build left out design documents
+    /// it cannot use. What was refused is listed on standard error (and, for
+    /// an import, in its report); the rest was done.
+    static let someRejected: Int32 = 2
 }
 
 /// Runs a command body, turning Settee's errors into a message on standard

@@ -204,10 +204,31 @@ extension Database {
     }
 
     /// Brings every view's index up to date.
+    ///
+    /// A stored design document that cannot be used (one written with
+    /// ``put(_:)`` in another language, without a map, or with a function
+    /// that does not compile) does not hold the others back: their views are
+    /// indexed first, then the unusable ones are reported.
+    ///
+    /// - Throws: ``DesignDocumentErrors`` naming each design document left
+    ///   out and why, after the others' indexes are up to date.
     public func updateIndexes(progress: (IndexProgress) -> Void = { _ in }) throws {
-        let designs = try designDocuments()
-        for design in designs { try check(design, file: nil) }
-        try update(designs.flatMap(\.views), progress: progress)
+        var usable: [DesignDocument] = []
+        var unusable: [DesignDocumentError] = []
+        for record in try store.designDocumentRecords() {
+            do {
+                let design = try designDocumentCache.parsed(record)
+                try check(design, file: nil)
+                usable.append(design)
+            } catch var error as DesignDocumentError {
+                if error.designDocument == nil { error.designDocument = record.id }
+                unusable.append(error)
+            } catch let error as JSONParseError {
+                unusable.append(DesignDocumentError(designDocument: record.id, reason: "invalid JSON: \(error)"))
+            }
+        }
+        try update(usable.flatMap(\.views), progress: progress)
+        if !unusable.isEmpty { throw DesignDocumentErrors(errors: unusable) }
     }
 
     /// Brings these views' indexes up to date. A new index (an edited view,
