@@ -165,6 +165,22 @@ public final class Database: Sendable {
         try store.changes(since: since, limit: limit)
     }
 
+    /// The changes ``changes(since:limit:)`` returns, handed to `body` one by
+    /// one as they are read instead of held, so memory stays the same however
+    /// many there are. They are read in one read transaction (one snapshot);
+    /// while `body` runs, writers go on, but the pages they replace cannot be
+    /// reused until the call returns. `limit` counts as it does there.
+    public func forEachChange(since: UInt64 = 0, limit: Int? = nil, _ body: (Change) throws -> Void) throws {
+        try environment.read { transaction in
+            var count = 0
+            try store.forEachChange(since: since, in: transaction) { sequence, id, record in
+                try body(Change(sequence: sequence, id: String(decoding: id, as: UTF8.self), revision: record.revision, isDeleted: record.isDeleted))
+                count += 1
+                return limit.map { count < $0 } ?? true
+            }
+        }
+    }
+
     /// The sequence number of the latest write.
     public func lastSequence() throws -> UInt64 {
         try store.lastSequence()

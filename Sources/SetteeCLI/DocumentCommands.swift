@@ -103,9 +103,21 @@ struct ChangesCommand: AsyncParsableCommand {
         }
         try reportingErrors {
             let db = try database.open()
-            let changes = try db.changes(since: since, limit: limit)
-            let last = changes.last?.sequence ?? since
-            printJSON(.object([("results", .array(changes.map(Self.row))), ("last_seq", .number(Double(last)))]))
+            // Changes are printed as they are read: memory does not grow with the feed.
+            let output = StreamedOutput()
+            output.write(#"{"results":["#)
+            var last = since
+            var first = true
+            try db.forEachChange(since: since, limit: limit) { change in
+                output.write { out in
+                    if !first { out.append(UInt8(ascii: ",")) }
+                    out.append(contentsOf: Self.row(change).jsonText.utf8)
+                }
+                first = false
+                last = change.sequence
+            }
+            output.write(#"],"last_seq":"# + JSONValue.number(Double(last)).jsonText + "}\n")
+            output.flush()
         }
     }
 

@@ -105,11 +105,15 @@ struct QueryCommand: ParsableCommand {
             let db = try database.open()
             let options = try ViewQueryOptions(parameters: query.parameters)
             let bar = ProgressBar(label: "indexing \(view)", unit: "docs")
-            let result = try db.query(view, options: options) { progress in
-                bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+            // Rows are printed as they are read: memory does not grow with the result.
+            try StreamedOutput().printResult { header, row in
+                try db.forEachRow(view, options: options, progress: { progress in
+                    bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+                }, header: { result in
+                    bar.finish()
+                    header(result)
+                }, row)
             }
-            bar.finish()
-            print(result.json)
         }
     }
 }
@@ -125,7 +129,10 @@ struct AllDocsCommand: ParsableCommand {
         try reportingErrors {
             let db = try database.open()
             let options = try ViewQueryOptions(parameters: query.parameters)
-            print(try db.allDocuments(options: options).json)
+            // Rows are printed as they are read: memory does not grow with the result.
+            try StreamedOutput().printResult { header, row in
+                try db.forEachDocumentRow(options: options, header: header, row)
+            }
         }
     }
 }

@@ -147,12 +147,8 @@ extension Database {
     /// - Throws: ``QueryError`` for invalid options (CouchDB's messages),
     ///   ``DocumentError`` (`not_found`) for a missing design document or view.
     public func query(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
-        guard let slash = path.utf8.firstIndex(of: UInt8(ascii: "/")), slash != path.utf8.startIndex,
-              path.utf8.index(after: slash) != path.utf8.endIndex else {
-            throw QueryError(error: "bad_request", reason: "a view is named DESIGN/VIEW, not \"\(path)\"")
-        }
-        return try query(designDocument: String(path[..<slash]), view: String(path[path.utf8.index(after: slash)...]),
-                         options: options, progress: progress)
+        let (design, view) = try Self.splitViewPath(path)
+        return try query(designDocument: design, view: view, options: options, progress: progress)
     }
 
     /// Queries the view `view` of the design document `designDocument`.
@@ -165,6 +161,63 @@ extension Database {
     /// chunk reductions (what tests compare the chunks with).
     func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
+        var result = ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: [])
+        try query(designDocument: name, view: viewName, options: options, progress: progress, storedReductions: storedReductions,
+                  streaming: false) { header in
+            result.totalRows = header.totalRows
+            result.offset = header.offset
+            result.updateSequence = header.updateSequence
+        } row: { row in
+            result.rows.append(row)
+        }
+        return result
+    }
+
+    /// Queries a view as ``query(_:options:progress:)`` does, handing over
+    /// the result as it is read instead of holding it: `header` once (total
+    /// rows, offset, update sequence), then `body` with each row in order.
+    /// Memory stays the same however many rows the query returns, so this is
+    /// the way to read a large result, `include_docs` or not:
+    ///
+    /// ```swift
+    /// try db.forEachRow("app/by_city", options: ViewQueryOptions(parameters: [("include_docs", "true")])) { row in
+    ///     try export(row.documentJSON!)
+    /// }
+    /// ```
+    ///
+    /// The rows are read in one read transaction, the same snapshot
+    /// throughout, on the calling thread: while `body` runs, writers go on,
+    /// but the pages they replace cannot be reused until the call returns, so
+    /// a slow consumer of a long result lets the database file grow meanwhile.
+    /// A row is valid after `body` returns (its strings are its own).
+    ///
+    /// - Parameters:
+    ///   - path: The view, as `DDOC/VIEW`.
+    ///   - options: CouchDB's options, with the same meaning as for a query.
+    ///   - progress: Called while the view's index is brought up to date first.
+    ///   - header: Called once, before the first row.
+    ///   - body: Called with each row; an error it throws ends the query and is rethrown.
+    /// - Throws: As ``query(_:options:progress:)``.
+    public func forEachRow(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in },
+                           header: (ViewResultHeader) throws -> Void = { _ in }, _ body: (ViewRow) throws -> Void) throws {
+        let (design, view) = try Self.splitViewPath(path)
+        try query(designDocument: design, view: view, options: options, progress: progress, storedReductions: true, streaming: true,
+                  header: header, row: { try body($0) })
+    }
+
+    /// `DDOC/VIEW` split at its slash.
+    private static func splitViewPath(_ path: String) throws -> (designDocument: String, view: String) {
+        guard let slash = path.utf8.firstIndex(of: UInt8(ascii: "/")), slash != path.utf8.startIndex,
+              path.utf8.index(after: slash) != path.utf8.endIndex else {
+            throw QueryError(error: "bad_request", reason: "a view is named DESIGN/VIEW, not \"\(path)\"")
+        }
+        return (String(path[..<slash]), String(path[path.utf8.index(after: slash)...]))
+    }
+
+    /// Answers a query, handing over its header and rows as they are read.
+    private func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
+                       progress: (IndexProgress) -> Void, storedReductions: Bool, streaming: Bool,
+                       header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
         let id = name.hasPrefix("_design/") ? name : "_design/" + name
         // The revision alone tells whether the parsed design document is current,
         // and nothing committed since it was last read leaves it so.
@@ -198,9 +251,8 @@ extension Database {
         let tables = try indexes.tables(for: view.signature)
         var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try javaScript())
         runner.storedReductions = storedReductions
-        let result = try runner.run(view, validated, tables: tables)
+        try runner.run(view, validated, tables: tables, streaming: streaming, header: header, row: row)
         if validated.update == .lazy { try update(design.views) }
-        return result
     }
 
     /// Brings every view's index up to date.
@@ -244,7 +296,26 @@ extension Database {
     /// inclusive_end and include_docs as for views.
     public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
         let validated = try options.validatedForAllDocs()
-        return try store.allDocuments(validated)
+        var result = ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: [])
+        try store.forEachDocumentRow(validated) { header in
+            result.totalRows = header.totalRows
+            result.offset = header.offset
+            result.updateSequence = header.updateSequence
+        } row: { row in
+            result.rows.append(row)
+        }
+        return result
+    }
+
+    /// CouchDB's `_all_docs` as ``allDocuments(options:)`` answers it, handed
+    /// over as it is read instead of held: `header` once, then `body` with
+    /// each row in order, in one read transaction (see
+    /// ``forEachRow(_:options:progress:header:_:)`` for what that means for
+    /// writers). Memory stays the same however many rows there are.
+    public func forEachDocumentRow(options: ViewQueryOptions = ViewQueryOptions(), header: (ViewResultHeader) throws -> Void = { _ in },
+                                   _ body: (ViewRow) throws -> Void) throws {
+        let validated = try options.validatedForAllDocs()
+        try store.forEachDocumentRow(validated, header: header, row: { try body($0) })
     }
 
     // MARK: Indexes
