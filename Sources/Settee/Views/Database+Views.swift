@@ -69,6 +69,15 @@ extension Database {
                                   + "of \(limit) bytes for a design document (Database.Options.maximumDesignDocumentBytes)")
     }
 
+    /// Refuses a stored design document larger than a design document may be
+    /// now (written before the limit, or under a higher one).
+    private func checkStoredDesignDocumentSize(_ bytes: Int, id: String) throws(DocumentError) {
+        let limit = options.maximumDesignDocumentBytes
+        guard bytes > limit else { return }
+        throw DocumentError(.documentTooLarge, "the stored design document is \(bytes) bytes of JSON, over the limit of \(limit) bytes "
+                            + "(Database.Options.maximumDesignDocumentBytes); raise it to use the design document, or replace it", id: id)
+    }
+
     /// Parses and checks the design document in a file's contents (see `loadDesignDocuments(from:)`).
     func designDocument(file: URL, contents data: Data) throws(DesignDocumentError) -> DesignDocument {
         try checkDesignDocumentSize(data.count, file: file)
@@ -241,6 +250,8 @@ extension Database {
         let validated = try options.validated(viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
         // A design document written with put() was never compiled: say so with its id and view, not mid-indexing.
         if !designDocumentCache.isChecked(id, revision: revision) {
+            // One stored under a higher limit is refused too: each process would parse and compile it whole.
+            if let bytes = designDocumentCache.bodyBytes(id, revision: revision) { try checkStoredDesignDocumentSize(bytes, id: id) }
             try check(design, file: nil)
             designDocumentCache.markChecked(id, revision: revision)
         }
@@ -269,6 +280,7 @@ extension Database {
         var unusable: [DesignDocumentError] = []
         for record in try store.designDocumentRecords() {
             do {
+                try checkStoredDesignDocumentSize(record.body.count, id: record.id)
                 let design = try designDocumentCache.parsed(record)
                 try check(design, file: nil)
                 usable.append(design)
@@ -277,6 +289,8 @@ extension Database {
                 unusable.append(error)
             } catch let error as JSONParseError {
                 unusable.append(DesignDocumentError(designDocument: record.id, reason: "invalid JSON: \(error)"))
+            } catch let error as DocumentError where error.code == .documentTooLarge {
+                unusable.append(DesignDocumentError(designDocument: record.id, reason: "\(error.code.rawValue): \(error.reason)"))
             }
         }
         try update(usable.flatMap(\.views), progress: progress)
@@ -370,6 +384,8 @@ final class DesignDocumentCache: @unchecked Sendable {
         var revision: Revision
         var design: DesignDocument
         var checked = false
+        /// The size of the stored document's body.
+        var bodyBytes: Int
         /// The last committed transaction when this revision was last read as
         /// the live one (the environment's counter; nil: not since parsed).
         var confirmedAt: Int?
@@ -381,6 +397,11 @@ final class DesignDocumentCache: @unchecked Sendable {
     /// Whether this revision of the design document compiled.
     func isChecked(_ id: String, revision: Revision) -> Bool {
         lock.withLock { entries[id].map { $0.revision == revision && $0.checked } ?? false }
+    }
+
+    /// The body size of the design document parsed at `revision`, if that is the one cached.
+    func bodyBytes(_ id: String, revision: Revision) -> Int? {
+        lock.withLock { entries[id].flatMap { $0.revision == revision ? $0.bodyBytes : nil } }
     }
 
     func markChecked(_ id: String, revision: Revision) {
@@ -412,7 +433,7 @@ final class DesignDocumentCache: @unchecked Sendable {
     func parsed(_ document: Document) throws -> DesignDocument {
         if let design = cached(document.id, revision: document.revision) { return design }
         let design = try DesignDocument(json: try document.value)
-        lock.withLock { entries[document.id] = Entry(revision: document.revision, design: design) }
+        lock.withLock { entries[document.id] = Entry(revision: document.revision, design: design, bodyBytes: document.body.count) }
         return design
     }
 }
