@@ -45,8 +45,30 @@ public final class Database: Sendable {
         /// Who writes, as design documents' `validate_doc_update` functions
         /// see it (their `userCtx`): an administrator unless said otherwise.
         public var userContext = UserContext.administrator
+        /// The largest document written, in bytes of its JSON as given (to
+        /// ``Database/put(_:)``, a ``WriteBatch``, an import line or array
+        /// element, or as a `Codable` value encodes it). Larger ones are
+        /// refused with ``SetteeErrorCode/documentTooLarge``. CouchDB's
+        /// `max_document_size` and its default (8000000 bytes): a document is
+        /// read, copied and handed to every view whole, so one huge document
+        /// costs several times its size in memory wherever it goes.
+        public var maximumDocumentBytes = 8_000_000
+        /// The largest design document (`_design/…`) written or loaded from a
+        /// file, in bytes of its JSON. Lower than ``maximumDocumentBytes``
+        /// because a design document is parsed, hashed and has every function
+        /// compiled by each process that queries it, before its first query
+        /// answers: at 2 MB that stays within tens of milliseconds, where a
+        /// 50 MB one makes every query take a second and more than half a
+        /// gigabyte. Views with bundled CommonJS libraries take a few hundred
+        /// kilobytes.
+        public var maximumDesignDocumentBytes = 2_000_000
 
         public init() {}
+
+        /// The size limits documents are checked against.
+        var sizeLimits: DocumentSizeLimits {
+            DocumentSizeLimits(document: maximumDocumentBytes, designDocument: maximumDesignDocumentBytes)
+        }
     }
 
     /// The database directory.
@@ -82,7 +104,7 @@ public final class Database: Sendable {
         let validation = UpdateValidation(database: directory.lastPathComponent, userContext: options.userContext) {
             try workers.pool(count: options.javaScriptWorkers, configuration: options.javaScript)
         }
-        store = try DocumentStore(environment: environment, logger: logger, validation: validation)
+        store = try DocumentStore(environment: environment, logger: logger, validation: validation, sizeLimits: options.sizeLimits)
         indexes = try ViewIndexStore(environment: environment)
         buildLocks = try IndexBuildLocks(directory: environment.path)
     }
@@ -104,9 +126,14 @@ public final class Database: Sendable {
     /// Writes a document given as a JSON object. Without `_id` an id is
     /// generated; to update an existing document, `_rev` must name its current
     /// revision; `"_deleted": true` deletes.
-    /// - Throws: ``DocumentError`` for bad input or a conflict;
-    ///   ``DesignDocumentError`` for a `_design/` document whose views would
-    ///   take the database past the indexes it can hold.
+    /// - Throws: ``DocumentError`` for bad input or a conflict,
+    ///   ``SetteeErrorCode/documentTooLarge`` for a document over
+    ///   ``Options/maximumDocumentBytes`` (a design document: over
+    ///   ``Options/maximumDesignDocumentBytes``), ``SetteeErrorCode/forbidden``
+    ///   or ``SetteeErrorCode/unauthorized`` when a design document's
+    ///   `validate_doc_update` refuses it, and ``DesignDocumentError`` for a
+    ///   `_design/` document whose views would take the database past the
+    ///   indexes it can hold.
     @discardableResult
     public func put(_ json: String) throws -> WriteResult {
         var json = json
@@ -116,7 +143,7 @@ public final class Database: Sendable {
     /// Writes a document given as UTF-8 JSON bytes.
     @discardableResult
     public func put(json: UnsafeRawBufferPointer) throws -> WriteResult {
-        try write(try DocumentEdit(json: json))
+        try write(try DocumentEdit(json: json, sizeLimits: options.sizeLimits))
     }
 
     /// Writes one validated edit in its own transaction.
@@ -153,6 +180,22 @@ public final class Database: Sendable {
         try store.changes(since: since, limit: limit)
     }
 
+    /// The changes ``changes(since:limit:)`` returns, handed to `body` one by
+    /// one as they are read instead of held, so memory stays the same however
+    /// many there are. They are read in one read transaction (one snapshot);
+    /// while `body` runs, writers go on, but the pages they replace cannot be
+    /// reused until the call returns. `limit` counts as it does there.
+    public func forEachChange(since: UInt64 = 0, limit: Int? = nil, _ body: (Change) throws -> Void) throws {
+        try environment.read { transaction in
+            var count = 0
+            try store.forEachChange(since: since, in: transaction) { sequence, id, record in
+                try body(Change(sequence: sequence, id: String(decoding: id, as: UTF8.self), revision: record.revision, isDeleted: record.isDeleted))
+                count += 1
+                return limit.map { count < $0 } ?? true
+            }
+        }
+    }
+
     /// The sequence number of the latest write.
     public func lastSequence() throws -> UInt64 {
         try store.lastSequence()
@@ -162,7 +205,11 @@ public final class Database: Sendable {
 
     /// Imports documents from a file of NDJSON (one JSON object per line) or a
     /// JSON array of objects, streamed in large transactions. Bad documents are
-    /// reported by line and skipped; the others are written.
+    /// reported by line and skipped; the others are written. A document over
+    /// ``Options/maximumDocumentBytes`` is refused
+    /// (``SetteeErrorCode/documentTooLarge``) without being held whole: once
+    /// its line (or array element) runs past the limit, the rest of it is
+    /// read and dropped.
     public func importDocuments(from file: URL, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
         let handle = try FileHandle(forReadingFrom: file)
         defer { try? handle.close() }

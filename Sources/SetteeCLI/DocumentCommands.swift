@@ -16,7 +16,18 @@ struct PutCommand: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let db = try database.open()
-            let bytes = readArgument(json)
+            let bytes: [UInt8]
+            if json == "-" {
+                // No more than a document may take: a larger one is refused without being read whole.
+                let largest = database.largestDocumentBytes
+                bytes = Array(try FileHandle.standardInput.read(upToCount: largest + 1) ?? Data())
+                if bytes.count > largest {
+                    throw DocumentError(.documentTooLarge, "the document on standard input is more than \(largest) bytes of JSON, "
+                                        + "over the limit (--max-document-size, --max-design-document-size)")
+                }
+            } else {
+                bytes = Array(json.utf8)
+            }
             let result = try bytes.withUnsafeBytes { try db.put(json: $0) }
             printJSON(["ok": true, "id": .string(result.id), "rev": .string(result.revision.description)])
         }
@@ -103,9 +114,21 @@ struct ChangesCommand: AsyncParsableCommand {
         }
         try reportingErrors {
             let db = try database.open()
-            let changes = try db.changes(since: since, limit: limit)
-            let last = changes.last?.sequence ?? since
-            printJSON(.object([("results", .array(changes.map(Self.row))), ("last_seq", .number(Double(last)))]))
+            // Changes are printed as they are read: memory does not grow with the feed.
+            let output = StreamedOutput()
+            output.write(#"{"results":["#)
+            var last = since
+            var first = true
+            try db.forEachChange(since: since, limit: limit) { change in
+                output.write { out in
+                    if !first { out.append(UInt8(ascii: ",")) }
+                    out.append(contentsOf: Self.row(change).jsonText.utf8)
+                }
+                first = false
+                last = change.sequence
+            }
+            output.write(#"],"last_seq":"# + JSONValue.number(Double(last)).jsonText + "}\n")
+            output.flush()
         }
     }
 

@@ -6,7 +6,11 @@ struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Import documents from NDJSON (one object per line) or a JSON array.",
-        discussion: "Bad documents are listed with their line and reason; the others are written.")
+        discussion: """
+            Bad documents are listed with their line and reason; the others are written. Exits with 0 when \
+            every document was written, \(ExitStatus.someRejected) when some were rejected (the others are \
+            written all the same, and the report says which), 1 when the import could not run.
+            """)
 
     @OptionGroup var database: DatabaseOptions
 
@@ -45,6 +49,8 @@ struct ImportCommand: ParsableCommand {
                 printError("settee: rejected \(rejection)")
             }
             if report.rejected.count > 20 { printError("settee: … and \(report.rejected.count - 20) more rejected") }
+            // A script must not take a partial import for a whole one.
+            if !report.rejected.isEmpty { throw ExitCode(ExitStatus.someRejected) }
         }
     }
 }

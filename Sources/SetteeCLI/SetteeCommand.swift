@@ -10,7 +10,8 @@ struct SetteeCommand: AsyncParsableCommand {
         abstract: "CouchDB-style documents and JavaScript views, embedded.",
         discussion: """
             Every command works on the database directory given with --db (created when missing). \
-            Results are JSON on standard output; errors go to standard error with a non-zero exit status.
+            Results are JSON on standard output; errors go to standard error with a non-zero exit status: \
+            1 when a command failed, 2 when it finished but refused some of its input (import, index).
             """,
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
@@ -30,6 +31,27 @@ struct DatabaseOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log what the engine does to standard error.")
     var verbose = false
 
+    @Option(name: .customLong("max-document-size"),
+            help: "The largest document written, in bytes of JSON (CouchDB's max_document_size; 8000000).")
+    var maximumDocumentBytes: Int?
+
+    @Option(name: .customLong("max-design-document-size"),
+            help: "The largest design document written, loaded or used, in bytes of JSON (2000000).")
+    var maximumDesignDocumentBytes: Int?
+
+    func validate() throws {
+        if let maximumDocumentBytes, maximumDocumentBytes <= 0 { throw ValidationError("--max-document-size must be a positive number of bytes.") }
+        if let maximumDesignDocumentBytes, maximumDesignDocumentBytes <= 0 {
+            throw ValidationError("--max-design-document-size must be a positive number of bytes.")
+        }
+    }
+
+    /// The largest document any limit allows (what `put -` reads of standard input at most).
+    var largestDocumentBytes: Int {
+        let defaults = Database.Options()
+        return max(maximumDocumentBytes ?? defaults.maximumDocumentBytes, maximumDesignDocumentBytes ?? defaults.maximumDesignDocumentBytes)
+    }
+
     func open() throws -> Database {
         guard let db else { throw ValidationError("Missing expected option '--db <path>'") }
         LoggingSystem.bootstrap { label in
@@ -37,8 +59,20 @@ struct DatabaseOptions: ParsableArguments {
             handler.logLevel = verbose ? .info : .warning
             return handler
         }
-        return try Database(at: URL(fileURLWithPath: db), logger: Logger(label: "settee"))
+        var options = Database.Options()
+        if let maximumDocumentBytes { options.maximumDocumentBytes = maximumDocumentBytes }
+        if let maximumDesignDocumentBytes { options.maximumDesignDocumentBytes = maximumDesignDocumentBytes }
+        return try Database(at: URL(fileURLWithPath: db), options: options, logger: Logger(label: "settee"))
     }
+}
+
+/// Exit statuses besides 0 (success) and 1 (the command failed).
+enum ExitStatus {
+    /// The command did what it could, but refused some of its input: an
+    /// import rejected documents, or an index build left out design documents
+    /// it cannot use. What was refused is listed on standard error (and, for
+    /// an import, in its report); the rest was done.
+    static let someRejected: Int32 = 2
 }
 
 /// Runs a command body, turning Settee's errors into a message on standard
@@ -76,12 +110,4 @@ func printJSON(_ value: JSONValue) {
 /// Prints one JSON line and flushes it at once, for commands that run until interrupted.
 func printLine(_ value: JSONValue) {
     FileHandle.standardOutput.write(Data((value.jsonText + "\n").utf8))
-}
-
-/// Reads a JSON argument, or standard input for `-`.
-func readArgument(_ argument: String) -> [UInt8] {
-    if argument == "-" {
-        return Array(FileHandle.standardInput.readDataToEndOfFile())
-    }
-    return Array(argument.utf8)
 }

@@ -105,11 +105,15 @@ struct QueryCommand: ParsableCommand {
             let db = try database.open()
             let options = try ViewQueryOptions(parameters: query.parameters)
             let bar = ProgressBar(label: "indexing \(view)", unit: "docs")
-            let result = try db.query(view, options: options) { progress in
-                bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+            // Rows are printed as they are read: memory does not grow with the result.
+            try StreamedOutput().printResult { header, row in
+                try db.forEachRow(view, options: options, progress: { progress in
+                    bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+                }, header: { result in
+                    bar.finish()
+                    header(result)
+                }, row)
             }
-            bar.finish()
-            print(result.json)
         }
     }
 }
@@ -125,14 +129,23 @@ struct AllDocsCommand: ParsableCommand {
         try reportingErrors {
             let db = try database.open()
             let options = try ViewQueryOptions(parameters: query.parameters)
-            print(try db.allDocuments(options: options).json)
+            // Rows are printed as they are read: memory does not grow with the result.
+            try StreamedOutput().printResult { header, row in
+                try db.forEachDocumentRow(options: options, header: header, row)
+            }
         }
     }
 }
 
 struct IndexCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "index", abstract: "Bring every view's index up to date (queries do this too, view by view).")
+        commandName: "index", abstract: "Bring every view's index up to date (queries do this too, view by view).",
+        discussion: """
+            A stored design document that cannot be used (written with put in another language than \
+            javascript, without a map, or with a function that does not compile) is left out: the others are \
+            indexed, each one left out is named on standard error with the reason and listed under "skipped", \
+            and the exit status is 2, as for an import that rejected documents.
+            """)
 
     @OptionGroup var database: DatabaseOptions
 
@@ -141,15 +154,31 @@ struct IndexCommand: ParsableCommand {
             let db = try database.open()
             let bar = ProgressBar(label: "indexing", unit: "docs")
             let started = ContinuousClock.now
-            try db.updateIndexes { progress in
-                bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+            var skipped: [DesignDocumentError] = []
+            do {
+                try db.updateIndexes { progress in
+                    bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+                }
+            } catch let error as DesignDocumentErrors {
+                // The usable design documents are indexed; these were left out.
+                skipped = error.errors
             }
             bar.finish()
             let seconds = (ContinuousClock.now - started) / .seconds(1)
             let views: [JSONValue] = try db.viewInfo().map { view in
                 ["view": .string(view.path), "indexed_seq": .number(Double(view.indexedSequence)), "rows": .number(Double(view.rowCount))]
             }
-            printJSON(["ok": true, "seconds": .number((seconds * 1000).rounded() / 1000), "views": .array(views)])
+            var report: [(key: String, value: JSONValue)] = [
+                ("ok", .bool(skipped.isEmpty)), ("seconds", .number((seconds * 1000).rounded() / 1000)), ("views", .array(views)),
+            ]
+            if !skipped.isEmpty {
+                report.append(("skipped", .array(skipped.map { problem in
+                    .object([("id", problem.designDocument.map(JSONValue.string) ?? .null), ("reason", .string(problem.description))])
+                })))
+            }
+            printJSON(.object(report))
+            for problem in skipped { printError("settee: skipped a design document that cannot be used: \(problem)") }
+            if !skipped.isEmpty { throw ExitCode(ExitStatus.someRejected) }
         }
     }
 }

@@ -101,8 +101,15 @@ struct WatchCommand: AsyncParsableCommand {
             DispatchQueue.global().async {
                 continuation.resume(with: Result {
                     let bar = ProgressBar(label: "indexing", unit: "docs")
-                    try db.updateIndexes { progress in
-                        bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+                    do {
+                        try db.updateIndexes { progress in
+                            bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+                        }
+                    } catch let error as DesignDocumentErrors {
+                        // Stored design documents the watched folder does not hold (written with put):
+                        // the others are indexed, and watching goes on.
+                        bar.finish()
+                        for problem in error.errors { printError("settee: skipped a design document that cannot be used: \(problem)") }
                     }
                     bar.finish()
                 })

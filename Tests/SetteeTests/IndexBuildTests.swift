@@ -442,6 +442,8 @@ struct IndexBuildTests {
         var options = Database.Options()
         options.javaScriptWorkers = 1
         options.javaScript.heapLimitBytes = 32 << 20
+        // The document is 8 MB of JSON: over the default limit, which would refuse it before the engine sees it.
+        options.maximumDocumentBytes = 16 << 20
         let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
         try db.loadDesignDocuments(from: directory.file("b.json", contents: Self.design))
         // A million small objects: a few MB of JSON, far more as engine objects.

@@ -65,6 +65,11 @@ struct ChildProcess {
         var standardError: String
         /// The process's peak resident memory.
         var peakResidentBytes: Int
+        /// The largest anonymous resident memory seen (RssAnon, sampled every
+        /// few milliseconds): the process's own allocations, without the pages
+        /// of the database file it maps, which count in ``peakResidentBytes``
+        /// and grow with the data read however little memory the process holds.
+        var peakAnonymousBytes: Int
     }
 
     func kill(_ signal: Int32 = SIGKILL) {
@@ -77,8 +82,10 @@ struct ChildProcess {
     func wait() throws -> Outcome {
         var status: Int32 = 0
         var peak = 0
+        var peakAnonymous = 0
         while true {
             peak = max(peak, highWaterMark() ?? 0)
+            peakAnonymous = max(peakAnonymous, statusKilobytes("RssAnon:").map { $0 * 1024 } ?? 0)
             let ended = waitpid(pid, &status, WNOHANG)
             if ended == pid { break }
             guard ended == 0 || errno == EINTR else { throw SetteeExecutableError(message: "waitpid failed with errno \(errno)") }
@@ -90,15 +97,21 @@ struct ChildProcess {
             signal: signalled ? status & 0x7F : nil,
             standardOutput: (try? String(contentsOf: output, encoding: .utf8)) ?? "",
             standardError: (try? String(contentsOf: errors, encoding: .utf8)) ?? "",
-            peakResidentBytes: peak)
+            peakResidentBytes: peak,
+            peakAnonymousBytes: peakAnonymous)
     }
 
     /// The process's peak resident memory so far, from /proc.
     private func highWaterMark() -> Int? {
+        statusKilobytes("VmHWM:").map { $0 * 1024 }
+    }
+
+    /// A `kB` figure of /proc/PID/status, by its label.
+    private func statusKilobytes(_ label: String) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kilobytes = Int(line.dropFirst("VmHWM:".count).trimmingCharacters(in: .whitespaces).dropLast(3).trimmingCharacters(in: .whitespaces))
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(label) }),
+              let kilobytes = Int(line.dropFirst(label.count).trimmingCharacters(in: .whitespaces).dropLast(3).trimmingCharacters(in: .whitespaces))
         else { return nil }
-        return kilobytes * 1024
+        return kilobytes
     }
 }

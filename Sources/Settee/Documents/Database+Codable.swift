@@ -31,7 +31,7 @@ extension Database {
     ///   or a conflict.
     @discardableResult
     public func put(_ value: some Encodable, id: String, revision: Revision? = nil) throws -> WriteResult {
-        try write(try DocumentEdit(value, id: id, revision: revision))
+        try write(try DocumentEdit(value, id: id, revision: revision, sizeLimits: options.sizeLimits))
     }
 
     /// The document `id` decoded as `T`, or nil when there is none or it was deleted.
@@ -46,9 +46,9 @@ extension Database {
 
 extension DocumentEdit {
     /// The edit that writes `value` as the document `id`.
-    init(_ value: some Encodable, id: String, revision: Revision?) throws {
+    init(_ value: some Encodable, id: String, revision: Revision?, sizeLimits: DocumentSizeLimits) throws {
         let json = try Self.documentJSON(value, id: id, revision: revision)
-        self = try json.withUnsafeBytes { try DocumentEdit(json: $0) }
+        self = try json.withUnsafeBytes { try DocumentEdit(json: $0, sizeLimits: sizeLimits) }
         guard self.id == id else {
             throw DocumentError(.badRequest, "the value's _id \"\(self.id ?? "")\" is not the id it is written under", id: id)
         }

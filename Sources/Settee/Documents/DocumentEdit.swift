@@ -15,7 +15,12 @@ struct DocumentEdit: Sendable {
     static let maximumIDBytes = 511
 
     /// Validates one JSON document. Errors say what is wrong in CouchDB's words.
-    init(json: UnsafeRawBufferPointer) throws(DocumentError) {
+    /// A document's size is the byte length of its JSON as given, checked
+    /// before anything else is done with it (a design document's once its id is read).
+    init(json: UnsafeRawBufferPointer, sizeLimits: DocumentSizeLimits = DocumentSizeLimits()) throws(DocumentError) {
+        if json.count > sizeLimits.largest {
+            throw sizeLimits.tooLarge(bytes: json.count, id: nil, limit: sizeLimits.largest)
+        }
         let members: [JSONObjectMember]
         do {
             members = try JSONObjectScanner.scan(json)
@@ -59,6 +64,9 @@ struct DocumentEdit: Sendable {
             body.append(contentsOf: value)
         }
         body.append(UInt8(ascii: "}"))
+        if let id, json.count > sizeLimits.limit(forID: id) {
+            throw sizeLimits.tooLarge(bytes: json.count, id: id, limit: sizeLimits.limit(forID: id))
+        }
         self.id = id
         self.revision = revision
         self.deleted = deleted
@@ -104,5 +112,29 @@ struct DocumentEdit: Sendable {
                 throw DocumentError(.badRequest, "Only reserved document ids may start with underscore.", id: id)
             }
         }
+    }
+}
+
+/// The largest documents a database writes, in bytes of their JSON
+/// (see ``Database/Options/maximumDocumentBytes``).
+struct DocumentSizeLimits: Sendable {
+    /// For documents other than design documents (CouchDB's `max_document_size`).
+    var document = 8_000_000
+    /// For `_design/` documents.
+    var designDocument = 2_000_000
+
+    /// The larger limit: what a document whose id is not yet known may take.
+    var largest: Int { max(document, designDocument) }
+
+    func limit(forID id: String) -> Int {
+        id.hasPrefix("_design/") ? designDocument : document
+    }
+
+    /// The error for a document of `bytes` over `limit` (at least `bytes`
+    /// when it was refused before its end was read).
+    func tooLarge(bytes: Int, id: String?, limit: Int, atLeast: Bool = false) -> DocumentError {
+        let kind = id?.hasPrefix("_design/") == true ? "design document" : "document"
+        let option = limit == designDocument && limit != document ? "maximumDesignDocumentBytes" : "maximumDocumentBytes"
+        return DocumentError(.documentTooLarge, "the \(kind) is \(atLeast ? "more than " : "")\(bytes) bytes of JSON, over the limit of \(limit) bytes (Database.Options.\(option))", id: id)
     }
 }

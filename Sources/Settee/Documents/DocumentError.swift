@@ -15,6 +15,9 @@ public struct DocumentError: Error, Sendable, Equatable, CustomStringConvertible
         case forbidden
         /// A design document's `validate_doc_update` asked for another user (`{unauthorized: …}`, HTTP 401).
         case unauthorized
+        /// The document is larger than the database accepts (CouchDB's 413
+        /// `document_too_large`; see ``Database/Options/maximumDocumentBytes``).
+        case documentTooLarge = "document_too_large"
     }
 
     public var code: Code

@@ -58,8 +58,17 @@ struct DocumentImporter {
         var batchDocuments: [(line: Int, range: Range<Int>)] = []
         var buffer: [UInt8] = []
         var format = Format.undecided
-        var splitter = ArraySplitter()
+        // A document longer than any limit is refused once that many of its
+        // bytes are buffered; the rest of it is read and dropped, never held.
+        let largest = store.sizeLimits.largest
+        var splitter = ArraySplitter(largest: largest)
         var line = 1  // line number of buffer[0]
+        // Whether buffer[0] is in the middle of a line refused as too large.
+        var skippingLine = false
+        func refuseTooLarge(line: Int, bytes: Int) {
+            let error = store.sizeLimits.tooLarge(bytes: bytes, id: nil, limit: largest, atLeast: true)
+            report.rejected.append(ImportRejection(line: line, id: nil, error: error))
+        }
 
         // Batches are written on a background thread while the next one is read
         // and validated; `inFlight` is the batch being written.
@@ -88,7 +97,7 @@ struct DocumentImporter {
         func flush() throws {
             guard !batchDocuments.isEmpty else { return }
             let prepared = batch.withUnsafeBytes { bytes in
-                Self.prepare(batchDocuments.map(\.range), in: bytes)
+                Self.prepare(batchDocuments.map(\.range), in: bytes, sizeLimits: self.store.sizeLimits)
             }
             var rejections: [ImportRejection] = []
             var edits: [(line: Int, edit: DocumentEdit)] = []
@@ -131,6 +140,15 @@ struct DocumentImporter {
                 switch format {
                 case .lines:
                     var start = 0
+                    if skippingLine, bytes.count > 0 {
+                        if let found = memchr(bytes.baseAddress!, 0x0A, bytes.count) {
+                            start = bytes.baseAddress!.distance(to: UnsafeRawPointer(found)) + 1
+                            skippingLine = false
+                            line += 1
+                        } else {
+                            start = bytes.count
+                        }
+                    }
                     while start < bytes.count {
                         let end: Int
                         if let found = memchr(bytes.baseAddress! + start, 0x0A, bytes.count - start) {
@@ -138,6 +156,13 @@ struct DocumentImporter {
                         } else if finished {
                             end = bytes.count
                         } else {
+                            // An unfinished line: refused once it is too long for any document.
+                            let pending = trimmed(UnsafeRawBufferPointer(rebasing: bytes[start...]))
+                            if pending.count > largest {
+                                refuseTooLarge(line: line, bytes: pending.count)
+                                skippingLine = true
+                                start = bytes.count
+                            }
                             break
                         }
                         let text = trimmed(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
@@ -151,6 +176,8 @@ struct DocumentImporter {
                         try accept(element, line: elementLine)
                     } rejected: { reason, elementLine in
                         report.rejected.append(ImportRejection(line: elementLine, id: nil, error: DocumentError(.badRequest, reason)))
+                    } tooLarge: { bytes, elementLine in
+                        refuseTooLarge(line: elementLine, bytes: bytes)
                     }
                 case .undecided:
                     break
@@ -169,7 +196,7 @@ struct DocumentImporter {
 /// and commits inside one block, as LMDB requires).
 extension DocumentImporter {
     /// Validates documents on every core (CouchDB's rules, body and its digest).
-    static func prepare(_ ranges: [Range<Int>], in bytes: UnsafeRawBufferPointer) -> [Result<DocumentEdit, DocumentError>] {
+    static func prepare(_ ranges: [Range<Int>], in bytes: UnsafeRawBufferPointer, sizeLimits: DocumentSizeLimits) -> [Result<DocumentEdit, DocumentError>] {
         let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, ranges.count / 256))
         let slice = (ranges.count + parts - 1) / parts
         var results = [Result<DocumentEdit, DocumentError>](repeating: .failure(DocumentError(.badRequest, "")), count: ranges.count)
@@ -180,7 +207,7 @@ extension DocumentImporter {
             DispatchQueue.concurrentPerform(iterations: parts) { part in
                 for index in part * slice..<min(ranges.count, (part + 1) * slice) {
                     let document = UnsafeRawBufferPointer(rebasing: bytes[ranges[index]])
-                    results[index] = Result { () throws(DocumentError) in try DocumentEdit(json: document) }
+                    results[index] = Result { () throws(DocumentError) in try DocumentEdit(json: document, sizeLimits: sizeLimits) }
                 }
             }
         }
@@ -203,21 +230,51 @@ private func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer 
 
 /// Finds the elements of a top-level JSON array in a stream without parsing
 /// them (each is validated on its own afterwards): tracks nesting and strings
-/// only, so memory holds one element at a time.
+/// only, so memory holds one element at a time, and no more of an element
+/// than `largest` bytes: one that runs past it is refused and the rest of it
+/// dropped as it arrives.
 private struct ArraySplitter {
+    /// The most bytes an element may take (the largest document accepted).
+    let largest: Int
     private var opened = false
     private var closed = false
     private var line = 1
+    /// The scan of an element refused as too large, carried from chunk to
+    /// chunk until its end is found.
+    private var skipping: ElementScan?
+
+    init(largest: Int) {
+        self.largest = largest
+    }
+
+    /// Where a scan through an element is: nesting, strings, and the line.
+    private struct ElementScan {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        var line: Int
+    }
 
     /// Calls `element` for each complete element in `bytes`; returns how many
     /// bytes were consumed (the rest begins an element not yet complete).
     mutating func split(
         _ bytes: UnsafeRawBufferPointer, finished: Bool,
         element: (UnsafeRawBufferPointer, Int) throws -> Void,
-        rejected: (String, Int) -> Void
+        rejected: (String, Int) -> Void,
+        tooLarge: (_ bytes: Int, _ line: Int) -> Void
     ) throws -> Int {
         var index = 0
         let count = bytes.count
+        if var scan = skipping {
+            let end = Self.findEnd(bytes, from: &index, &scan)
+            line = scan.line
+            guard let end else {
+                skipping = scan
+                return count
+            }
+            skipping = nil
+            index = end
+        }
         while index < count {
             let byte = bytes[index]
             if byte == 0x0A { line += 1; index += 1; continue }
@@ -239,30 +296,16 @@ private struct ArraySplitter {
             // One element: scan to its end at nesting level zero.
             let start = index
             let startLine = line
-            var depth = 0
-            var inString = false
-            var escaped = false
-            var end: Int?
-            var scanLine = line
-            while index < count {
-                let c = bytes[index]
-                if c == 0x0A { scanLine += 1 }
-                if inString {
-                    if escaped { escaped = false } else if c == UInt8(ascii: "\\") { escaped = true } else if c == UInt8(ascii: "\"") { inString = false }
-                } else if c == UInt8(ascii: "\"") {
-                    inString = true
-                } else if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") {
-                    depth += 1
-                } else if c == UInt8(ascii: "}") || c == UInt8(ascii: "]") {
-                    if depth == 0 { end = index; break }
-                    depth -= 1
-                } else if c == UInt8(ascii: ",") && depth == 0 {
-                    end = index
-                    break
+            var scan = ElementScan(line: line)
+            guard let end = Self.findEnd(bytes, from: &index, &scan) else {
+                let pending = trimmed(UnsafeRawBufferPointer(rebasing: bytes[start...])).count
+                if pending > largest {
+                    // Too large already: refused, and the rest of it dropped as it comes.
+                    tooLarge(pending, startLine)
+                    skipping = scan
+                    line = scan.line
+                    return count
                 }
-                index += 1
-            }
-            guard let end else {
                 // Incomplete: keep it for the next chunk, unless there is none.
                 line = startLine
                 if finished {
@@ -271,13 +314,44 @@ private struct ArraySplitter {
                 }
                 return start
             }
-            line = scanLine
+            line = scan.line
             try element(trimmed(UnsafeRawBufferPointer(rebasing: bytes[start..<end])), startLine)
             index = end
         }
-        if finished && opened && !closed {
+        if finished && opened && !closed && skipping == nil {
             rejected("the array is not closed with `]`", line)
         }
         return count
+    }
+
+    /// Scans from `index` to the end of an element: the `,` or `]` that follows
+    /// it at nesting level zero, whose index it returns; nil (with `index` at
+    /// the end of `bytes`) when the bytes end first.
+    private static func findEnd(_ bytes: UnsafeRawBufferPointer, from index: inout Int, _ scan: inout ElementScan) -> Int? {
+        let count = bytes.count
+        while index < count {
+            let c = bytes[index]
+            if c == 0x0A { scan.line += 1 }
+            if scan.inString {
+                if scan.escaped {
+                    scan.escaped = false
+                } else if c == UInt8(ascii: "\\") {
+                    scan.escaped = true
+                } else if c == UInt8(ascii: "\"") {
+                    scan.inString = false
+                }
+            } else if c == UInt8(ascii: "\"") {
+                scan.inString = true
+            } else if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") {
+                scan.depth += 1
+            } else if c == UInt8(ascii: "}") || c == UInt8(ascii: "]") {
+                if scan.depth == 0 { return index }
+                scan.depth -= 1
+            } else if c == UInt8(ascii: ",") && scan.depth == 0 {
+                return index
+            }
+            index += 1
+        }
+        return nil
     }
 }

@@ -19,82 +19,105 @@ extension DocumentStore {
         return documents
     }
 
-    /// CouchDB's `_all_docs` over the `docs` table: ids in raw byte order, deleted documents left out.
-    func allDocuments(_ options: ViewQueryOptions) throws -> ViewResult {
+    /// CouchDB's `_all_docs` over the `docs` table: ids in raw byte order,
+    /// deleted documents left out. The header (total rows and offset, which
+    /// take a count of the live documents) comes before the first row; rows
+    /// are handed over one by one, in one read transaction.
+    func forEachDocumentRow(_ options: ViewQueryOptions, header: (ViewResultHeader) throws -> Void,
+                            row emit: (consuming ViewRow) throws -> Void) throws {
         try environment.read { transaction in
-            var rows: [ViewRow] = []
+            let updateSequence = options.updateSeq ? try lastSequence(in: transaction) : nil
             var skip = options.skip
             let limit = options.limit ?? .max
-            var total = 0
-            var offset = 0
-            var started = false
+            var taken = 0
 
-            func emit(_ id: UnsafeRawBufferPointer, _ record: DocumentRecord) {
+            /// Hands over a row unless it is skipped; false once `limit` rows are taken.
+            func take(_ row: @autoclosure () -> ViewRow) throws -> Bool {
+                guard taken < limit else { return false }
+                if skip > 0 {
+                    skip -= 1
+                    return true
+                }
+                try emit(row())
+                taken += 1
+                return taken < limit
+            }
+
+            func live(_ id: UnsafeRawBufferPointer, _ record: DocumentRecord) -> ViewRow {
                 let text = String(decoding: id, as: UTF8.self)
-                var row = ViewRow(id: text, keyJSON: JSONValue.string(text).jsonText,
-                                  valueJSON: #"{"rev":"\#(record.revision)"}"#)
-                if options.includeDocs { row.documentJSON = record.document(id: text).json }
-                rows.append(row)
+                return ViewRow(id: text, keyJSON: JSONValue.string(text).jsonText, valueJSON: #"{"rev":"\#(record.revision)"}"#,
+                               documentJSON: options.includeDocs ? record.document(id: text).json : nil)
             }
 
             if let keys = options.keys ?? options.key.map({ [$0] }) {
                 // One row per requested key, in the order given; CouchDB reports missing and deleted ones too.
+                try header(ViewResultHeader(totalRows: try liveCount(in: transaction), offset: nil, updateSequence: updateSequence))
                 for key in keys {
                     guard case .string(let id) = key else {
-                        rows.append(ViewRow(id: nil, keyJSON: key.jsonText, valueJSON: "null", error: "not_found"))
+                        if try !take(ViewRow(id: nil, keyJSON: key.jsonText, valueJSON: "null", error: "not_found")) { return }
                         continue
                     }
                     var bytes = id
-                    try bytes.withUTF8 { idBytes in
-                        if let value = try transaction.get(docs, UnsafeRawBufferPointer(idBytes)) {
-                            let record = DocumentRecord(bytes: value)
-                            if record.isDeleted {
-                                rows.append(ViewRow(id: id, keyJSON: key.jsonText, valueJSON: #"{"rev":"\#(record.revision)","deleted":true}"#,
-                                                    documentJSON: options.includeDocs ? "null" : nil))
-                            } else {
-                                emit(UnsafeRawBufferPointer(idBytes), record)
-                            }
-                        } else {
-                            rows.append(ViewRow(id: nil, keyJSON: key.jsonText, valueJSON: "null", error: "not_found"))
+                    let more = try bytes.withUTF8 { idBytes in
+                        guard let value = try transaction.get(docs, UnsafeRawBufferPointer(idBytes)) else {
+                            return try take(ViewRow(id: nil, keyJSON: key.jsonText, valueJSON: "null", error: "not_found"))
                         }
+                        let record = DocumentRecord(bytes: value)
+                        if record.isDeleted {
+                            return try take(ViewRow(id: id, keyJSON: key.jsonText, valueJSON: #"{"rev":"\#(record.revision)","deleted":true}"#,
+                                                    documentJSON: options.includeDocs ? "null" : nil))
+                        }
+                        return try take(live(UnsafeRawBufferPointer(idBytes), record))
                     }
+                    if !more { return }
                 }
-                rows = Array(rows.dropFirst(options.skip).prefix(limit))
-                let counts = try liveCount(in: transaction)
-                return ViewResult(totalRows: counts, offset: nil, updateSequence: options.updateSeq ? try lastSequence(in: transaction) : nil,
-                                  rows: rows)
+                return
             }
 
             let start = options.startKey?.stringValue.map { Array($0.utf8) }
             let end = options.endKey?.stringValue.map { Array($0.utf8) }
+            /// Whether `key` comes before the start key in the scan's direction.
+            func beforeStart(_ key: UnsafeRawBufferPointer) -> Bool {
+                guard let start else { return false }
+                return options.descending ? compareBytes(key, start) > 0 : compareBytes(key, start) < 0
+            }
+            // First the counts the header needs: live documents, and those before the start key.
+            var total = 0
+            var offset = 0
             try transaction.withCursor(docs) { cursor in
-                var entry = options.descending ? try cursor.last() : try cursor.first()
+                var entry = try cursor.first()
                 while let (key, value) = entry {
-                    entry = options.descending ? try cursor.previous() : try cursor.next()
-                    let record = DocumentRecord(bytes: value)
-                    if record.isDeleted { continue }
+                    entry = try cursor.next()
+                    if DocumentRecord(bytes: value).isDeleted { continue }
                     total += 1
-                    if !started {
-                        if let start, options.descending ? compareBytes(key, start) > 0 : compareBytes(key, start) < 0 {
-                            offset += 1
-                            continue
-                        }
-                        started = true
+                    if beforeStart(key) { offset += 1 }
+                }
+            }
+            try header(ViewResultHeader(totalRows: total, offset: offset + options.skip, updateSequence: updateSequence))
+            guard limit > 0 else { return }
+            // Then the rows, from the start key to the end key.
+            try transaction.withCursor(docs) { cursor in
+                var entry: LMDBCursor.Entry?
+                if let start {
+                    entry = try cursor.seek(atOrAfter: start)
+                    if options.descending {
+                        // The last id at or before the start key.
+                        if entry == nil { entry = try cursor.last() } else if let (key, _) = entry, compareBytes(key, start) > 0 { entry = try cursor.previous() }
                     }
+                } else {
+                    entry = options.descending ? try cursor.last() : try cursor.first()
+                }
+                while let (key, value) = entry {
                     if let end {
                         let order = compareBytes(key, end)
                         let past = options.descending ? (order < 0 || (order == 0 && !options.inclusiveEnd)) : (order > 0 || (order == 0 && !options.inclusiveEnd))
-                        if past { continue }
+                        if past { return }
                     }
-                    if skip > 0 {
-                        skip -= 1
-                        continue
-                    }
-                    if rows.count < limit { emit(key, record) }
+                    let record = DocumentRecord(bytes: value)
+                    if !record.isDeleted, try !take(live(key, record)) { return }
+                    entry = options.descending ? try cursor.previous() : try cursor.next()
                 }
             }
-            return ViewResult(totalRows: total, offset: offset + options.skip,
-                              updateSequence: options.updateSeq ? try lastSequence(in: transaction) : nil, rows: rows)
         }
     }
 

@@ -13,14 +13,17 @@ final class DocumentStore: Sendable {
     let logger: Logger
     /// Signalled after every committed write, for live queries and changes feeds.
     let commits: CommitSignal
+    /// The largest documents and design documents written.
+    let sizeLimits: DocumentSizeLimits
     private let ids = DocumentIDGenerator()
     /// Checks each edit before it is written (design documents' `validate_doc_update`).
     let validation: UpdateValidation?
 
-    init(environment: LMDBEnvironment, logger: Logger, validation: UpdateValidation? = nil) throws {
+    init(environment: LMDBEnvironment, logger: Logger, validation: UpdateValidation? = nil, sizeLimits: DocumentSizeLimits) throws {
         self.environment = environment
         self.logger = logger
         self.validation = validation
+        self.sizeLimits = sizeLimits
         let tables = try environment.openDatabases(["docs", "seqs"])
         docs = tables[0]
         seqs = tables[1]

@@ -39,13 +39,13 @@ public final class WriteBatch {
     @discardableResult
     public func put(_ json: String) throws -> WriteResult {
         var json = json
-        return try json.withUTF8 { try apply(try DocumentEdit(json: UnsafeRawBufferPointer($0))) }
+        return try json.withUTF8 { try apply(try DocumentEdit(json: UnsafeRawBufferPointer($0), sizeLimits: store.sizeLimits)) }
     }
 
     /// Writes `value` as the document `id` (see `Database.put(_:id:revision:)`).
     @discardableResult
     public func put(_ value: some Encodable, id: String, revision: Revision? = nil) throws -> WriteResult {
-        try apply(try DocumentEdit(value, id: id, revision: revision))
+        try apply(try DocumentEdit(value, id: id, revision: revision, sizeLimits: store.sizeLimits))
     }
 
     /// Deletes a document (see `Database.delete(_:revision:)`).

@@ -56,6 +56,10 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
     public static let badRequest = SetteeErrorCode(rawValue: "bad_request")
     /// A top-level member starting with `_` that CouchDB does not allow.
     public static let documentValidation = SetteeErrorCode(rawValue: "doc_validation")
+    /// A document larger than the database accepts (CouchDB's 413
+    /// `document_too_large`): see ``Database/Options/maximumDocumentBytes``
+    /// and ``Database/Options/maximumDesignDocumentBytes``.
+    public static let documentTooLarge = SetteeErrorCode(rawValue: "document_too_large")
     /// Text that is not JSON.
     public static let invalidJSON = SetteeErrorCode(rawValue: "invalid_json")
 
@@ -117,6 +121,7 @@ extension DocumentError: SetteeError {
         case .documentValidation: .documentValidation
         case .forbidden: .forbidden
         case .unauthorized: .unauthorized
+        case .documentTooLarge: .documentTooLarge
         }
     }
 }

@@ -41,7 +41,7 @@ extension Database {
         var errors: [DesignDocumentError] = []
         for file in files {
             do {
-                documents.append(try designDocument(file: file, contents: try Data(contentsOf: file)))
+                documents.append(try designDocument(file: file, contents: try readDesignDocumentFile(file)))
             } catch let error as DesignDocumentError {
                 errors.append(error)
             } catch {
@@ -84,8 +84,34 @@ extension Database {
                 + "\(ViewIndexStore.tableHandles) table handles); nothing was stored: remove views or design documents")
     }
 
+    /// A design document file's contents, unless it is larger than a design
+    /// document may be: then it is not read.
+    func readDesignDocumentFile(_ file: URL) throws -> Data {
+        if let size = try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int {
+            try checkDesignDocumentSize(size, file: file)
+        }
+        return try Data(contentsOf: file)
+    }
+
+    private func checkDesignDocumentSize(_ bytes: Int, file: URL) throws(DesignDocumentError) {
+        let limit = options.maximumDesignDocumentBytes
+        guard bytes > limit else { return }
+        throw DesignDocumentError(file: file.path, reason: "\(SetteeErrorCode.documentTooLarge): the file is \(bytes) bytes, over the limit "
+                                  + "of \(limit) bytes for a design document (Database.Options.maximumDesignDocumentBytes)")
+    }
+
+    /// Refuses a stored design document larger than a design document may be
+    /// now (written before the limit, or under a higher one).
+    private func checkStoredDesignDocumentSize(_ bytes: Int, id: String) throws(DocumentError) {
+        let limit = options.maximumDesignDocumentBytes
+        guard bytes > limit else { return }
+        throw DocumentError(.documentTooLarge, "the stored design document is \(bytes) bytes of JSON, over the limit of \(limit) bytes "
+                            + "(Database.Options.maximumDesignDocumentBytes); raise it to use the design document, or replace it", id: id)
+    }
+
     /// Parses and checks the design document in a file's contents (see `loadDesignDocuments(from:)`).
     func designDocument(file: URL, contents data: Data) throws(DesignDocumentError) -> DesignDocument {
+        try checkDesignDocumentSize(data.count, file: file)
         let json: JSONValue
         do {
             json = try data.withUnsafeBytes { bytes throws(JSONParseError) in try JSONParser.parse(bytes) }
@@ -176,12 +202,8 @@ extension Database {
     /// - Throws: ``QueryError`` for invalid options (CouchDB's messages),
     ///   ``DocumentError`` (`not_found`) for a missing design document or view.
     public func query(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
-        guard let slash = path.utf8.firstIndex(of: UInt8(ascii: "/")), slash != path.utf8.startIndex,
-              path.utf8.index(after: slash) != path.utf8.endIndex else {
-            throw QueryError(error: "bad_request", reason: "a view is named DESIGN/VIEW, not \"\(path)\"")
-        }
-        return try query(designDocument: String(path[..<slash]), view: String(path[path.utf8.index(after: slash)...]),
-                         options: options, progress: progress)
+        let (design, view) = try Self.splitViewPath(path)
+        return try query(designDocument: design, view: view, options: options, progress: progress)
     }
 
     /// Queries the view `view` of the design document `designDocument`.
@@ -194,14 +216,72 @@ extension Database {
     /// chunk reductions (what tests compare the chunks with).
     func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
-        // Another process may edit the design document and remove the index
-        // this query builds or reads: the query starts again from the design
-        // document as it is then (the edited version's index).
+        var result = ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: [])
+        try query(designDocument: name, view: viewName, options: options, progress: progress, storedReductions: storedReductions,
+                  streaming: false) { header in
+            result.totalRows = header.totalRows
+            result.offset = header.offset
+            result.updateSequence = header.updateSequence
+        } row: { row in
+            result.rows.append(row)
+        }
+        return result
+    }
+    /// Queries a view as ``query(_:options:progress:)`` does, handing over
+    /// the result as it is read instead of holding it: `header` once (total
+    /// rows, offset, update sequence), then `body` with each row in order.
+    /// Memory stays the same however many rows the query returns, so this is
+    /// the way to read a large result, `include_docs` or not:
+    ///
+    /// ```swift
+    /// try db.forEachRow("app/by_city", options: ViewQueryOptions(parameters: [("include_docs", "true")])) { row in
+    ///     try export(row.documentJSON!)
+    /// }
+    /// ```
+    ///
+    /// The rows are read in one read transaction, the same snapshot
+    /// throughout, on the calling thread: while `body` runs, writers go on,
+    /// but the pages they replace cannot be reused until the call returns, so
+    /// a slow consumer of a long result lets the database file grow meanwhile.
+    /// A row is valid after `body` returns (its strings are its own).
+    ///
+    /// - Parameters:
+    ///   - path: The view, as `DDOC/VIEW`.
+    ///   - options: CouchDB's options, with the same meaning as for a query.
+    ///   - progress: Called while the view's index is brought up to date first.
+    ///   - header: Called once, before the first row.
+    ///   - body: Called with each row; an error it throws ends the query and is rethrown.
+    /// - Throws: As ``query(_:options:progress:)``.
+    public func forEachRow(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in },
+                           header: (ViewResultHeader) throws -> Void = { _ in }, _ body: (ViewRow) throws -> Void) throws {
+        let (design, view) = try Self.splitViewPath(path)
+        try query(designDocument: design, view: view, options: options, progress: progress, storedReductions: true, streaming: true,
+                  header: header, row: { try body($0) })
+    }
+
+    /// `DDOC/VIEW` split at its slash.
+    private static func splitViewPath(_ path: String) throws -> (designDocument: String, view: String) {
+        guard let slash = path.utf8.firstIndex(of: UInt8(ascii: "/")), slash != path.utf8.startIndex,
+              path.utf8.index(after: slash) != path.utf8.endIndex else {
+            throw QueryError(error: "bad_request", reason: "a view is named DESIGN/VIEW, not \"\(path)\"")
+        }
+        return (String(path[..<slash]), String(path[path.utf8.index(after: slash)...]))
+    }
+
+    /// Answers a query, handing over its header and rows as they are read.
+    ///
+    /// Another process may edit the design document and remove the index
+    /// this query builds or reads: the query starts again from the design
+    /// document as it is then (the edited version's index). That happens
+    /// before any row is handed over.
+    private func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
+                       progress: (IndexProgress) -> Void, storedReductions: Bool, streaming: Bool,
+                       header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
         var attempts = 0
         while true {
             do {
                 return try queryOnce(designDocument: name, view: viewName, options: options, progress: progress,
-                                     storedReductions: storedReductions)
+                                     storedReductions: storedReductions, streaming: streaming, header: header, row: row)
             } catch let error as IndexRemovedError {
                 attempts += 1
                 guard attempts < Self.queryAttempts else { throw error }
@@ -216,7 +296,8 @@ extension Database {
     /// One run of a query: the design document as it is now, its index
     /// brought up to date (unless told otherwise), the answer.
     private func queryOnce(designDocument name: String, view viewName: String, options: ViewQueryOptions,
-                           progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
+                           progress: (IndexProgress) -> Void, storedReductions: Bool, streaming: Bool,
+                           header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
         let id = name.hasPrefix("_design/") ? name : "_design/" + name
         // The revision alone tells whether the parsed design document is current,
         // and nothing committed since it was last read leaves it so.
@@ -240,6 +321,8 @@ extension Database {
         let validated = try options.validated(viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
         // A design document written with put() was never compiled: say so with its id and view, not mid-indexing.
         if !designDocumentCache.isChecked(id, revision: revision) {
+            // One stored under a higher limit is refused too: each process would parse and compile it whole.
+            if let bytes = designDocumentCache.bodyBytes(id, revision: revision) { try checkStoredDesignDocumentSize(bytes, id: id) }
             try check(design, file: nil)
             designDocumentCache.markChecked(id, revision: revision)
         }
@@ -250,24 +333,50 @@ extension Database {
         let tables = try indexes.tables(for: view.signature)
         var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try javaScript())
         runner.storedReductions = storedReductions
-        let result = try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true)
+        try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true, streaming: streaming,
+                       header: header, row: row)
         if validated.update == .lazy { try update(design.views) }
-        return result
     }
 
     /// Brings every view's index up to date.
+    ///
+    /// A stored design document that cannot be used (one written with
+    /// ``put(_:)`` in another language, without a map, or with a function
+    /// that does not compile) does not hold the others back: their views are
+    /// indexed first, then the unusable ones are reported.
+    ///
+    /// - Throws: ``DesignDocumentErrors`` naming each design document left
+    ///   out and why, after the others' indexes are up to date.
     public func updateIndexes(progress: (IndexProgress) -> Void = { _ in }) throws {
         var attempts = 0
         while true {
-            let designs = try designDocuments()
-            for design in designs { try check(design, file: nil) }
+            var usable: [DesignDocument] = []
+            var unusable: [DesignDocumentError] = []
+            for record in try store.designDocumentRecords() {
+                do {
+                    try checkStoredDesignDocumentSize(record.body.count, id: record.id)
+                    let design = try designDocumentCache.parsed(record)
+                    try check(design, file: nil)
+                    usable.append(design)
+                } catch var error as DesignDocumentError {
+                    if error.designDocument == nil { error.designDocument = record.id }
+                    unusable.append(error)
+                } catch let error as JSONParseError {
+                    unusable.append(DesignDocumentError(designDocument: record.id, reason: "invalid JSON: \(error)"))
+                } catch let error as DocumentError where error.code == .documentTooLarge {
+                    unusable.append(DesignDocumentError(designDocument: record.id, reason: "\(error.code.rawValue): \(error.reason)"))
+                }
+            }
             do {
-                return try update(designs.flatMap(\.views), progress: progress)
+                try update(usable.flatMap(\.views), progress: progress)
             } catch let error as IndexRemovedError {
                 // Another process changed a design document: build what they hold now.
                 attempts += 1
                 guard attempts < Self.queryAttempts else { throw error }
+                continue
             }
+            if !unusable.isEmpty { throw DesignDocumentErrors(errors: unusable) }
+            return
         }
     }
 
@@ -298,7 +407,26 @@ extension Database {
     /// inclusive_end and include_docs as for views.
     public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
         let validated = try options.validatedForAllDocs()
-        return try store.allDocuments(validated)
+        var result = ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: [])
+        try store.forEachDocumentRow(validated) { header in
+            result.totalRows = header.totalRows
+            result.offset = header.offset
+            result.updateSequence = header.updateSequence
+        } row: { row in
+            result.rows.append(row)
+        }
+        return result
+    }
+
+    /// CouchDB's `_all_docs` as ``allDocuments(options:)`` answers it, handed
+    /// over as it is read instead of held: `header` once, then `body` with
+    /// each row in order, in one read transaction (see
+    /// ``forEachRow(_:options:progress:header:_:)`` for what that means for
+    /// writers). Memory stays the same however many rows there are.
+    public func forEachDocumentRow(options: ViewQueryOptions = ViewQueryOptions(), header: (ViewResultHeader) throws -> Void = { _ in },
+                                   _ body: (ViewRow) throws -> Void) throws {
+        let validated = try options.validatedForAllDocs()
+        try store.forEachDocumentRow(validated, header: header, row: { try body($0) })
     }
 
     // MARK: Indexes
@@ -354,6 +482,8 @@ final class DesignDocumentCache: @unchecked Sendable {
         var revision: Revision
         var design: DesignDocument
         var checked = false
+        /// The size of the stored document's body.
+        var bodyBytes: Int
         /// The last committed transaction when this revision was last read as
         /// the live one (the environment's counter; nil: not since parsed).
         var confirmedAt: Int?
@@ -368,6 +498,11 @@ final class DesignDocumentCache: @unchecked Sendable {
     /// Whether this revision of the design document compiled.
     func isChecked(_ id: String, revision: Revision) -> Bool {
         lock.withLock { entries[Array(id.utf8)].map { $0.revision == revision && $0.checked } ?? false }
+    }
+
+    /// The body size of the design document parsed at `revision`, if that is the one cached.
+    func bodyBytes(_ id: String, revision: Revision) -> Int? {
+        lock.withLock { entries[Array(id.utf8)].flatMap { $0.revision == revision ? $0.bodyBytes : nil } }
     }
 
     func markChecked(_ id: String, revision: Revision) {
@@ -399,7 +534,7 @@ final class DesignDocumentCache: @unchecked Sendable {
     func parsed(_ document: Document) throws -> DesignDocument {
         if let design = cached(document.id, revision: document.revision) { return design }
         let design = try DesignDocument(json: try document.value)
-        lock.withLock { entries[Array(document.id.utf8)] = Entry(revision: document.revision, design: design) }
+        lock.withLock { entries[Array(document.id.utf8)] = Entry(revision: document.revision, design: design, bodyBytes: document.body.count) }
         return design
     }
 }

@@ -20,40 +20,59 @@ struct ViewQueryRunner {
     /// up to date, so it has a state), an index with no state was removed
     /// since by another process: ``IndexRemovedError``, not an empty result.
     func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables, requiringIndex: Bool = false) throws -> ViewResult {
+        var result = ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: [])
+        try run(view, options, tables: tables, requiringIndex: requiringIndex, streaming: false) { header in
+            result.totalRows = header.totalRows
+            result.offset = header.offset
+            result.updateSequence = header.updateSequence
+        } row: { row in
+            result.rows.append(row)
+        }
+        return result
+    }
+
+    /// Reads the result in one snapshot, handing over its header, then each
+    /// row as it is read. `streaming`: the header comes before the first row
+    /// (a map query counts its offset first); otherwise it may come after them,
+    /// where one walk both counts the offset and reaches the rows.
+    /// `requiringIndex`: as for ``run(_:_:tables:requiringIndex:)``.
+    func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables, requiringIndex: Bool = false, streaming: Bool,
+             header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
         var tables = tables
-        while true {
-            if let result = try run(view, options, handles: tables, requiringIndex: requiringIndex) { return result }
-            // The index was removed and came back under other handles since these were taken.
+        // The index was removed and came back under other handles since these were taken (before any row).
+        while try !run(view, options, handles: tables, requiringIndex: requiringIndex, streaming: streaming, header: header, row: row) {
             tables = try indexes.tables(for: view.signature)
         }
     }
 
-    /// The query on one snapshot, or nil when `tables` are not the index's
-    /// handles any more (see ``ViewIndexStore/areCurrent(_:)``).
-    private func run(_ view: ViewDefinition, _ options: ViewQueryOptions, handles tables: ViewIndexTables,
-                     requiringIndex: Bool) throws -> ViewResult? {
+    /// The query on one snapshot; false, before any row, when `tables` are
+    /// not the index's handles any more (see ``ViewIndexStore/areCurrent(_:)``).
+    private func run(_ view: ViewDefinition, _ options: ViewQueryOptions, handles tables: ViewIndexTables, requiringIndex: Bool,
+                     streaming: Bool, header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws -> Bool {
         try store.environment.read { transaction in
             let snapshot = try indexes.snapshot(view.signature, in: transaction)
             if snapshot == nil && requiringIndex { throw IndexRemovedError(view: view.path, signature: view.signature) }
-            if snapshot != nil && !indexes.areCurrent(tables) { return nil }
+            if snapshot != nil && !indexes.areCurrent(tables) { return false }
             let state = snapshot?.state ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
             // No state in this snapshot: the index has no rows here, and its tables are
             // not read (a removal may have closed the handles: see ViewIndexStore.drop).
             let scanner = IndexScanner(transaction: transaction, rows: snapshot == nil ? nil : tables.rows,
                                        chunks: snapshot != nil && storedReductions && state.chunksCurrent ? tables.chunks : nil)
-            var result: ViewResult
+            let updateSequence = options.updateSeq ? indexes.currentSequence(view.signature, committed: state.sequence) : nil
             if options.reduce ?? (view.reduce != nil), let reduce = view.reduce {
-                result = try reduceQuery(view, reduce: reduce, options, scanner: scanner)
+                try header(ViewResultHeader(totalRows: nil, offset: nil, updateSequence: updateSequence))
+                try reduceQuery(view, reduce: reduce, options, scanner: scanner, row: row)
             } else {
                 // Kept for the index state once it has served a few queries.
                 let counts = scanner.chunks == nil ? nil : try snapshot?.chunkCounts {
                     try ChunkCounts(chunks: tables.chunks, in: transaction)
                 }
-                result = try mapQuery(view, options, scanner: scanner, counts: counts, transaction: transaction)
-                result.totalRows = state.rowCount
+                try mapQuery(view, options, scanner: scanner, counts: counts, transaction: transaction, streaming: streaming,
+                             header: { offset in
+                                 try header(ViewResultHeader(totalRows: state.rowCount, offset: offset, updateSequence: updateSequence))
+                             }, row: row)
             }
-            if options.updateSeq { result.updateSequence = indexes.currentSequence(view.signature, committed: state.sequence) }
-            return result
+            return true
         }
     }
 
@@ -108,12 +127,14 @@ struct ViewQueryRunner {
 
     // MARK: Map queries
 
+    /// A map query's rows, after (`streaming`: before) its offset.
     private func mapQuery(_ view: ViewDefinition, _ options: ViewQueryOptions, scanner: IndexScanner, counts: ChunkCounts?,
-                          transaction: LMDBTransaction) throws -> ViewResult {
+                          transaction: LMDBTransaction, streaming: Bool,
+                          header: (_ offset: Int) throws -> Void, row emit: (consuming ViewRow) throws -> Void) throws {
         let ranges = ranges(options, collation: view.collation)
-        var rows: [ViewRow] = []
         var skip = options.skip
         let limit = options.limit ?? .max
+        var taken = 0
         // Neither the options nor the transaction are captured by `take`: copying them for each row costs.
         let document: ((IndexRow) throws -> String)? = options.includeDocs ? { try includedDocument(for: $0, transaction: transaction) } : nil
         // Takes a row of the result; false once `limit` rows are taken.
@@ -122,35 +143,33 @@ struct ViewQueryRunner {
                 skip -= 1
                 return true
             }
-            // Made in place: a row copied into the array would retain and release each of its strings.
-            rows.append(ViewRow(
+            // Handed over, not copied: a copy would retain and release each of its strings.
+            try emit(ViewRow(
                 id: row.id,
                 keyJSON: String(decoding: row.keyJSON, as: UTF8.self),
                 valueJSON: String(decoding: row.valueJSON, as: UTF8.self),
                 documentJSON: try document?(row)))
-            return rows.count < limit
+            taken += 1
+            return taken < limit
         }
-        let rowsBefore: Int
-        if !options.descending, ranges.count == 1, let lower = ranges[0].lower, let counts, let chunks = scanner.chunks {
+        if !streaming, !options.descending, ranges.count == 1, let lower = ranges[0].lower, let counts, let chunks = scanner.chunks {
             // The kept boundaries count the rows up to the last level-1 chunk below
             // the range; one walk from there counts the rest and reaches the range.
             let start = try counts.lastChunk(below: .below(lower), chunks: chunks, in: transaction)
             let passed = try scanner.scan(ranges[0], countingAfter: start?.boundary) { row in limit > 0 ? try take(row) : false }
-            rowsBefore = (start?.rows ?? 0) + passed
-        } else {
-            if limit > 0 {
-                for range in ranges {
-                    var more = true
-                    try scanner.scan(range, descending: options.descending) { row in
-                        more = try take(row)
-                        return more
-                    }
-                    if !more { break }
-                }
-            }
-            rowsBefore = try self.rowsBefore(ranges.first, descending: options.descending, scanner: scanner, counts: counts)
+            try header((start?.rows ?? 0) + passed + options.skip)
+            return
         }
-        return ViewResult(totalRows: nil, offset: rowsBefore + options.skip, updateSequence: nil, rows: rows)
+        try header(try rowsBefore(ranges.first, descending: options.descending, scanner: scanner, counts: counts) + options.skip)
+        guard limit > 0 else { return }
+        for range in ranges {
+            var more = true
+            try scanner.scan(range, descending: options.descending) { row in
+                more = try take(row)
+                return more
+            }
+            if !more { break }
+        }
     }
 
     /// Rows that sort before the range in the scan's direction.
@@ -193,10 +212,11 @@ struct ViewQueryRunner {
 
     // MARK: Reduce queries
 
-    private func reduceQuery(_ view: ViewDefinition, reduce: String, _ options: ViewQueryOptions, scanner: IndexScanner) throws -> ViewResult {
+    private func reduceQuery(_ view: ViewDefinition, reduce: String, _ options: ViewQueryOptions, scanner: IndexScanner,
+                             row emit: (consuming ViewRow) throws -> Void) throws {
         let grouping = options.grouping
         let reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: reduceChunk)
-        var rows: [ViewRow] = []
+        var taken = 0
         var skip = options.skip
         let limit = options.limit ?? .max
         var groupKey: [UInt8]?
@@ -212,8 +232,9 @@ struct ViewQueryRunner {
                 skip -= 1
                 return
             }
-            rows.append(ViewRow(id: nil, keyJSON: groupKeyJSON, valueJSON: value))
-            done = rows.count >= limit
+            try emit(ViewRow(id: nil, keyJSON: groupKeyJSON, valueJSON: value))
+            taken += 1
+            done = taken >= limit
         }
 
         // Whole stored chunks stand in for their rows where they lie inside one group.
@@ -272,7 +293,6 @@ struct ViewQueryRunner {
         }
         // An empty range gives no rows, as in CouchDB (not a null reduction).
         if !done { try flush() }
-        return ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: rows)
     }
 
     /// An array key cut to its first `level` elements; other keys unchanged.

@@ -91,51 +91,87 @@ public struct ViewResult: Sendable, Equatable {
     public var updateSequence: UInt64?
     public var rows: [ViewRow]
 
+    /// What the result says besides its rows.
+    public var header: ViewResultHeader {
+        ViewResultHeader(totalRows: totalRows, offset: offset, updateSequence: updateSequence)
+    }
+
     /// CouchDB's response body: `{"total_rows":…,"offset":…,"rows":[…]}`.
     public var json: String {
         var out: [UInt8] = []
         out.reserveCapacity(64 + rows.count * 64)
-        out.append(UInt8(ascii: "{"))
-        var first = true
-        func member(_ name: String, _ body: () -> Void) {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            JSONWriter.writeString(name, into: &out)
-            out.append(UInt8(ascii: ":"))
-            body()
+        header.writeJSONOpening(into: &out)
+        for (index, row) in rows.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            row.writeJSON(into: &out)
         }
-        if let totalRows { member("total_rows") { out.append(contentsOf: String(totalRows).utf8) } }
-        if let offset { member("offset") { out.append(contentsOf: String(offset).utf8) } }
-        if let updateSequence { member("update_seq") { out.append(contentsOf: String(updateSequence).utf8) } }
-        member("rows") {
-            out.append(UInt8(ascii: "["))
-            for (index, row) in rows.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                out.append(UInt8(ascii: "{"))
-                if let id = row.id {
-                    out.append(contentsOf: #""id":"#.utf8)
-                    JSONWriter.writeString(id, into: &out)
-                    out.append(UInt8(ascii: ","))
-                }
-                out.append(contentsOf: #""key":"#.utf8)
-                out.append(contentsOf: row.keyJSON.utf8)
-                if let error = row.error {
-                    out.append(contentsOf: #","error":"#.utf8)
-                    JSONWriter.writeString(error, into: &out)
-                    out.append(UInt8(ascii: "}"))
-                    continue
-                }
-                out.append(contentsOf: #","value":"#.utf8)
-                out.append(contentsOf: row.valueJSON.utf8)
-                if let document = row.documentJSON {
-                    out.append(contentsOf: #","doc":"#.utf8)
-                    out.append(contentsOf: document.utf8)
-                }
-                out.append(UInt8(ascii: "}"))
-            }
-            out.append(UInt8(ascii: "]"))
+        ViewResultHeader.writeJSONClosing(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// What a query's result says besides its rows, known before the first row
+/// (see ``Database/forEachRow(_:options:progress:header:_:)``).
+public struct ViewResultHeader: Sendable, Equatable {
+    /// Rows in the index (map queries and `_all_docs`; nil for reduce).
+    public var totalRows: Int?
+    /// Rows before the first one returned (map queries; nil for reduce and for `_all_docs` with keys).
+    public var offset: Int?
+    /// The database sequence the index reflects, when asked for (`update_seq`).
+    public var updateSequence: UInt64?
+
+    public init(totalRows: Int?, offset: Int?, updateSequence: UInt64?) {
+        self.totalRows = totalRows
+        self.offset = offset
+        self.updateSequence = updateSequence
+    }
+
+    /// Writes the start of CouchDB's response body, up to the rows:
+    /// `{"total_rows":…,"offset":…,"rows":[`. Rows follow, separated by
+    /// commas (``ViewRow/writeJSON(into:)``), then ``writeJSONClosing(into:)``:
+    /// together, byte for byte ``ViewResult/json``.
+    public func writeJSONOpening(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let totalRows { out.append(contentsOf: #""total_rows":"#.utf8); out.append(contentsOf: String(totalRows).utf8); out.append(UInt8(ascii: ",")) }
+        if let offset { out.append(contentsOf: #""offset":"#.utf8); out.append(contentsOf: String(offset).utf8); out.append(UInt8(ascii: ",")) }
+        if let updateSequence {
+            out.append(contentsOf: #""update_seq":"#.utf8)
+            out.append(contentsOf: String(updateSequence).utf8)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: #""rows":["#.utf8)
+    }
+
+    /// Writes the end of CouchDB's response body, after the last row: `]}`.
+    public static func writeJSONClosing(into out: inout [UInt8]) {
+        out.append(contentsOf: "]}".utf8)
+    }
+}
+
+extension ViewRow {
+    /// Writes the row as CouchDB's response has it:
+    /// `{"id":…,"key":…,"value":…,"doc":…}` (or `{"key":…,"error":…}`).
+    public func writeJSON(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let id {
+            out.append(contentsOf: #""id":"#.utf8)
+            JSONWriter.writeString(id, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: #""key":"#.utf8)
+        out.append(contentsOf: keyJSON.utf8)
+        if let error {
+            out.append(contentsOf: #","error":"#.utf8)
+            JSONWriter.writeString(error, into: &out)
+            out.append(UInt8(ascii: "}"))
+            return
+        }
+        out.append(contentsOf: #","value":"#.utf8)
+        out.append(contentsOf: valueJSON.utf8)
+        if let documentJSON {
+            out.append(contentsOf: #","doc":"#.utf8)
+            out.append(contentsOf: documentJSON.utf8)
         }
         out.append(UInt8(ascii: "}"))
-        return String(decoding: out, as: UTF8.self)
     }
 }
