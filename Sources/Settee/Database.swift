@@ -42,6 +42,19 @@ public final class Database: Sendable {
         /// or in a few long runs), an eighth of it: gathering such rows saves
         /// nothing, and the last write, which nothing overlaps, stays short.
         public var indexBufferBytes = 24 << 20
+        /// How long a write waits while another process writes to the
+        /// database, before it fails with ``SetteeErrorCode/busy``. Writes of
+        /// other processes are usually short; a writer that is stopped or
+        /// hung would otherwise block every write for ever. Reads never wait.
+        public var busyTimeout: Duration = .seconds(5)
+        /// Open the database read-only: reads work, every write fails with
+        /// ``SetteeErrorCode/readOnly``. A database whose files this process
+        /// may not write (read-only media, another user's files) is opened
+        /// read-only without it.
+        public var readOnly = false
+        /// Whether opening a directory with no database creates one (the
+        /// default); otherwise it fails with ``SetteeErrorCode/notFound``.
+        public var createIfMissing = true
 
         public init() {}
     }
@@ -60,6 +73,11 @@ public final class Database: Sendable {
 
     /// Opens the database in `directory`, creating it when missing.
     ///
+    /// Opening never waits for another process's write. A damaged database
+    /// (a truncated data file) is refused with
+    /// ``SetteeErrorCode/databaseDamaged``; a path that is a file, with
+    /// ``StorageError`` saying so.
+    ///
     /// - Parameters:
     ///   - directory: The database directory.
     ///   - options: Map size, size limit, JavaScript limits and workers.
@@ -70,8 +88,9 @@ public final class Database: Sendable {
         self.url = directory
         self.logger = logger
         self.options = options
-        environment = try LMDBEnvironment.open(directory: directory, initialMapSize: options.initialMapSize,
-                                               maximumMapSize: options.maximumSize, readAhead: options.readAhead)
+        environment = try LMDBEnvironment.open(directory: directory, settings: LMDBEnvironment.Settings(
+            initialMapSize: options.initialMapSize, maximumMapSize: options.maximumSize, readAhead: options.readAhead,
+            readOnly: options.readOnly, createIfMissing: options.createIfMissing, busyTimeout: options.busyTimeout))
         store = try DocumentStore(environment: environment, logger: logger)
         indexes = try ViewIndexStore(environment: environment)
     }

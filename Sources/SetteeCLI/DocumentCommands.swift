@@ -33,7 +33,7 @@ struct GetCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let db = try database.open()
+            let db = try database.open(creating: false)
             guard let document = try db.documentIncludingDeleted(id), !document.isDeleted else {
                 throw DocumentError(.notFound, try db.documentIncludingDeleted(id) == nil ? "missing" : "deleted", id: id)
             }
@@ -89,7 +89,7 @@ struct ChangesCommand: AsyncParsableCommand {
     func run() async throws {
         if continuous {
             do {
-                let db = try database.open()
+                let db = try database.open(creating: false)
                 var count = 0
                 for try await change in db.continuousChanges(since: since) {
                     printLine(Self.row(change))
@@ -102,7 +102,7 @@ struct ChangesCommand: AsyncParsableCommand {
             return
         }
         try reportingErrors {
-            let db = try database.open()
+            let db = try database.open(creating: false)
             let changes = try db.changes(since: since, limit: limit)
             let last = changes.last?.sequence ?? since
             printJSON(.object([("results", .array(changes.map(Self.row))), ("last_seq", .number(Double(last)))]))
@@ -126,7 +126,7 @@ struct InfoCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let db = try database.open()
+            let db = try database.open(creating: false)
             let info = try db.info()
             let views: [JSONValue] = try db.viewInfo().map { view in
                 [

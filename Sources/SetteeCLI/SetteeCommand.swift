@@ -9,7 +9,8 @@ struct SetteeCommand: AsyncParsableCommand {
         commandName: "settee",
         abstract: "CouchDB-style documents and JavaScript views, embedded.",
         discussion: """
-            Every command works on the database directory given with --db (created when missing). \
+            Every command works on the database directory given with --db (created when missing by commands that write; \
+            commands that only read say there is no database). \
             Results are JSON on standard output; errors go to standard error with a non-zero exit status.
             """,
         subcommands: [
@@ -24,20 +25,33 @@ struct SetteeCommand: AsyncParsableCommand {
 
 /// Options every database command takes.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .long, help: "The database directory (created when missing).")
+    @Option(name: .long, help: "The database directory (created when missing by commands that write).")
     var db: String?
 
     @Flag(name: .shortAndLong, help: "Log what the engine does to standard error.")
     var verbose = false
 
-    func open() throws -> Database {
+    @Option(name: .long, help: "Seconds a write waits while another process writes, before it fails (5).")
+    var busyTimeout: Double = 5
+
+    @Flag(name: .long, help: "Open the database read-only: every write fails. Files that cannot be written are opened so anyway.")
+    var readOnly = false
+
+    /// Opens the database; `creating: false` (commands that only read) fails
+    /// when there is none rather than creating an empty one.
+    func open(creating: Bool = true) throws -> Database {
         guard let db else { throw ValidationError("Missing expected option '--db <path>'") }
+        guard busyTimeout >= 0 && busyTimeout.isFinite else { throw ValidationError("--busy-timeout must be a number of seconds, not \(busyTimeout)") }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = verbose ? .info : .warning
             return handler
         }
-        return try Database(at: URL(fileURLWithPath: db), logger: Logger(label: "settee"))
+        var options = Database.Options()
+        options.busyTimeout = .milliseconds(Int64((busyTimeout * 1000).rounded()))
+        options.readOnly = readOnly
+        options.createIfMissing = creating
+        return try Database(at: URL(fileURLWithPath: db), options: options, logger: Logger(label: "settee"))
     }
 }
 

@@ -102,7 +102,7 @@ struct QueryCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let db = try database.open()
+            let db = try database.open(creating: false)
             let options = try ViewQueryOptions(parameters: query.parameters)
             let bar = ProgressBar(label: "indexing \(view)", unit: "docs")
             let result = try db.query(view, options: options) { progress in
@@ -123,7 +123,7 @@ struct AllDocsCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let db = try database.open()
+            let db = try database.open(creating: false)
             let options = try ViewQueryOptions(parameters: query.parameters)
             print(try db.allDocuments(options: options).json)
         }

@@ -1,0 +1,240 @@
+import CSetteeLMDB
+import Foundation
+import Testing
+@testable import Settee
+
+/// The processes LMDB's reader table lists for an environment (one entry per
+/// reader slot in use, live or left behind by a dead process).
+private func readerProcesses(_ environment: LMDBEnvironment) -> [pid_t] {
+    final class Lines { var text = "" }
+    let lines = Lines()
+    _ = withExtendedLifetime(lines) {
+        mdb_reader_list(environment.environment, { message, context in
+            let lines = Unmanaged<Lines>.fromOpaque(context!).takeUnretainedValue()
+            lines.text += String(cString: message!)
+            return 0
+        }, Unmanaged.passUnretained(lines).toOpaque())
+    }
+    // A header line, then "<pid> <thread> <txnid>" per slot.
+    return lines.text.split(separator: "\n").compactMap { line in
+        line.split(separator: " ").first.flatMap { pid_t($0) }
+    }
+}
+
+/// Waits for `child` to end, at most `seconds`; kills it past that. Returns
+/// the outcome and whether it had to be killed.
+private func waitAtMost(_ seconds: Double, for child: ChildProcess) throws -> (outcome: ChildProcess.Outcome, killed: Bool) {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        // Peeks without reaping, so that `wait()` still collects the outcome
+        // (`si_signo` stays 0 while the child runs).
+        var info = siginfo_t()
+        if waitid(P_PID, id_t(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, info.si_signo != 0 {
+            return (try child.wait(), false)
+        }
+        usleep(10_000)
+    }
+    child.kill()
+    return (try child.wait(), true)
+}
+
+/// Waits until `condition` holds, at most `seconds`.
+private func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(10_000)
+    }
+    return condition()
+}
+
+/// A database of `count` documents of about 1 KB each, written and closed.
+private func makeDatabase(at url: URL, documents count: Int) throws {
+    let db = try Database(at: url)
+    let lines = (0..<count).map { #"{"_id": "doc\#($0)", "n": \#($0), "pad": "\#(String(repeating: "p", count: 1000))"}"# }
+    _ = try db.importDocuments(Data(lines.joined(separator: "\n").utf8))
+}
+
+/// Writes a plain LMDB environment in `directory`, as another program would:
+/// named tables with the given records, nothing of Settee's.
+private func writeForeignEnvironment(at directory: URL, tables: [String: [(key: String, value: [UInt8])]]) throws {
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    var env: OpaquePointer?
+    try check(mdb_env_create(&env), "creating")
+    defer { mdb_env_close(env) }
+    try check(mdb_env_set_maxdbs(env, 8), "configuring")
+    try check(mdb_env_open(env, directory.path, 0, 0o644), "opening")
+    var txn: OpaquePointer?
+    try check(mdb_txn_begin(env, nil, 0, &txn), "beginning")
+    for (name, records) in tables {
+        var dbi = MDB_dbi()
+        try check(mdb_dbi_open(txn, name, UInt32(MDB_CREATE), &dbi), "creating \(name)")
+        for (key, value) in records {
+            var keyBytes = Array(key.utf8)
+            var valueBytes = value
+            try keyBytes.withUnsafeMutableBytes { keyBuffer in
+                try valueBytes.withUnsafeMutableBytes { valueBuffer in
+                    var k = MDB_val(mv_size: keyBuffer.count, mv_data: keyBuffer.baseAddress)
+                    var v = MDB_val(mv_size: valueBuffer.count, mv_data: valueBuffer.baseAddress)
+                    try check(mdb_put(txn, dbi, &k, &v, 0), "writing")
+                }
+            }
+        }
+    }
+    try check(mdb_txn_commit(txn), "committing")
+}
+
+/// The names in an LMDB environment's main table (its named tables, for a
+/// Settee database or the foreign ones above).
+private func mainTableNames(at directory: URL) throws -> [String] {
+    var env: OpaquePointer?
+    try check(mdb_env_create(&env), "creating")
+    defer { mdb_env_close(env) }
+    try check(mdb_env_set_maxdbs(env, 8), "configuring")
+    try check(mdb_env_open(env, directory.path, UInt32(MDB_RDONLY), 0o644), "opening")
+    var txn: OpaquePointer?
+    try check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "beginning")
+    defer { mdb_txn_abort(txn) }
+    var main = MDB_dbi()
+    try check(mdb_dbi_open(txn, nil, 0, &main), "opening the main table")
+    var cursor: OpaquePointer?
+    try check(mdb_cursor_open(txn, main, &cursor), "reading")
+    defer { mdb_cursor_close(cursor) }
+    var names: [String] = []
+    var key = MDB_val(), value = MDB_val()
+    var code = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
+    while code == 0 {
+        names.append(String(decoding: UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size), as: UTF8.self))
+        code = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+    }
+    return names
+}
+
+private func errorCode(_ body: () throws -> Void) -> String? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return (error as? any SetteeError)?.errorCode.rawValue ?? "\(error)"
+    }
+}
+
+@Suite("Storage faults: dead readers, stopped writers, damaged and foreign files")
+struct StorageTrustTests {
+    @Test("A reader process killed with SIGKILL: its reader slot is cleared when another process opens the database, and by a long-lived process before it writes")
+    func deadReadersAreCleared() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        // This process keeps the database open throughout, as a server would.
+        let db = try Database(at: url)
+        try db.put(#"{"_id": "a"}"#)
+
+        /// Starts a process that reads and then waits, and kills it once its reader slot shows.
+        func killReader() throws -> pid_t {
+            let reader = try settee.start(["changes", "--continuous", "--db", url.path], in: directory.url)
+            let registered = eventually(20) { readerProcesses(db.environment).contains(reader.pid) }
+            reader.kill()
+            _ = try reader.wait()
+            #expect(registered, "the reader's slot shows while it runs")
+            #expect(readerProcesses(db.environment).contains(reader.pid), "a killed reader leaves its slot")
+            return reader.pid
+        }
+
+        let first = try killReader()
+        let opened = try settee.run(["info", "--db", url.path], in: directory.url)
+        #expect(opened.exitStatus == 0, "\(opened.standardError)")
+        #expect(!readerProcesses(db.environment).contains(first), "opening the database cleared the dead reader's slot")
+
+        let second = try killReader()
+        // A long-lived process looks for dead readers at most once a second.
+        Thread.sleep(forTimeInterval: 1.1)
+        try db.put(#"{"_id": "b"}"#)
+        #expect(!readerProcesses(db.environment).contains(second), "a write of the long-lived process cleared the dead reader's slot")
+    }
+
+    @Test("A truncated data file is refused at open with a clear error; no command crashes on it",
+          arguments: ["half", "8 KB", "last page"])
+    func truncatedDataFile(_ truncation: String) throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        try makeDatabase(at: url, documents: 2000)
+        let file = url.appendingPathComponent("data.mdb").path
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
+        let newSize = switch truncation {
+        case "half": size / 2
+        case "8 KB": 8192
+        default: size - Int(sysconf(Int32(_SC_PAGESIZE)))
+        }
+        #expect(truncate(file, off_t(newSize)) == 0)
+
+        #expect(errorCode { _ = try Database(at: url) } == "database_damaged")
+        for arguments in [["put", #"{"_id": "new"}"#], ["get", "doc1"], ["info"], ["all-docs"]] {
+            let outcome = try settee.run(arguments + ["--db", url.path], in: directory.url)
+            #expect(outcome.signal == nil && outcome.exitStatus == 1, "\(arguments[0]): \(outcome.signal.map { "signal \($0)" } ?? outcome.standardError)")
+            #expect(outcome.standardError.contains("truncated"), "\(arguments[0]): \(outcome.standardError)")
+        }
+    }
+
+    @Test("A process holding the write lock (stopped mid-write): other processes still open and read at once, and a write fails after the busy timeout saying why")
+    func stoppedWriter() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        let db = try Database(at: url)
+        try db.put(#"{"_id": "a", "n": 1}"#)
+
+        // This process holds a write transaction open, as a writer stopped with SIGSTOP would.
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let ended = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            _ = try? db.environment.write { _ in
+                holding.signal()
+                release.wait()
+            }
+            ended.signal()
+        }
+        writer.start()
+        holding.wait()
+        defer {
+            release.signal()
+            ended.wait()
+        }
+
+        for arguments in [["get", "a"], ["info"], ["all-docs"], ["changes"]] {
+            let started = Date()
+            let (outcome, killed) = try waitAtMost(20, for: try settee.start(arguments + ["--db", url.path], in: directory.url))
+            #expect(!killed && outcome.exitStatus == 0, "\(arguments[0]) answers while another process writes: \(outcome.standardError)")
+            #expect(Date().timeIntervalSince(started) < 10, "\(arguments[0]) did not wait for the writer")
+        }
+
+        let started = Date()
+        let (outcome, killed) = try waitAtMost(20, for: try settee.start(["put", "--busy-timeout", "1", #"{"_id": "b"}"#, "--db", url.path], in: directory.url))
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(!killed, "the write gave up after its busy timeout")
+        #expect(outcome.exitStatus == 1, "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("write lock"), "\(outcome.standardError)")
+        #expect(elapsed >= 1 && elapsed < 10, "waited \(elapsed) s")
+    }
+
+    @Test("--db naming a file, or a read-only command on a path with no database: the error says so in words, and nothing is created")
+    func badDatabasePaths() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let file = directory.file("plain.txt", contents: "hello")
+        let put = try settee.run(["put", #"{"_id": "a"}"#, "--db", file.path], in: directory.url)
+        #expect(put.exitStatus == 1)
+        #expect(put.standardError.contains("is a file, not a database directory"), "\(put.standardError)")
+        #expect(!put.standardError.contains("Unknown error"), "\(put.standardError)")
+
+        let missing = directory.url.appendingPathComponent("missing")
+        for arguments in [["get", "a"], ["info"], ["all-docs"], ["changes"], ["query", "d/v"]] {
+            let outcome = try settee.run(arguments + ["--db", missing.path], in: directory.url)
+            #expect(outcome.exitStatus == 1, "\(arguments[0])")
+            #expect(outcome.standardError.contains("no Settee database at"), "\(arguments[0]): \(outcome.standardError)")
+            #expect(!FileManager.default.fileExists(atPath: missing.path), "\(arguments[0]) created nothing")
+        }
+    }
+}
