@@ -73,8 +73,9 @@ public final class Database: Sendable {
 
     /// Opens the database in `directory`, creating it when missing.
     ///
-    /// Opening never waits for another process's write. A damaged database
-    /// (a truncated data file) is refused with
+    /// Opening never waits for another process's write. A directory holding
+    /// another program's LMDB file, or a damaged one (a truncated data file),
+    /// is refused with ``SetteeErrorCode/notSetteeDatabase`` or
     /// ``SetteeErrorCode/databaseDamaged``; a path that is a file, with
     /// ``StorageError`` saying so.
     ///
@@ -91,6 +92,7 @@ public final class Database: Sendable {
         environment = try LMDBEnvironment.open(directory: directory, settings: LMDBEnvironment.Settings(
             initialMapSize: options.initialMapSize, maximumMapSize: options.maximumSize, readAhead: options.readAhead,
             readOnly: options.readOnly, createIfMissing: options.createIfMissing, busyTimeout: options.busyTimeout))
+        try DatabaseFormat.check(environment)
         store = try DocumentStore(environment: environment, logger: logger)
         indexes = try ViewIndexStore(environment: environment)
     }

@@ -110,6 +110,25 @@ private func mainTableNames(at directory: URL) throws -> [String] {
     return names
 }
 
+/// Runs `body` in a write transaction on the LMDB environment in
+/// `directory`, opened as a plain LMDB program would (Settee's closed).
+private func rawWrite(at directory: URL, _ body: (OpaquePointer?) throws -> Void) throws {
+    var env: OpaquePointer?
+    try check(mdb_env_create(&env), "creating")
+    defer { mdb_env_close(env) }
+    try check(mdb_env_set_maxdbs(env, 8), "configuring")
+    try check(mdb_env_open(env, directory.path, 0, 0o644), "opening")
+    var txn: OpaquePointer?
+    try check(mdb_txn_begin(env, nil, 0, &txn), "beginning")
+    do {
+        try body(txn)
+    } catch {
+        mdb_txn_abort(txn)
+        throw error
+    }
+    try check(mdb_txn_commit(txn), "committing")
+}
+
 private func errorCode(_ body: () throws -> Void) -> String? {
     do {
         try body()
@@ -217,6 +236,117 @@ struct StorageTrustTests {
         #expect(outcome.exitStatus == 1, "\(outcome.standardError)")
         #expect(outcome.standardError.contains("write lock"), "\(outcome.standardError)")
         #expect(elapsed >= 1 && elapsed < 10, "waited \(elapsed) s")
+    }
+
+    @Test("Another program's LMDB file with a docs table is refused, left as it was, and no command crashes on it")
+    func foreignEnvironment() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("foreign")
+        try writeForeignEnvironment(at: url, tables: ["docs": [("k1", Array("short".utf8)), ("k2", [1, 2, 3])]])
+
+        #expect(errorCode { _ = try Database(at: url) } == "not_a_settee_database")
+        for arguments in [["get", "k1"], ["all-docs"], ["info"], ["put", #"{"_id": "x"}"#]] {
+            let outcome = try settee.run(arguments + ["--db", url.path], in: directory.url)
+            #expect(outcome.signal == nil && outcome.exitStatus == 1, "\(arguments[0]): \(outcome.signal.map { "signal \($0)" } ?? outcome.standardError)")
+            #expect(outcome.standardError.contains("not a Settee database"), "\(arguments[0]): \(outcome.standardError)")
+        }
+        #expect(try mainTableNames(at: url) == ["docs"], "nothing of Settee's was added to the other program's file")
+    }
+
+    @Test("A document record too short for its header: commands say the database is damaged, none crashes")
+    func damagedRecords() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        do {
+            let db = try Database(at: url)
+            try db.put(#"{"_id": "good"}"#)
+            try db.environment.write { transaction in
+                try transaction.put(db.store.docs, Array("short".utf8), [1, 2, 3] as [UInt8])
+            }
+        }
+        for arguments in [["get", "short"], ["all-docs"], ["info"], ["put", #"{"_id": "short", "_rev": "1-00000000000000000000000000000000"}"#]] {
+            let outcome = try settee.run(arguments + ["--db", url.path], in: directory.url)
+            #expect(outcome.signal == nil && outcome.exitStatus == 1, "\(arguments[0]): \(outcome.signal.map { "signal \($0)" } ?? outcome.standardError)")
+            #expect(outcome.standardError.contains("damaged"), "\(arguments[0]): \(outcome.standardError)")
+        }
+        let good = try settee.run(["get", "good", "--db", url.path], in: directory.url)
+        #expect(good.exitStatus == 0, "\(good.standardError)")
+    }
+
+    @Test("A Settee database from before the format record is adopted (read-only, it is read as it is); a newer format version is refused")
+    func formatRecord() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        do {
+            let db = try Database(at: url)
+            try db.put(#"{"_id": "a"}"#)
+        }
+        #expect(try mainTableNames(at: url).contains("settee"), "a new database has its format record")
+        try rawWrite(at: url) { txn in
+            var dbi = MDB_dbi()
+            try check(mdb_dbi_open(txn, "settee", 0, &dbi), "opening")
+            try check(mdb_drop(txn, dbi, 1), "dropping")
+        }
+        var readOnly = Database.Options()
+        readOnly.readOnly = true
+        do {
+            let db = try Database(at: url, options: readOnly)
+            #expect(try db.document("a") != nil)
+        }
+        #expect(try !mainTableNames(at: url).contains("settee"), "a read-only open changes nothing")
+        do {
+            let db = try Database(at: url)
+            #expect(try db.document("a") != nil)
+        }
+        #expect(try mainTableNames(at: url).contains("settee"), "adopted: the record is written")
+
+        try rawWrite(at: url) { txn in
+            var dbi = MDB_dbi()
+            try check(mdb_dbi_open(txn, "settee", 0, &dbi), "opening")
+            var key = Array("format".utf8)
+            var value = Array(#"{"format":"settee","version":2}"#.utf8)
+            try key.withUnsafeMutableBytes { keyBuffer in
+                try value.withUnsafeMutableBytes { valueBuffer in
+                    var k = MDB_val(mv_size: keyBuffer.count, mv_data: keyBuffer.baseAddress)
+                    var v = MDB_val(mv_size: valueBuffer.count, mv_data: valueBuffer.baseAddress)
+                    try check(mdb_put(txn, dbi, &k, &v, 0), "writing")
+                }
+            }
+        }
+        let error = try #require(throws: StorageError.self) { _ = try Database(at: url) }
+        #expect(error.errorCode == .notSetteeDatabase)
+        #expect(error.description.contains("newer Settee"), "\(error)")
+    }
+
+    @Test("A damaged document record, read through the library: database_damaged naming the document, the others still readable")
+    func damagedRecordsInProcess() throws {
+        let directory = TemporaryDirectory()
+        let db = try Database(at: directory.url.appendingPathComponent("db"))
+        try db.put(#"{"_id": "good"}"#)
+        try db.environment.write { transaction in
+            try transaction.put(db.store.docs, Array("short".utf8), [1, 2, 3] as [UInt8])
+            try transaction.put(db.store.docs, Array("nobody".utf8), [UInt8](repeating: 0, count: 40))
+        }
+        for id in ["short", "nobody"] {
+            let error = try #require(throws: StorageError.self) { _ = try db.document(id) }
+            #expect(error.errorCode == .databaseDamaged)
+            #expect(error.description.contains(#"document "\#(id)""#), "\(error)")
+        }
+        #expect(errorCode { _ = try db.allDocuments(options: ViewQueryOptions(parameters: [])) } == "database_damaged")
+        #expect(errorCode { _ = try db.info() } == "database_damaged")
+        #expect(try db.document("good") != nil)
+
+        // A key of the changes feed that is not a sequence number.
+        let other = try Database(at: directory.url.appendingPathComponent("other"))
+        try other.put(#"{"_id": "a"}"#)
+        try other.environment.write { transaction in
+            try transaction.put(other.store.seqs, [0xFF, 0xFF, 0xFF] as [UInt8], Array("a".utf8))
+        }
+        let error = try #require(throws: StorageError.self) { _ = try other.changes() }
+        #expect(error.errorCode == .databaseDamaged)
+        #expect(error.description.contains("changes feed"), "\(error)")
     }
 
     @Test("--db naming a file, or a read-only command on a path with no database: the error says so in words, and nothing is created")

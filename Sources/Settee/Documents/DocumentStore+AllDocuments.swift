@@ -7,7 +7,7 @@ extension DocumentStore {
                 let prefix = Array("_design/".utf8)
                 var entry = try prefix.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
                 while let (key, value) = entry, key.starts(with: prefix) {
-                    let record = DocumentRecord(bytes: value)
+                    let record = try DocumentRecord(bytes: value, id: key, path: environment.path)
                     if !record.isDeleted { documents.append(record.document(id: String(decoding: key, as: UTF8.self))) }
                     entry = try cursor.next()
                 }
@@ -44,7 +44,7 @@ extension DocumentStore {
                     var bytes = id
                     try bytes.withUTF8 { idBytes in
                         if let value = try transaction.get(docs, UnsafeRawBufferPointer(idBytes)) {
-                            let record = DocumentRecord(bytes: value)
+                            let record = try DocumentRecord(bytes: value, id: idBytes, path: environment.path)
                             if record.isDeleted {
                                 rows.append(ViewRow(id: id, keyJSON: key.jsonText, valueJSON: #"{"rev":"\#(record.revision)","deleted":true}"#,
                                                     documentJSON: options.includeDocs ? "null" : nil))
@@ -68,7 +68,7 @@ extension DocumentStore {
                 var entry = options.descending ? try cursor.last() : try cursor.first()
                 while let (key, value) = entry {
                     entry = options.descending ? try cursor.previous() : try cursor.next()
-                    let record = DocumentRecord(bytes: value)
+                    let record = try DocumentRecord(bytes: value, id: key, path: environment.path)
                     if record.isDeleted { continue }
                     total += 1
                     if !started {
@@ -99,8 +99,8 @@ extension DocumentStore {
         var count = 0
         try transaction.withCursor(docs) { cursor in
             var entry = try cursor.first()
-            while let (_, value) = entry {
-                if !DocumentRecord(bytes: value).isDeleted { count += 1 }
+            while let (key, value) = entry {
+                if try !DocumentRecord(bytes: value, id: key, path: environment.path).isDeleted { count += 1 }
                 entry = try cursor.next()
             }
         }
