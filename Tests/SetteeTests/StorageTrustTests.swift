@@ -349,6 +349,42 @@ struct StorageTrustTests {
         #expect(error.description.contains("changes feed"), "\(error)")
     }
 
+    @Test("Opened read-only: reads work, writes fail with read_only and a clear reason, and a missing table is not created")
+    func readOnlyOption() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        do {
+            let db = try Database(at: url)
+            try db.put(#"{"_id": "a", "n": 1}"#)
+        }
+        var options = Database.Options()
+        options.readOnly = true
+        let db = try Database(at: url, options: options)
+        #expect(try db.document("a")?.json.contains(#""n":1"#) == true)
+        #expect(try db.info().documentCount == 1)
+        let error = try #require(throws: StorageError.self) { try db.put(#"{"_id": "b"}"#) }
+        #expect(error.errorCode == .readOnly)
+        #expect(error.description.contains("read-only"), "\(error)")
+        #expect(try db.document("b") == nil)
+    }
+
+    @Test("settee --read-only reads, refuses writes with a clear error; a missing database is not created read-only")
+    func readOnlyCommand() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        #expect(try settee.run(["put", #"{"_id": "a"}"#, "--db", url.path], in: directory.url).exitStatus == 0)
+        let get = try settee.run(["get", "a", "--read-only", "--db", url.path], in: directory.url)
+        #expect(get.exitStatus == 0, "\(get.standardError)")
+        let put = try settee.run(["put", #"{"_id": "b"}"#, "--read-only", "--db", url.path], in: directory.url)
+        #expect(put.exitStatus == 1)
+        #expect(put.standardError.contains("read-only"), "\(put.standardError)")
+        let missing = directory.url.appendingPathComponent("missing")
+        let created = try settee.run(["put", #"{"_id": "b"}"#, "--read-only", "--db", missing.path], in: directory.url)
+        #expect(created.exitStatus == 1)
+        #expect(!FileManager.default.fileExists(atPath: missing.path))
+    }
+
     @Test("--db naming a file, or a read-only command on a path with no database: the error says so in words, and nothing is created")
     func badDatabasePaths() throws {
         let settee = try SetteeExecutable.find()
