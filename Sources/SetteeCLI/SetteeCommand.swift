@@ -16,7 +16,7 @@ struct SetteeCommand: AsyncParsableCommand {
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
             ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self,
-            WatchCommand.self, CouchJSCommand.self,
+            VerifyCommand.self, WatchCommand.self, CouchJSCommand.self,
         ])
 
     // Declared here too so `--db` may come before the subcommand, as in `settee --db PATH import FILE`.

@@ -385,6 +385,90 @@ struct StorageTrustTests {
         #expect(!FileManager.default.fileExists(atPath: missing.path))
     }
 
+    @Test("settee verify: a sound database passes; damaged records, a broken changes feed and an index that lost rows are each named")
+    func verifyCommand() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        do {
+            let db = try Database(at: url, options: options)
+            for n in 0..<50 { try db.put(#"{"_id": "doc\#(n)", "n": \#(n)}"#) }
+            try db.delete("doc7", revision: nil)
+            try db.loadDesignDocuments(from: directory.file("app.json", contents: #"""
+                {"_id": "_design/app", "views": {"by_n": {"map": "function (doc) { if (doc.n !== undefined) { emit(doc.n, null); emit([doc.n], 1); } }"}}}
+                """#))
+            _ = try db.query("app/by_n", options: ViewQueryOptions(parameters: []))
+        }
+        let sound = try settee.run(["verify", "--db", url.path], in: directory.url)
+        #expect(sound.exitStatus == 0, "\(sound.standardOutput)\(sound.standardError)")
+        #expect(sound.standardOutput.contains(#""ok":true"#), "\(sound.standardOutput)")
+
+        do {
+            let db = try Database(at: url, options: options)
+            let signature = try #require(try db.viewInfo().first?.signature)
+            let tables = try db.indexes.tables(for: signature)
+            try db.environment.write { transaction in
+                try transaction.put(db.store.docs, Array("short".utf8), [1, 2, 3] as [UInt8])
+                // A whole header and braces, but not JSON inside.
+                try transaction.put(db.store.docs, Array("garbled".utf8), [UInt8](repeating: 0, count: 29) + Array("{nope}".utf8))
+                // doc3 loses its entry in the changes feed.
+                let doc3 = try #require(try db.store.record("doc3", in: transaction))
+                try withUnsafeBytes(of: doc3.sequence.bigEndian) { _ = try transaction.delete(db.store.seqs, $0) }
+                // The index loses its first row.
+                try transaction.withCursor(tables.rows) { cursor in
+                    _ = try cursor.first()
+                    try cursor.deleteCurrent()
+                }
+            }
+        }
+        let damaged = try settee.run(["verify", "--db", url.path], in: directory.url)
+        #expect(damaged.signal == nil && damaged.exitStatus == 1, "\(damaged.standardError)")
+        let report = damaged.standardOutput
+        #expect(report.contains(#""ok":false"#), "\(report)")
+        for expected in [#"document \"short\""#, #"document \"garbled\""#, #"document \"doc3\""#, "app/by_n"] {
+            #expect(report.contains(expected), "\(expected) in \(report)")
+        }
+    }
+
+    @Test("Database.verify: rows whose bytes are garbage, a changes entry naming a missing document, each reported in words without trapping")
+    func verifyGarbage() throws {
+        let directory = TemporaryDirectory()
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        for n in 0..<20 { try db.put(#"{"_id": "doc\#(n)", "n": \#(n)}"#) }
+        try db.loadDesignDocuments(from: directory.file("app.json", contents: #"""
+            {"_id": "_design/app", "views": {"by_n": {"map": "function (doc) { if (doc.n !== undefined) emit(doc.n, doc._id); }"}}}
+            """#))
+        _ = try db.query("app/by_n", options: ViewQueryOptions(parameters: []))
+        let sound = try db.verify()
+        #expect(sound.isIntact, "\(sound.problems)")
+        let signature = try #require(try db.viewInfo().first?.signature)
+        let tables = try db.indexes.tables(for: signature)
+        try db.environment.write { transaction in
+            var keys: [[UInt8]] = []
+            try transaction.withCursor(tables.rows) { cursor in
+                var entry = try cursor.first()
+                while let (key, _) = entry, keys.count < 3 {
+                    keys.append(Array(key))
+                    entry = try cursor.next()
+                }
+            }
+            // Lengths far past the value, a value cut short, and JSON that is not.
+            try transaction.put(tables.rows, keys[0], [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0x01] as [UInt8])
+            try transaction.put(tables.rows, keys[1], [0x05, 0x02] as [UInt8])
+            try transaction.put(tables.rows, keys[2], [0x01, 0x02] + Array("x{".utf8))
+            try transaction.put(db.store.seqs, withUnsafeBytes(of: UInt64(999).bigEndian) { Array($0) }, Array("ghost".utf8))
+        }
+        let report = try db.verify()
+        print("verify found: \(report.problems)")
+        #expect(report.documents == 21 && report.indexes == 1 && report.indexRows == 20)
+        #expect(report.problems.filter { $0.hasPrefix("index app/by_n: a row's") }.count == 3, "\(report.problems)")
+        #expect(report.problems.contains { $0.contains(#"sequence 999 names document "ghost", which does not exist"#) }, "\(report.problems)")
+    }
+
     @Test("--db naming a file, or a read-only command on a path with no database: the error says so in words, and nothing is created")
     func badDatabasePaths() throws {
         let settee = try SetteeExecutable.find()

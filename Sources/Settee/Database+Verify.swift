@@ -1,0 +1,213 @@
+import CSetteeLMDB
+import Foundation
+
+/// What ``Database/verify()`` found: how much it checked, and each problem.
+public struct VerificationReport: Sendable, Equatable {
+    /// Document records checked (tombstones included).
+    public var documents = 0
+    /// Entries of the changes feed checked.
+    public var changes = 0
+    /// View indexes checked.
+    public var indexes = 0
+    /// Index rows checked.
+    public var indexRows = 0
+    /// What is damaged, one sentence each, naming the document, the changes
+    /// feed entry or the index (at most ``maximumProblems``).
+    public var problems: [String] = []
+    /// Problems found past ``maximumProblems``, not listed.
+    public var unlistedProblems = 0
+
+    /// The most problems listed; the rest are counted.
+    public static let maximumProblems = 1000
+
+    /// Whether nothing damaged was found.
+    public var isIntact: Bool { problems.isEmpty }
+
+    mutating func problem(_ text: String) {
+        if problems.count < Self.maximumProblems { problems.append(text) } else { unlistedProblems += 1 }
+    }
+}
+
+extension Database {
+    /// Reads the whole database and checks what can be checked without
+    /// running JavaScript:
+    ///
+    /// - every document record: its layout, its body is a JSON object, and
+    ///   the changes feed lists it at its sequence number;
+    /// - every entry of the changes feed: its key is a sequence number, and
+    ///   it names a document whose record is at that sequence;
+    /// - every view index, against the documents: each row's layout and JSON,
+    ///   its document exists, its back-index entry lists it (and each row a
+    ///   back-index entry lists exists), and the count its state records.
+    ///
+    /// LMDB keeps no checksums: damage it cannot see (a page overwritten with
+    /// plausible bytes) shows here as records that do not decode or do not
+    /// agree. Reads one snapshot; writes may go on meanwhile.
+    public func verify() throws -> VerificationReport {
+        var report = VerificationReport()
+        let path = environment.path
+        let tableNames = Set(try environment.tableNames())
+        let states = try environment.read { try indexes.allStates(in: $0) }
+        // Opened before the transaction that reads them (LMDB's rule); missing tables are reported, not created.
+        var tables: [String: ViewIndexTables] = [:]
+        for (signature, state) in states {
+            let names = ["rows:", "back:", "chunks:"].map { $0 + signature }
+            if names.allSatisfy(tableNames.contains) {
+                tables[signature] = try indexes.tables(for: signature)
+            } else {
+                report.problem("index \(state.designDocument.replacingOccurrences(of: "_design/", with: ""))/\(state.view) (\(signature)): its tables are missing")
+            }
+        }
+        try environment.read { transaction in
+            try verifyDocuments(in: transaction, path: path, report: &report)
+            try verifyChanges(in: transaction, path: path, report: &report)
+            for (signature, _) in states {
+                guard let tables = tables[signature], indexes.areCurrent(tables),
+                      let state = try indexes.state(signature, in: transaction) else { continue }
+                report.indexes += 1
+                try verifyIndex(tables, state: state, in: transaction, report: &report)
+            }
+        }
+        return report
+    }
+
+    private func verifyDocuments(in transaction: LMDBTransaction, path: String, report: inout VerificationReport) throws {
+        try transaction.withCursor(store.docs) { cursor in
+            var entry = try cursor.first()
+            while let (key, value) = entry {
+                entry = try cursor.next()
+                report.documents += 1
+                let id = String(decoding: key, as: UTF8.self)
+                let record: DocumentRecord
+                do {
+                    record = try DocumentRecord(bytes: value, id: key, path: path)
+                } catch let error as StorageError {
+                    report.problem(error.reason)
+                    continue
+                }
+                if case .object? = try? JSONParser.parse(record.body) {} else {
+                    report.problem("document \"\(id)\": its body is not a JSON object")
+                }
+                if record.generation == 0 {
+                    report.problem("document \"\(id)\": its revision's generation is 0")
+                }
+                let listed = try withUnsafeBytes(of: record.sequence.bigEndian) { try transaction.get(store.seqs, $0) }
+                if listed.map({ compareBytes($0, key) != 0 }) ?? true {
+                    report.problem("document \"\(id)\": the changes feed does not list it at its sequence \(record.sequence)")
+                }
+            }
+        }
+    }
+
+    private func verifyChanges(in transaction: LMDBTransaction, path: String, report: inout VerificationReport) throws {
+        try transaction.withCursor(store.seqs) { cursor in
+            var entry = try cursor.first()
+            while let (key, id) = entry {
+                entry = try cursor.next()
+                report.changes += 1
+                guard key.count == 8 else {
+                    report.problem("changes feed: a key is \(key.count) bytes where a sequence number takes 8")
+                    continue
+                }
+                let sequence = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+                let name = String(decoding: id, as: UTF8.self)
+                guard let value = try transaction.get(store.docs, id) else {
+                    report.problem("changes feed: sequence \(sequence) names document \"\(name)\", which does not exist")
+                    continue
+                }
+                // A record that does not decode is reported with the documents.
+                if let record = try? DocumentRecord(bytes: value, id: id, path: path), record.sequence != sequence {
+                    report.problem("changes feed: sequence \(sequence) names document \"\(name)\", whose record is at sequence \(record.sequence)")
+                }
+            }
+        }
+    }
+
+    private func verifyIndex(_ tables: ViewIndexTables, state: ViewIndexState, in transaction: LMDBTransaction,
+                             report: inout VerificationReport) throws {
+        let design = state.designDocument.hasPrefix("_design/") ? String(state.designDocument.dropFirst(8)) : state.designDocument
+        let name = "index \(design)/\(state.view)"
+        var rows = 0
+        try transaction.withCursor(tables.rows) { cursor in
+            var entry = try cursor.first()
+            while let (key, value) = entry {
+                entry = try cursor.next()
+                rows += 1
+                if let problem = Self.rowProblem(storedKey: key, value: value) {
+                    report.problem("\(name): a row's \(problem)")
+                    continue
+                }
+                let row = IndexRow(storedKey: key, value: value)
+                let found = try row.withID { try transaction.get(store.docs, $0) != nil }
+                if !found { report.problem("\(name): a row of document \"\(row.id)\", which does not exist") }
+            }
+        }
+        report.indexRows += rows
+        var listed = 0
+        var scratch: [UInt8] = []
+        try transaction.withCursor(tables.back) { cursor in
+            var entry = try cursor.first()
+            while let (id, value) = entry {
+                entry = try cursor.next()
+                let document = String(decoding: id, as: UTF8.self)
+                if try transaction.get(store.docs, id) == nil {
+                    report.problem("\(name): the back index lists document \"\(document)\", which does not exist")
+                }
+                do {
+                    var missing = 0
+                    try IndexRow.forEachStoredKey(inBackEntry: value, id: id, scratch: &scratch) { key in
+                        listed += 1
+                        if try transaction.get(tables.rows, key) == nil { missing += 1 }
+                    }
+                    if missing > 0 { report.problem("\(name): \(missing) row(s) of document \"\(document)\" are missing") }
+                } catch {
+                    report.problem("\(name): the back-index entry of document \"\(document)\" does not decode")
+                }
+            }
+        }
+        if listed != rows {
+            report.problem("\(name): \(rows) rows, but the back index lists \(listed)")
+        }
+        if state.rowCount != rows {
+            report.problem("\(name): \(rows) rows, but its state records \(state.rowCount)")
+        }
+    }
+
+    /// What is wrong with a stored row's layout (see ``IndexRow``), or nil:
+    /// checked before ``IndexRow`` reads it, which trusts the layout.
+    private static func rowProblem(storedKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> String? {
+        var offset = 0
+        let keyJSONLength = IndexRow.readVarint(value, at: &offset)
+        let lengthAndFlag = IndexRow.readVarint(value, at: &offset)
+        let encodedKeyLength = lengthAndFlag >> 1
+        let long = lengthAndFlag & 1 == 1
+        let fullKeyLength = long ? IndexRow.readVarint(value, at: &offset) : storedKey.count
+        // Compared by subtraction: lengths read from damaged bytes may be huge.
+        guard keyJSONLength >= 0, keyJSONLength <= value.count - offset else {
+            return "value is shorter than the key JSON length it records"
+        }
+        let keyJSONEnd = offset + keyJSONLength
+        guard fullKeyLength >= 0, !long || fullKeyLength <= value.count - keyJSONEnd else {
+            return "value is shorter than the full key length it records"
+        }
+        let fullKeyEnd = keyJSONEnd + (long ? fullKeyLength : 0)
+        // The full key ends with the document id, a 0x00 and a 4-byte emit index.
+        guard encodedKeyLength >= 0, fullKeyLength >= 5, encodedKeyLength <= fullKeyLength - 5 else {
+            return "key is too short for its encoded key, document id and emit index"
+        }
+        if long {
+            var expected: [UInt8] = []
+            IndexRow.appendStoredKey(forFullKey: Array(value[keyJSONEnd..<fullKeyEnd]), to: &expected)
+            if compareBytes(storedKey, expected) != 0 { return "key does not match the full key its value holds" }
+        } else if storedKey.count >= IndexRow.prefixLength {
+            return "key is long, but its value holds no full key"
+        }
+        if (try? JSONParser.parse(UnsafeRawBufferPointer(rebasing: value[offset..<keyJSONEnd]))) == nil {
+            return "key is not JSON"
+        }
+        if (try? JSONParser.parse(UnsafeRawBufferPointer(rebasing: value[fullKeyEnd...]))) == nil {
+            return "value is not JSON"
+        }
+        return nil
+    }
+}
