@@ -26,16 +26,18 @@ private func readerProcesses(_ environment: LMDBEnvironment) -> [pid_t] {
 private func waitAtMost(_ seconds: Double, for child: ChildProcess) throws -> (outcome: ChildProcess.Outcome, killed: Bool) {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
-        // Peeks without reaping, so that `wait()` still collects the outcome
-        // (`si_signo` stays 0 while the child runs).
-        var info = siginfo_t()
-        if waitid(P_PID, id_t(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, info.si_signo != 0 {
-            return (try child.wait(), false)
-        }
+        if hasEnded(child) { return (try child.wait(), false) }
         usleep(10_000)
     }
     child.kill()
     return (try child.wait(), true)
+}
+
+/// Whether `child` has ended. Peeks without reaping, so that `wait()` still
+/// collects the outcome (`si_signo` stays 0 while the child runs).
+private func hasEnded(_ child: ChildProcess) -> Bool {
+    var info = siginfo_t()
+    return waitid(P_PID, id_t(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_signo != 0
 }
 
 /// Waits until `condition` holds, at most `seconds`.
@@ -127,6 +129,46 @@ private func rawWrite(at directory: URL, _ body: (OpaquePointer?) throws -> Void
         throw error
     }
     try check(mdb_txn_commit(txn), "committing")
+}
+
+/// A small tmpfs that can be switched to read-only, standing for read-only
+/// media (as root, permission bits would not stop writes).
+private final class ReadOnlyMedium {
+    let url: URL
+
+    /// Whether this process can mount one (as root, with the right to mount).
+    static let available: Bool = {
+        guard getuid() == 0 else { return false }
+        return ReadOnlyMedium() != nil
+    }()
+
+    init?() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("settee-ro-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        guard Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", url.path]) else {
+            try? FileManager.default.removeItem(at: url)
+            return nil
+        }
+    }
+
+    func makeReadOnly() -> Bool {
+        Self.run("/bin/mount", ["-o", "remount,ro", url.path])
+    }
+
+    deinit {
+        _ = Self.run("/bin/umount", ["--lazy", url.path])
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    private static func run(_ tool: String, _ arguments: [String]) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
 }
 
 private func errorCode(_ body: () throws -> Void) -> String? {
@@ -467,6 +509,89 @@ struct StorageTrustTests {
         #expect(report.documents == 21 && report.indexes == 1 && report.indexRows == 20)
         #expect(report.problems.filter { $0.hasPrefix("index app/by_n: a row's") }.count == 3, "\(report.problems)")
         #expect(report.problems.contains { $0.contains(#"sequence 999 names document "ghost", which does not exist"#) }, "\(report.problems)")
+    }
+
+    @Test("A database on read-only media, with and without its lock file: every read command answers, a write fails with a clear error",
+          .enabled(if: ReadOnlyMedium.available, "mounting a tmpfs needs root"))
+    func readOnlyMedia() throws {
+        let settee = try SetteeExecutable.find()
+        let scratch = TemporaryDirectory()
+        let medium = try #require(ReadOnlyMedium())
+        let withLock = medium.url.appendingPathComponent("with-lock")
+        let withoutLock = medium.url.appendingPathComponent("without-lock")
+        for url in [withLock, withoutLock] {
+            #expect(try settee.run(["put", #"{"_id": "a", "n": 1}"#, "--db", url.path], in: scratch.url).exitStatus == 0)
+        }
+        try FileManager.default.removeItem(at: withoutLock.appendingPathComponent("lock.mdb"))
+        try? FileManager.default.removeItem(at: withLock.appendingPathComponent("settee-write.lock"))
+        #expect(medium.makeReadOnly())
+        for url in [withLock, withoutLock] {
+            for arguments in [["get", "a"], ["info"], ["all-docs"], ["changes"], ["verify"]] {
+                let outcome = try settee.run(arguments + ["--db", url.path], in: scratch.url)
+                #expect(outcome.exitStatus == 0, "\(url.lastPathComponent) \(arguments[0]): \(outcome.standardError)")
+            }
+            let put = try settee.run(["put", #"{"_id": "b"}"#, "--db", url.path], in: scratch.url)
+            #expect(put.exitStatus == 1)
+            #expect(put.standardError.contains("read-only"), "\(url.lastPathComponent): \(put.standardError)")
+        }
+    }
+
+    @Test("A settee import stopped with SIGSTOP inside its write transaction: other processes read at once, a write fails after the busy timeout, and succeeds once the import goes on")
+    func stoppedImport() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        #expect(try settee.run(["put", #"{"_id": "first"}"#, "--db", url.path], in: directory.url).exitStatus == 0)
+        let lines = (0..<30_000).map { #"{"_id": "doc\#($0)", "pad": "\#(String(repeating: "p", count: 500))"}"# }
+        let input = directory.file("docs.ndjson", contents: lines.joined(separator: "\n"))
+
+        // Whether some process holds the write lock file (tried from a description of our own).
+        let lockPath = url.appendingPathComponent("settee-write.lock").path
+        func writeLockIsHeld() -> Bool {
+            let descriptor = open(lockPath, O_RDWR)
+            guard descriptor >= 0 else { return false }
+            defer { close(descriptor) }
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 {
+                flock(descriptor, LOCK_UN)
+                return false
+            }
+            return true
+        }
+
+        // Stops the import while it holds the write lock (it may end first: then again).
+        var stopped: ChildProcess?
+        for _ in 0..<10 where stopped == nil {
+            let importer = try settee.start(["import", input.path, "--db", url.path], in: directory.url)
+            _ = eventually(20) { writeLockIsHeld() || hasEnded(importer) }
+            kill(importer.pid, SIGSTOP)
+            if writeLockIsHeld() {
+                stopped = importer
+            } else {
+                kill(importer.pid, SIGCONT)
+                _ = try importer.wait()
+            }
+        }
+        let importer = try #require(stopped, "caught an import inside its write transaction")
+        defer {
+            importer.kill()
+            _ = try? importer.wait()
+        }
+
+        for arguments in [["get", "first"], ["info"], ["changes", "--limit", "1"]] {
+            let (outcome, killed) = try waitAtMost(20, for: try settee.start(arguments + ["--db", url.path], in: directory.url))
+            #expect(!killed && outcome.exitStatus == 0, "\(arguments[0]) answers while the import is stopped: \(outcome.standardError)")
+        }
+        let started = Date()
+        let (refused, killed) = try waitAtMost(20, for: try settee.start(["put", "--busy-timeout", "0.5", #"{"_id": "b"}"#, "--db", url.path], in: directory.url))
+        #expect(!killed && refused.exitStatus == 1, "\(refused.standardError)")
+        #expect(refused.standardError.contains("another process has held the write lock"), "\(refused.standardError)")
+        #expect(Date().timeIntervalSince(started) < 10)
+
+        kill(importer.pid, SIGCONT)
+        let finished = try importer.wait()
+        #expect(finished.exitStatus == 0, "\(finished.standardError)")
+        let put = try settee.run(["put", #"{"_id": "b"}"#, "--db", url.path], in: directory.url)
+        #expect(put.exitStatus == 0, "\(put.standardError)")
     }
 
     @Test("--db naming a file, or a read-only command on a path with no database: the error says so in words, and nothing is created")
