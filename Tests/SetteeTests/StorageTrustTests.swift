@@ -594,6 +594,32 @@ struct StorageTrustTests {
         #expect(put.exitStatus == 0, "\(put.standardError)")
     }
 
+    @Test("Database.Options.busyTimeout: while another holder has the write lock file, a write fails with busy after the timeout, reads answer, and the write goes through once it is released")
+    func busyTimeoutOption() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        var options = Database.Options()
+        options.busyTimeout = .milliseconds(300)
+        let db = try Database(at: url, options: options)
+        try db.put(#"{"_id": "a"}"#)
+        // A description of its own: to flock, another process.
+        let other = open(url.appendingPathComponent("settee-write.lock").path, O_RDWR)
+        #expect(other >= 0)
+        defer { close(other) }
+        #expect(flock(other, LOCK_EX | LOCK_NB) == 0)
+        let started = ContinuousClock.now
+        let error = try #require(throws: StorageError.self) { try db.put(#"{"_id": "b"}"#) }
+        let waited = ContinuousClock.now - started
+        #expect(error.errorCode == .busy)
+        #expect(error.description.contains("another process has held the write lock for more than 0.3 s"), "\(error)")
+        #expect(waited >= .milliseconds(300) && waited < .seconds(5), "\(waited)")
+        #expect(try db.document("a") != nil)
+        #expect(try db.document("b") == nil)
+        flock(other, LOCK_UN)
+        try db.put(#"{"_id": "b"}"#)
+        #expect(try db.document("b") != nil)
+    }
+
     @Test("--db naming a file, or a read-only command on a path with no database: the error says so in words, and nothing is created")
     func badDatabasePaths() throws {
         let settee = try SetteeExecutable.find()

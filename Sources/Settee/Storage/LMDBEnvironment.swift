@@ -11,6 +11,13 @@ import Foundation
 final class LMDBEnvironment: @unchecked Sendable {
     let path: String
     private var handle: OpaquePointer?
+    /// This process's writers take turns here, and wait here while another
+    /// process holds the write lock file.
+    private let writerTurn = NSLock()
+    /// Held while this process has a write transaction open, and while it
+    /// opens table handles in a read transaction (LMDB forbids opening handles
+    /// in two transactions at once). Opening tables waits for a write of this
+    /// process that runs, never for one that waits for another process.
     private let writeLock = NSLock()
     /// Held shared by every transaction, exclusively while the map is resized
     /// (LMDB allows resizing only when no transaction is active in the process).
@@ -81,7 +88,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// The lock file every Settee process takes before LMDB's write lock,
     /// which cannot time out (`-1` when read-only).
     private let writeLockFile: Int32
-    /// When this process last cleared the reader slots of dead processes (guarded by `writeLock`).
+    /// When this process last cleared the reader slots of dead processes (guarded by `writerTurn`).
     private var lastStaleReaderCheck = ContinuousClock.now
     /// How often a long-lived process clears dead readers' slots, at most (before a write).
     static let staleReaderCheckInterval: Duration = .seconds(1)
@@ -288,10 +295,12 @@ final class LMDBEnvironment: @unchecked Sendable {
             throw StorageError(code: EROFS, operation: "writing to \(path)",
                                explanation: "the database is open read-only (asked for, or its files may not be written by this process)")
         }
-        writeLock.lock()
-        defer { writeLock.unlock() }
+        writerTurn.lock()
+        defer { writerTurn.unlock() }
         try lockAgainstOtherProcesses()
         defer { flock(writeLockFile, LOCK_UN) }
+        writeLock.lock()
+        defer { writeLock.unlock() }
         clearStaleReadersNow()
         if !durable {
             // Only this process's commits see the flag, and the write lock keeps them out until it is cleared.
@@ -309,7 +318,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
     }
 
-    /// Takes the lock file (with `writeLock` held), polling until ``busyTimeout``:
+    /// Takes the lock file (with `writerTurn` held), polling until ``busyTimeout``:
     /// `flock` cannot wait with a timeout, and a lock held by a process that
     /// died is released by the kernel.
     private func lockAgainstOtherProcesses() throws(StorageError) {
@@ -339,7 +348,7 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     /// Frees the reader slots of processes that died inside a read
     /// transaction (LMDB's `mdb_reader_check`), at most once per
-    /// ``staleReaderCheckInterval``; with `writeLock` held. A dead reader's
+    /// ``staleReaderCheckInterval``; with `writerTurn` held. A dead reader's
     /// snapshot keeps every page it could see from reuse, so the file grows
     /// without bound, and its slot is lost until someone clears it.
     private func clearStaleReadersNow() {
