@@ -70,8 +70,8 @@ final class LMDBEnvironment: @unchecked Sendable {
         if let existing = registry[path]?.environment {
             // One environment per directory and process (LMDB's rule), so one mode too.
             if settings.readOnly && !existing.isReadOnly {
-                throw StorageError(code: EBUSY, operation: "opening the database at \(path) read-only",
-                                   explanation: "this process already has it open for writing")
+                throw StorageError(code: EINVAL, operation: "opening the database at \(path) read-only",
+                                   explanation: "this process already has it open for writing; share that Database instead")
             }
             return existing
         }
