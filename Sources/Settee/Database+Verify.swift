@@ -38,7 +38,8 @@ extension Database {
     ///   it names a document whose record is at that sequence;
     /// - every view index, against the documents: each row's layout and JSON,
     ///   its document exists, its back-index entry lists it (and each row a
-    ///   back-index entry lists exists), and the count its state records.
+    ///   back-index entry lists exists), the count its state records, and
+    ///   the layout of its stored reduction chunks.
     ///
     /// LMDB keeps no checksums: damage it cannot see (a page overwritten with
     /// plausible bytes) shows here as records that do not decode or do not
@@ -133,11 +134,17 @@ extension Database {
             while let (key, value) = entry {
                 entry = try cursor.next()
                 rows += 1
-                if let problem = Self.rowProblem(storedKey: key, value: value) {
+                let row: IndexRow
+                do {
+                    row = try IndexRow(storedKey: key, value: value)
+                } catch {
+                    report.problem("\(name): a row's value is shorter than the lengths it records, or its key too short")
+                    continue
+                }
+                if let problem = Self.rowProblem(row) {
                     report.problem("\(name): a row's \(problem)")
                     continue
                 }
-                let row = IndexRow(storedKey: key, value: value)
                 let found = try row.withID { try transaction.get(store.docs, $0) != nil }
                 if !found { report.problem("\(name): a row of document \"\(row.id)\", which does not exist") }
             }
@@ -171,43 +178,30 @@ extension Database {
         if state.rowCount != rows {
             report.problem("\(name): \(rows) rows, but its state records \(state.rowCount)")
         }
+        try transaction.withCursor(tables.chunks) { cursor in
+            var entry = try cursor.first()
+            var damaged = 0
+            while let (_, value) = entry {
+                entry = try cursor.next()
+                guard let chunk = try? StoredChunk(value: value) else {
+                    damaged += 1
+                    continue
+                }
+                if let reduction = chunk.reduction, (try? JSONParser.parse(reduction)) == nil { damaged += 1 }
+            }
+            if damaged > 0 { report.problem("\(name): \(damaged) stored reduction chunk(s) do not decode") }
+        }
     }
 
-    /// What is wrong with a stored row's layout (see ``IndexRow``), or nil:
-    /// checked before ``IndexRow`` reads it, which trusts the layout.
-    private static func rowProblem(storedKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> String? {
-        var offset = 0
-        let keyJSONLength = IndexRow.readVarint(value, at: &offset)
-        let lengthAndFlag = IndexRow.readVarint(value, at: &offset)
-        let encodedKeyLength = lengthAndFlag >> 1
-        let long = lengthAndFlag & 1 == 1
-        let fullKeyLength = long ? IndexRow.readVarint(value, at: &offset) : storedKey.count
-        // Compared by subtraction: lengths read from damaged bytes may be huge.
-        guard keyJSONLength >= 0, keyJSONLength <= value.count - offset else {
-            return "value is shorter than the key JSON length it records"
-        }
-        let keyJSONEnd = offset + keyJSONLength
-        guard fullKeyLength >= 0, !long || fullKeyLength <= value.count - keyJSONEnd else {
-            return "value is shorter than the full key length it records"
-        }
-        let fullKeyEnd = keyJSONEnd + (long ? fullKeyLength : 0)
-        // The full key ends with the document id, a 0x00 and a 4-byte emit index.
-        guard encodedKeyLength >= 0, fullKeyLength >= 5, encodedKeyLength <= fullKeyLength - 5 else {
-            return "key is too short for its encoded key, document id and emit index"
-        }
-        if long {
-            var expected: [UInt8] = []
-            IndexRow.appendStoredKey(forFullKey: Array(value[keyJSONEnd..<fullKeyEnd]), to: &expected)
-            if compareBytes(storedKey, expected) != 0 { return "key does not match the full key its value holds" }
-        } else if storedKey.count >= IndexRow.prefixLength {
-            return "key is long, but its value holds no full key"
-        }
-        if (try? JSONParser.parse(UnsafeRawBufferPointer(rebasing: value[offset..<keyJSONEnd]))) == nil {
-            return "key is not JSON"
-        }
-        if (try? JSONParser.parse(UnsafeRawBufferPointer(rebasing: value[fullKeyEnd...]))) == nil {
-            return "value is not JSON"
-        }
+    /// What is wrong with a row whose layout decodes (see ``IndexRow``), or nil.
+    private static func rowProblem(_ row: IndexRow) -> String? {
+        // The stored key is made from the full key: the full key itself, or its
+        // first 480 bytes and a hash of the whole.
+        var expected: [UInt8] = []
+        IndexRow.appendStoredKey(forFullKey: Array(row.fullKey), to: &expected)
+        if compareBytes(row.storedKey, expected) != 0 { return "key does not match its full key" }
+        if (try? JSONParser.parse(row.keyJSON)) == nil { return "key is not JSON" }
+        if (try? JSONParser.parse(row.valueJSON)) == nil { return "value is not JSON" }
         return nil
     }
 }

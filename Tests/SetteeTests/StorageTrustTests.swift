@@ -620,6 +620,49 @@ struct StorageTrustTests {
         #expect(try db.document("b") != nil)
     }
 
+    @Test("Index rows and stored chunks whose bytes are garbage: queries say the index is damaged, none crashes", arguments: ["rows", "chunks"])
+    func damagedIndexRecords(_ table: String) throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        do {
+            let db = try Database(at: url, options: options)
+            for n in 0..<200 { try db.put(#"{"_id": "doc\#(n)", "n": \#(n)}"#) }
+            try db.loadDesignDocuments(from: directory.file("app.json", contents: #"""
+                {"_id": "_design/app", "views": {"by_n": {"map": "function (doc) { if (doc.n !== undefined) emit(doc.n, 1); }", "reduce": "_count"}}}
+                """#))
+            _ = try db.query("app/by_n", options: ViewQueryOptions(parameters: []))
+            let signature = try #require(try db.viewInfo().first?.signature)
+            let tables = try db.indexes.tables(for: signature)
+            try db.environment.write { transaction in
+                let target = table == "rows" ? tables.rows : tables.chunks
+                var keys: [[UInt8]] = []
+                try transaction.withCursor(target) { cursor in
+                    var entry = try cursor.first()
+                    while let (key, _) = entry {
+                        keys.append(Array(key))
+                        entry = try cursor.next()
+                    }
+                }
+                #expect(!keys.isEmpty)
+                // Lengths far past the value's end.
+                for key in keys { try transaction.put(target, key, [0x01, 0xFF, 0xFF, 0x7F] as [UInt8]) }
+            }
+        }
+        for arguments in [["query", "app/by_n", "--reduce", "false", "--update", "false"], ["query", "app/by_n", "--update", "false"],
+                          ["query", "app/by_n", "--startkey", "10", "--endkey", "150", "--update", "false"]] {
+            let outcome = try settee.run(arguments + ["--db", url.path], in: directory.url)
+            #expect(outcome.signal == nil, "\(arguments): signal \(outcome.signal ?? 0): \(outcome.standardError.prefix(300))")
+            if outcome.exitStatus != 0 {
+                #expect(outcome.standardError.contains("damaged"), "\(arguments): \(outcome.standardError)")
+            }
+        }
+        let verify = try settee.run(["verify", "--db", url.path], in: directory.url)
+        #expect(verify.exitStatus == 1 && verify.standardOutput.contains("app/by_n"), "\(verify.standardOutput)")
+    }
+
     @Test("--db naming a file, or a read-only command on a path with no database: the error says so in words, and nothing is created")
     func badDatabasePaths() throws {
         let settee = try SetteeExecutable.find()
