@@ -43,7 +43,10 @@ extension Database {
     ///
     /// LMDB keeps no checksums: damage it cannot see (a page overwritten with
     /// plausible bytes) shows here as records that do not decode or do not
-    /// agree. Reads one snapshot; writes may go on meanwhile.
+    /// agree. The documents, the changes feed and each index are read in a
+    /// snapshot each (what they are compared with, in the same one); writes
+    /// may go on meanwhile. A page LMDB cannot read ends the check of its
+    /// part, reported as a problem; the other parts are still checked.
     public func verify() throws -> VerificationReport {
         var report = VerificationReport()
         let path = environment.path
@@ -59,17 +62,40 @@ extension Database {
                 report.problem("index \(state.designDocument.replacingOccurrences(of: "_design/", with: ""))/\(state.view) (\(signature)): its tables are missing")
             }
         }
-        try environment.read { transaction in
-            try verifyDocuments(in: transaction, path: path, report: &report)
-            try verifyChanges(in: transaction, path: path, report: &report)
-            for (signature, _) in states {
-                guard let tables = tables[signature], indexes.areCurrent(tables),
-                      let state = try indexes.state(signature, in: transaction) else { continue }
-                report.indexes += 1
-                try verifyIndex(tables, state: state, in: transaction, report: &report)
+        // Each part reads in a transaction of its own: once LMDB meets a page
+        // it cannot read, it refuses everything else in that transaction.
+        Self.continuing("the documents table", &report) { report in
+            try environment.read { try verifyDocuments(in: $0, path: path, report: &report) }
+        }
+        Self.continuing("the changes feed", &report) { report in
+            try environment.read { try verifyChanges(in: $0, path: path, report: &report) }
+        }
+        for (signature, state) in states {
+            guard let tables = tables[signature] else { continue }
+            let design = state.designDocument.hasPrefix("_design/") ? String(state.designDocument.dropFirst(8)) : state.designDocument
+            Self.continuing("index \(design)/\(state.view)", &report) { report in
+                try environment.read { transaction in
+                    // An index removed meanwhile is not read (its handles may be closed).
+                    guard indexes.areCurrent(tables), let state = try indexes.state(signature, in: transaction) else { return }
+                    report.indexes += 1
+                    try verifyIndex(tables, state: state, in: transaction, report: &report)
+                }
             }
         }
         return report
+    }
+
+    /// Runs one part of the check; a storage failure (a page LMDB cannot
+    /// read) is reported as that part's damage, and the other parts go on.
+    private static func continuing(_ part: String, _ report: inout VerificationReport,
+                                   _ body: (inout VerificationReport) throws -> Void) {
+        do {
+            try body(&report)
+        } catch let error as StorageError {
+            report.problem("\(part): \(error.reason); the rest of it was not checked")
+        } catch {
+            report.problem("\(part): \(error); the rest of it was not checked")
+        }
     }
 
     private func verifyDocuments(in transaction: LMDBTransaction, path: String, report: inout VerificationReport) throws {

@@ -129,6 +129,15 @@ final class LMDBEnvironment: @unchecked Sendable {
         do {
             try check(mdb_env_create(&env), "creating the storage environment")
             handle = env
+            // LMDB aborts the process when it finds a page it cannot make sense of
+            // (a damaged file); it says so in words first.
+            mdb_env_set_assert(env) { env, message in
+                var directory: UnsafePointer<CChar>?
+                mdb_env_get_path(env, &directory)
+                let path = directory.map { String(cString: $0) } ?? "?"
+                let text = "settee: the database at \(path) is damaged: LMDB stopped on a page it cannot read (\(message.map { String(cString: $0) } ?? "")); restore it from a copy\n"
+                FileHandle.standardError.write(Data(text.utf8))
+            }
             try check(mdb_env_set_maxdbs(env, 4096), "configuring \(path)")
             try check(mdb_env_set_maxreaders(env, 512), "configuring \(path)")
             // A map set earlier by another process (or a previous run) wins if larger.
