@@ -62,6 +62,19 @@ public final class Database: Sendable {
         /// gigabyte. Views with bundled CommonJS libraries take a few hundred
         /// kilobytes.
         public var maximumDesignDocumentBytes = 2_000_000
+        /// How long a write waits while another process writes to the
+        /// database, before it fails with ``SetteeErrorCode/busy``. Writes of
+        /// other processes are usually short; a writer that is stopped or
+        /// hung would otherwise block every write for ever. Reads never wait.
+        public var busyTimeout: Duration = .seconds(5)
+        /// Open the database read-only: reads work, every write fails with
+        /// ``SetteeErrorCode/readOnly``. A database whose files this process
+        /// may not write (read-only media, another user's files) is opened
+        /// read-only without it.
+        public var readOnly = false
+        /// Whether opening a directory with no database creates one (the
+        /// default); otherwise it fails with ``SetteeErrorCode/notFound``.
+        public var createIfMissing = true
 
         public init() {}
 
@@ -87,6 +100,12 @@ public final class Database: Sendable {
 
     /// Opens the database in `directory`, creating it when missing.
     ///
+    /// Opening never waits for another process's write. A directory holding
+    /// another program's LMDB file, or a damaged one (a truncated data file),
+    /// is refused with ``SetteeErrorCode/notSetteeDatabase`` or
+    /// ``SetteeErrorCode/databaseDamaged``; a path that is a file, with
+    /// ``StorageError`` saying so.
+    ///
     /// - Parameters:
     ///   - directory: The database directory.
     ///   - options: Map size, size limit, JavaScript limits and workers.
@@ -97,8 +116,10 @@ public final class Database: Sendable {
         self.url = directory
         self.logger = logger
         self.options = options
-        environment = try LMDBEnvironment.open(directory: directory, initialMapSize: options.initialMapSize,
-                                               maximumMapSize: options.maximumSize, readAhead: options.readAhead)
+        environment = try LMDBEnvironment.open(directory: directory, settings: LMDBEnvironment.Settings(
+            initialMapSize: options.initialMapSize, maximumMapSize: options.maximumSize, readAhead: options.readAhead,
+            readOnly: options.readOnly, createIfMissing: options.createIfMissing, busyTimeout: options.busyTimeout))
+        try DatabaseFormat.check(environment)
         let workers = LazyWorkerPool()
         self.workers = workers
         let validation = UpdateValidation(database: directory.lastPathComponent, userContext: options.userContext) {

@@ -44,7 +44,7 @@ struct GetCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let db = try database.open()
+            let db = try database.open(creating: false)
             guard let document = try db.documentIncludingDeleted(id), !document.isDeleted else {
                 throw DocumentError(.notFound, try db.documentIncludingDeleted(id) == nil ? "missing" : "deleted", id: id)
             }
@@ -100,7 +100,7 @@ struct ChangesCommand: AsyncParsableCommand {
     func run() async throws {
         if continuous {
             do {
-                let db = try database.open()
+                let db = try database.open(creating: false)
                 var count = 0
                 for try await change in db.continuousChanges(since: since) {
                     printLine(Self.row(change))
@@ -113,7 +113,7 @@ struct ChangesCommand: AsyncParsableCommand {
             return
         }
         try reportingErrors {
-            let db = try database.open()
+            let db = try database.open(creating: false)
             // Changes are printed as they are read: memory does not grow with the feed.
             let output = StreamedOutput()
             output.write(#"{"results":["#)
@@ -149,7 +149,7 @@ struct InfoCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let db = try database.open()
+            let db = try database.open(creating: false)
             let info = try db.info()
             let views: [JSONValue] = try db.viewInfo().map { view in
                 [

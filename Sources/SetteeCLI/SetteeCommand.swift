@@ -9,14 +9,15 @@ struct SetteeCommand: AsyncParsableCommand {
         commandName: "settee",
         abstract: "CouchDB-style documents and JavaScript views, embedded.",
         discussion: """
-            Every command works on the database directory given with --db (created when missing). \
+            Every command works on the database directory given with --db (created when missing by commands that write; \
+            commands that only read say there is no database). \
             Results are JSON on standard output; errors go to standard error with a non-zero exit status: \
             1 when a command failed, 2 when it finished but refused some of its input (import, index).
             """,
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
             ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self,
-            WatchCommand.self, CouchJSCommand.self,
+            VerifyCommand.self, WatchCommand.self, CouchJSCommand.self,
         ])
 
     // Declared here too so `--db` may come before the subcommand, as in `settee --db PATH import FILE`.
@@ -25,7 +26,7 @@ struct SetteeCommand: AsyncParsableCommand {
 
 /// Options every database command takes.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .long, help: "The database directory (created when missing).")
+    @Option(name: .long, help: "The database directory (created when missing by commands that write).")
     var db: String?
 
     @Flag(name: .shortAndLong, help: "Log what the engine does to standard error.")
@@ -38,6 +39,12 @@ struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("max-design-document-size"),
             help: "The largest design document written, loaded or used, in bytes of JSON (2000000).")
     var maximumDesignDocumentBytes: Int?
+
+    @Option(name: .long, help: "Seconds a write waits while another process writes, before it fails (5).")
+    var busyTimeout: Double = 5
+
+    @Flag(name: .long, help: "Open the database read-only: every write fails. Files that cannot be written are opened so anyway.")
+    var readOnly = false
 
     func validate() throws {
         if let maximumDocumentBytes, maximumDocumentBytes <= 0 { throw ValidationError("--max-document-size must be a positive number of bytes.") }
@@ -52,8 +59,11 @@ struct DatabaseOptions: ParsableArguments {
         return max(maximumDocumentBytes ?? defaults.maximumDocumentBytes, maximumDesignDocumentBytes ?? defaults.maximumDesignDocumentBytes)
     }
 
-    func open() throws -> Database {
+    /// Opens the database; `creating: false` (commands that only read) fails
+    /// when there is none rather than creating an empty one.
+    func open(creating: Bool = true) throws -> Database {
         guard let db else { throw ValidationError("Missing expected option '--db <path>'") }
+        guard busyTimeout >= 0 && busyTimeout.isFinite else { throw ValidationError("--busy-timeout must be a number of seconds, not \(busyTimeout)") }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = verbose ? .info : .warning
@@ -62,6 +72,9 @@ struct DatabaseOptions: ParsableArguments {
         var options = Database.Options()
         if let maximumDocumentBytes { options.maximumDocumentBytes = maximumDocumentBytes }
         if let maximumDesignDocumentBytes { options.maximumDesignDocumentBytes = maximumDesignDocumentBytes }
+        options.busyTimeout = .milliseconds(Int64((busyTimeout * 1000).rounded()))
+        options.readOnly = readOnly
+        options.createIfMissing = creating
         return try Database(at: URL(fileURLWithPath: db), options: options, logger: Logger(label: "settee"))
     }
 }

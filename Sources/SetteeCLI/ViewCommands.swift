@@ -102,7 +102,7 @@ struct QueryCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let db = try database.open()
+            let db = try database.open(creating: false)
             let options = try ViewQueryOptions(parameters: query.parameters)
             let bar = ProgressBar(label: "indexing \(view)", unit: "docs")
             // Rows are printed as they are read: memory does not grow with the result.
@@ -127,7 +127,7 @@ struct AllDocsCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let db = try database.open()
+            let db = try database.open(creating: false)
             let options = try ViewQueryOptions(parameters: query.parameters)
             // Rows are printed as they are read: memory does not grow with the result.
             try StreamedOutput().printResult { header, row in

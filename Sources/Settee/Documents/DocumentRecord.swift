@@ -9,6 +9,26 @@ struct DocumentRecord {
 
     let bytes: UnsafeRawBufferPointer
 
+    /// The record stored for the document `id` in the database at `path`,
+    /// checked before anything is read from it: a record shorter than its
+    /// header, or whose body is not an object's braces, is not one Settee
+    /// wrote (another program's, a page overwritten) and is reported as damage
+    /// instead of being read past its end.
+    init(bytes: UnsafeRawBufferPointer, id: some Sequence<UInt8>, path: String) throws(StorageError) {
+        guard bytes.count >= Self.headerSize + 2 else {
+            throw Self.damage(id: id, path: path, "its record is \(bytes.count) bytes, shorter than the \(Self.headerSize)-byte header and an object")
+        }
+        guard bytes[Self.headerSize] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else {
+            throw Self.damage(id: id, path: path, "its record's body is not a JSON object")
+        }
+        self.bytes = bytes
+    }
+
+    private static func damage(id: some Sequence<UInt8>, path: String, _ problem: String) -> StorageError {
+        let name = String(decoding: Array(id.prefix(200)), as: UTF8.self)
+        return .damagedRecord("document \"\(name)\"", in: path, "the document \"\(name)\": \(problem)")
+    }
+
     var sequence: UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)) }
     var generation: UInt32 { UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self)) }
     var revision: Revision { Revision(generation: generation, hash: Array(bytes[12..<28])) }

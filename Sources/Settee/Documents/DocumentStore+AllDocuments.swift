@@ -11,7 +11,7 @@ extension DocumentStore {
             let prefix = Array("_design/".utf8)
             var entry = try prefix.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
             while let (key, value) = entry, key.starts(with: prefix) {
-                let record = DocumentRecord(bytes: value)
+                let record = try DocumentRecord(bytes: value, id: key, path: environment.path)
                 if !record.isDeleted { documents.append(record.document(id: String(decoding: key, as: UTF8.self))) }
                 entry = try cursor.next()
             }
@@ -62,7 +62,7 @@ extension DocumentStore {
                         guard let value = try transaction.get(docs, UnsafeRawBufferPointer(idBytes)) else {
                             return try take(ViewRow(id: nil, keyJSON: key.jsonText, valueJSON: "null", error: "not_found"))
                         }
-                        let record = DocumentRecord(bytes: value)
+                        let record = try DocumentRecord(bytes: value, id: idBytes, path: environment.path)
                         if record.isDeleted {
                             return try take(ViewRow(id: id, keyJSON: key.jsonText, valueJSON: #"{"rev":"\#(record.revision)","deleted":true}"#,
                                                     documentJSON: options.includeDocs ? "null" : nil))
@@ -88,7 +88,7 @@ extension DocumentStore {
                 var entry = try cursor.first()
                 while let (key, value) = entry {
                     entry = try cursor.next()
-                    if DocumentRecord(bytes: value).isDeleted { continue }
+                    if try DocumentRecord(bytes: value, id: key, path: environment.path).isDeleted { continue }
                     total += 1
                     if beforeStart(key) { offset += 1 }
                 }
@@ -113,7 +113,7 @@ extension DocumentStore {
                         let past = options.descending ? (order < 0 || (order == 0 && !options.inclusiveEnd)) : (order > 0 || (order == 0 && !options.inclusiveEnd))
                         if past { return }
                     }
-                    let record = DocumentRecord(bytes: value)
+                    let record = try DocumentRecord(bytes: value, id: key, path: environment.path)
                     if !record.isDeleted, try !take(live(key, record)) { return }
                     entry = options.descending ? try cursor.previous() : try cursor.next()
                 }
@@ -125,8 +125,8 @@ extension DocumentStore {
         var count = 0
         try transaction.withCursor(docs) { cursor in
             var entry = try cursor.first()
-            while let (_, value) = entry {
-                if !DocumentRecord(bytes: value).isDeleted { count += 1 }
+            while let (key, value) = entry {
+                if try !DocumentRecord(bytes: value, id: key, path: environment.path).isDeleted { count += 1 }
                 entry = try cursor.next()
             }
         }

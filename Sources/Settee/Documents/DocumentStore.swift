@@ -31,7 +31,7 @@ final class DocumentStore: Sendable {
         commits = try CommitSignal.shared(path: environment.path) {
             try environment.read { transaction in
                 try transaction.withCursor(seqs) { cursor in
-                    try cursor.last().map { UInt64(bigEndian: $0.key.loadUnaligned(as: UInt64.self)) } ?? 0
+                    try cursor.last().map { try Self.sequence(fromKey: $0.key, path: environment.path) } ?? 0
                 }
             }
         }
@@ -43,7 +43,9 @@ final class DocumentStore: Sendable {
     func record(_ id: String, in transaction: LMDBTransaction) throws -> Document? {
         var key = id
         return try key.withUTF8 { key in
-            try transaction.get(docs, UnsafeRawBufferPointer(key)).map { DocumentRecord(bytes: $0).document(id: id) }
+            try transaction.get(docs, UnsafeRawBufferPointer(key)).map {
+                try DocumentRecord(bytes: $0, id: key, path: environment.path).document(id: id)
+            }
         }
     }
 
@@ -53,7 +55,7 @@ final class DocumentStore: Sendable {
         return try environment.read { transaction in
             try key.withUTF8 { key in
                 guard let bytes = try transaction.get(docs, UnsafeRawBufferPointer(key)) else { return nil }
-                let record = DocumentRecord(bytes: bytes)
+                let record = try DocumentRecord(bytes: bytes, id: key, path: environment.path)
                 return record.isDeleted ? nil : record.revision
             }
         }
@@ -71,7 +73,7 @@ final class DocumentStore: Sendable {
     func lastSequence(in transaction: LMDBTransaction) throws -> UInt64 {
         try transaction.withCursor(seqs) { cursor in
             guard let last = try cursor.last() else { return 0 }
-            return UInt64(bigEndian: last.key.loadUnaligned(as: UInt64.self))
+            return try Self.sequence(fromKey: last.key, path: environment.path)
         }
     }
 
@@ -90,11 +92,11 @@ final class DocumentStore: Sendable {
                 let start = (since + 1).bigEndian
                 var entry = try withUnsafeBytes(of: start) { try cursor.seek(atOrAfter: $0) }
                 while let (key, id) = entry {
-                    let sequence = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+                    let sequence = try Self.sequence(fromKey: key, path: environment.path)
                     guard let record = try documents.find(id)?.value else {
                         throw StorageError(code: MDB_CORRUPTED, operation: "reading the changes feed: seq \(sequence) names a missing document")
                     }
-                    if try !body(sequence, id, DocumentRecord(bytes: record)) { return }
+                    if try !body(sequence, id, DocumentRecord(bytes: record, id: id, path: environment.path)) { return }
                     entry = try cursor.next()
                 }
             }
@@ -119,13 +121,21 @@ final class DocumentStore: Sendable {
             var deleted = 0
             try transaction.withCursor(docs) { cursor in
                 var entry = try cursor.first()
-                while let (_, value) = entry {
-                    if DocumentRecord(bytes: value).isDeleted { deleted += 1 }
+                while let (key, value) = entry {
+                    if try DocumentRecord(bytes: value, id: key, path: environment.path).isDeleted { deleted += 1 }
                     entry = try cursor.next()
                 }
             }
             return (try transaction.count(docs) - deleted, deleted)
         }
+    }
+
+    /// The sequence number a key of the `seqs` table holds (8 bytes, big-endian).
+    static func sequence(fromKey key: UnsafeRawBufferPointer, path: String) throws(StorageError) -> UInt64 {
+        guard key.count == 8 else {
+            throw StorageError.damagedRecord("the changes feed", in: path, "a key of the changes feed is \(key.count) bytes where a sequence number takes 8")
+        }
+        return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
     }
 
     // MARK: Writing
@@ -141,7 +151,7 @@ final class DocumentStore: Sendable {
             var previousSequence: UInt64?
             var current: DocumentRecord?
             if let existing = try transaction.get(docs, key) {
-                let record = DocumentRecord(bytes: existing)
+                let record = try DocumentRecord(bytes: existing, id: key, path: environment.path)
                 current = record
                 if record.isDeleted {
                     // A deleted document may be re-created without a _rev, as in CouchDB.

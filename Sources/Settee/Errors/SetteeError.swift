@@ -1,3 +1,6 @@
+import CSetteeLMDB
+import Foundation
+
 /// An error Settee throws, with a stable ``SetteeErrorCode`` to switch on.
 ///
 /// Every error type of the library conforms: ``DocumentError``,
@@ -49,7 +52,7 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
     // Documents
     /// A write named a stale or missing revision (CouchDB's 409).
     public static let conflict = SetteeErrorCode(rawValue: "conflict")
-    /// No such document, design document or view, or the document was deleted.
+    /// No such document, design document, view or database, or the document was deleted.
     public static let notFound = SetteeErrorCode(rawValue: "not_found")
     /// The input was not acceptable: a bad `_id`, a document that is not a
     /// JSON object, a malformed request.
@@ -93,6 +96,18 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
     public static let storageFull = SetteeErrorCode(rawValue: "storage_full")
     /// The storage engine failed otherwise.
     public static let storageFailure = SetteeErrorCode(rawValue: "storage_error")
+    /// The database's files are damaged: a truncated data file, a record
+    /// that does not decode.
+    public static let databaseDamaged = SetteeErrorCode(rawValue: "database_damaged")
+    /// The directory holds an LMDB file of another program (or of a newer
+    /// Settee), which Settee neither reads nor changes.
+    public static let notSetteeDatabase = SetteeErrorCode(rawValue: "not_a_settee_database")
+    /// Another process held the database's write lock for longer than the
+    /// busy timeout (``Database/Options/busyTimeout``); nothing was written.
+    public static let busy = SetteeErrorCode(rawValue: "busy")
+    /// A write to a database opened read-only (``Database/Options/readOnly``,
+    /// or files this process may not write).
+    public static let readOnly = SetteeErrorCode(rawValue: "read_only")
 
     // Typed values
     /// A stored document, key or value does not decode into the type asked for.
@@ -168,7 +183,17 @@ extension JavaScriptError: SetteeError {
 
 extension StorageError: SetteeError {
     /// What kind of failure this is.
-    public var errorCode: SetteeErrorCode { isFull ? .storageFull : .storageFailure }
+    public var errorCode: SetteeErrorCode {
+        if isFull { return .storageFull }
+        if isDamage { return .databaseDamaged }
+        switch code {
+        case MDB_INCOMPATIBLE: return .notSetteeDatabase
+        case EBUSY: return .busy
+        case EROFS: return .readOnly
+        case ENOENT: return .notFound
+        default: return .storageFailure
+        }
+    }
 }
 
 extension JSONParseError: SetteeError {

@@ -11,6 +11,13 @@ import Foundation
 final class LMDBEnvironment: @unchecked Sendable {
     let path: String
     private var handle: OpaquePointer?
+    /// This process's writers take turns here, and wait here while another
+    /// process holds the write lock file.
+    private let writerTurn = NSLock()
+    /// Held while this process has a write transaction open, and while it
+    /// opens table handles in a read transaction (LMDB forbids opening handles
+    /// in two transactions at once). Opening tables waits for a write of this
+    /// process that runs, never for one that waits for another process.
     private let writeLock = NSLock()
     /// Held shared by every transaction, exclusively while the map is resized
     /// (LMDB allows resizing only when no transaction is active in the process).
@@ -37,48 +44,127 @@ final class LMDBEnvironment: @unchecked Sendable {
         weak var environment: LMDBEnvironment?
     }
 
+    /// How an environment is opened.
+    struct Settings {
+        var initialMapSize = 1 << 30
+        /// The largest the map may grow to; `nil` for no limit but the disk's.
+        var maximumMapSize: Int?
+        /// Whether a page fault on the map may read the file's neighbouring
+        /// pages too (off: LMDB's `MDB_NORDAHEAD`, each fault reads its own page).
+        var readAhead = true
+        /// Open read-only even when the files may be written.
+        var readOnly = false
+        /// Create the directory and the files when there is no database yet;
+        /// otherwise a missing database is an error.
+        var createIfMissing = true
+        /// How long a write waits for another process's write to end.
+        var busyTimeout: Duration = .seconds(5)
+    }
+
     /// Opens (creating if needed) the environment in `directory`, or returns
-    /// the one this process already has open there. `readAhead`: whether a
-    /// page fault on the map may read the file's neighbouring pages too (off:
-    /// LMDB's `MDB_NORDAHEAD`, each fault reads its own page).
-    static func open(directory: URL, initialMapSize: Int = 1 << 30, maximumMapSize: Int? = nil,
-                     readAhead: Bool = true) throws(StorageError) -> LMDBEnvironment {
+    /// the one this process already has open there.
+    static func open(directory: URL, settings: Settings = Settings()) throws(StorageError) -> LMDBEnvironment {
         let path = directory.standardizedFileURL.resolvingSymlinksInPath().path
         registryLock.lock()
         defer { registryLock.unlock() }
-        if let existing = registry[path]?.environment { return existing }
-        let environment = try LMDBEnvironment(path: path, initialMapSize: initialMapSize, maximumMapSize: maximumMapSize, readAhead: readAhead)
+        if let existing = registry[path]?.environment {
+            // One environment per directory and process (LMDB's rule), so one mode too.
+            if settings.readOnly && !existing.isReadOnly {
+                throw StorageError(code: EINVAL, operation: "opening the database at \(path) read-only",
+                                   explanation: "this process already has it open for writing; share that Database instead")
+            }
+            return existing
+        }
+        let environment = try LMDBEnvironment(path: path, settings: settings)
         registry[path] = WeakEnvironment(environment: environment)
         return environment
     }
 
-    private init(path: String, initialMapSize: Int, maximumMapSize: Int?, readAhead: Bool) throws(StorageError) {
+    /// Whether the database was opened read-only (asked for, or its files may
+    /// not be written by this process): every write fails.
+    let isReadOnly: Bool
+    /// How long a write waits for another process's write to end.
+    let busyTimeout: Duration
+    /// The lock file every Settee process takes before LMDB's write lock,
+    /// which cannot time out (`-1` when read-only).
+    private let writeLockFile: Int32
+    /// When this process last cleared the reader slots of dead processes (guarded by `writerTurn`).
+    private var lastStaleReaderCheck = ContinuousClock.now
+    /// How often a long-lived process clears dead readers' slots, at most (before a write).
+    static let staleReaderCheckInterval: Duration = .seconds(1)
+
+    private init(path: String, settings: Settings) throws(StorageError) {
         self.path = path
-        self.maximumMapSize = maximumMapSize
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw StorageError(code: Int32((error as NSError).code), operation: "creating the database directory \(path)")
+        self.maximumMapSize = settings.maximumMapSize
+        self.busyTimeout = settings.busyTimeout
+        let dataFile = path + "/data.mdb"
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        if exists && !isDirectory.boolValue {
+            throw StorageError(code: ENOTDIR, operation: "opening the database at \(path)",
+                               explanation: "\(path) is a file, not a database directory")
+        }
+        if !FileManager.default.fileExists(atPath: dataFile) {
+            guard settings.createIfMissing && !settings.readOnly else {
+                throw StorageError(code: ENOENT, operation: "opening the database at \(path)",
+                                   explanation: "there is no Settee database at \(path)")
+            }
+            try Self.makeDirectory(path)
+        }
+        // Files this process may not write (read-only media, another user's) are opened read-only.
+        let readOnly = settings.readOnly || access(path, W_OK) != 0
+            || (FileManager.default.fileExists(atPath: dataFile) && access(dataFile, W_OK) != 0)
+        isReadOnly = readOnly
+        if readOnly {
+            writeLockFile = -1
+        } else {
+            writeLockFile = Glibc.open(path + "/settee-write.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            if writeLockFile < 0 {
+                throw StorageError(code: errno, operation: "opening the write lock file in \(path)")
+            }
         }
         var env: OpaquePointer?
-        try check(mdb_env_create(&env), "creating the storage environment")
         resizeLock = .allocate(capacity: 1)
         pthread_rwlock_init(resizeLock, nil)
-        handle = env
         do {
+            try check(mdb_env_create(&env), "creating the storage environment")
+            handle = env
+            // LMDB aborts the process when it finds a page it cannot make sense of
+            // (a damaged file); it says so in words first.
+            mdb_env_set_assert(env) { env, message in
+                var directory: UnsafePointer<CChar>?
+                mdb_env_get_path(env, &directory)
+                let path = directory.map { String(cString: $0) } ?? "?"
+                let text = "settee: the database at \(path) is damaged: LMDB stopped on a page it cannot read (\(message.map { String(cString: $0) } ?? "")); restore it from a copy\n"
+                FileHandle.standardError.write(Data(text.utf8))
+            }
             try check(mdb_env_set_maxdbs(env, 4096), "configuring \(path)")
             try check(mdb_env_set_maxreaders(env, 512), "configuring \(path)")
             // A map set earlier by another process (or a previous run) wins if larger.
-            let size = min(initialMapSize, maximumMapSize ?? .max)
+            let size = min(settings.initialMapSize, settings.maximumMapSize ?? .max)
             try check(mdb_env_set_mapsize(env, size), "configuring \(path)")
             // NOTLS: read transactions are not tied to a thread, so async callers can use them.
-            let flags = UInt32(MDB_NOTLS | (readAhead ? 0 : MDB_NORDAHEAD))
-            try check(mdb_env_open(env, path, flags, 0o644), "opening the database at \(path)")
+            var flags = MDB_NOTLS | (settings.readAhead ? 0 : MDB_NORDAHEAD)
+            if readOnly {
+                flags |= MDB_RDONLY
+                // Without a lock file that can be written, readers cannot register in it: read without locks.
+                let lockFile = path + "/lock.mdb"
+                if access(lockFile, W_OK) != 0 && (FileManager.default.fileExists(atPath: lockFile) || access(path, W_OK) != 0) {
+                    flags |= MDB_NOLOCK
+                }
+            }
+            try check(mdb_env_open(env, path, UInt32(flags), 0o644), "opening the database at \(path)")
+            try Self.checkFileLength(env!, dataFile: dataFile, path: path)
+            // Reader slots of processes that died inside a read transaction pin
+            // the pages of their snapshot for every writer, and fill the table.
+            var dead: Int32 = 0
+            mdb_reader_check(env, &dead)
         } catch {
-            mdb_env_close(env)
+            if let env { mdb_env_close(env) }
             handle = nil
             pthread_rwlock_destroy(resizeLock)
             resizeLock.deallocate()
+            if writeLockFile >= 0 { close(writeLockFile) }
             throw error
         }
         var info = MDB_envinfo()
@@ -86,9 +172,45 @@ final class LMDBEnvironment: @unchecked Sendable {
         mapSize = info.me_mapsize
     }
 
+    /// Creates `path` and its missing parents, with the system's words for what fails.
+    private static func makeDirectory(_ path: String) throws(StorageError) {
+        if mkdir(path, 0o755) == 0 { return }
+        let error = errno
+        if error == EEXIST {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return }
+            throw StorageError(code: ENOTDIR, operation: "creating the database directory \(path)",
+                               explanation: "\(path) is a file, not a database directory")
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        if error == ENOENT && parent != path && !parent.isEmpty {
+            try makeDirectory(parent)
+            if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+        }
+        throw StorageError(code: errno == 0 ? error : errno, operation: "creating the database directory \(path)")
+    }
+
+    /// Refuses a data file shorter than the pages its last commit uses: LMDB
+    /// maps the file and would die with SIGBUS on the first missing page
+    /// (a read, or a write that reuses a freed page there).
+    private static func checkFileLength(_ env: OpaquePointer, dataFile: String, path: String) throws(StorageError) {
+        var info = MDB_envinfo()
+        var stats = MDB_stat()
+        try check(mdb_env_info(env, &info), "reading the state of \(path)")
+        try check(mdb_env_stat(env, &stats), "reading the state of \(path)")
+        var file = stat()
+        guard stat(dataFile, &file) == 0 else { return }
+        let needed = (info.me_last_pgno + 1) * Int(stats.ms_psize)
+        if Int(file.st_size) < needed {
+            throw StorageError(code: MDB_CORRUPTED, operation: "opening the database at \(path)",
+                               explanation: "the database is damaged: data.mdb is truncated, \(file.st_size) bytes long where its last page ends at byte \(needed)")
+        }
+    }
+
     deinit {
         closeIdleReaders()
         if let handle { mdb_env_close(handle) }
+        if writeLockFile >= 0 { close(writeLockFile) }
         pthread_rwlock_destroy(resizeLock)
         resizeLock.deallocate()
     }
@@ -137,7 +259,12 @@ final class LMDBEnvironment: @unchecked Sendable {
             }
             mdb_txn_abort(idle)
         }
-        return mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+        let code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+        guard code == MDB_READERS_FULL else { return code }
+        // The slots may be held by dead processes: free theirs, then try again.
+        var dead: Int32 = 0
+        mdb_reader_check(environment, &dead)
+        return dead > 0 ? mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn) : code
     }
 
     private func endRead(_ txn: OpaquePointer) {
@@ -166,9 +293,24 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// A commit that need not be durable (what can be recomputed, such as view
     /// indexes) skips the second of LMDB's two flushes: a system crash may undo
     /// it, but never corrupts the database (LMDB's `MDB_NOMETASYNC`).
+    ///
+    /// A write first takes the database's lock file, which every Settee
+    /// process takes before LMDB's own write lock: while another process holds
+    /// it (a writer that is slow, stopped or hung) this waits up to
+    /// ``busyTimeout``, then fails with `EBUSY` (``SetteeErrorCode/busy``).
+    /// LMDB's lock would wait for ever.
     func write<T>(durable: Bool = true, _ body: (LMDBTransaction) throws -> T) throws -> T {
+        if isReadOnly {
+            throw StorageError(code: EROFS, operation: "writing to \(path)",
+                               explanation: "the database is open read-only (asked for, or its files may not be written by this process)")
+        }
+        writerTurn.lock()
+        defer { writerTurn.unlock() }
+        try lockAgainstOtherProcesses()
+        defer { flock(writeLockFile, LOCK_UN) }
         writeLock.lock()
         defer { writeLock.unlock() }
+        clearStaleReadersNow()
         if !durable {
             // Only this process's commits see the flag, and the write lock keeps them out until it is cleared.
             mdb_env_set_flags(environment, UInt32(MDB_NOMETASYNC), 1)
@@ -183,6 +325,47 @@ final class LMDBEnvironment: @unchecked Sendable {
                 adoptMapSize()
             }
         }
+    }
+
+    /// Takes the lock file (with `writerTurn` held), polling until ``busyTimeout``:
+    /// `flock` cannot wait with a timeout, and a lock held by a process that
+    /// died is released by the kernel.
+    private func lockAgainstOtherProcesses() throws(StorageError) {
+        let clock = ContinuousClock()
+        let deadline = clock.now + busyTimeout
+        var pause: Duration = .milliseconds(1)
+        while flock(writeLockFile, LOCK_EX | LOCK_NB) != 0 {
+            let error = errno
+            if error == EINTR { continue }
+            guard error == EWOULDBLOCK else {
+                throw StorageError(code: error, operation: "taking the write lock file of \(path)")
+            }
+            guard clock.now < deadline else {
+                throw StorageError(code: EBUSY, operation: "writing to \(path)",
+                                   explanation: "another process has held the write lock for more than \(Self.seconds(busyTimeout)) s (a writer that is slow, stopped or hung); nothing was written")
+            }
+            usleep(UInt32(pause / .microseconds(1)))
+            pause = min(pause * 2, .milliseconds(50))
+        }
+    }
+
+    /// A duration as seconds, e.g. `5` or `0.25`.
+    private static func seconds(_ duration: Duration) -> String {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return String(format: "%g", seconds)
+    }
+
+    /// Frees the reader slots of processes that died inside a read
+    /// transaction (LMDB's `mdb_reader_check`), at most once per
+    /// ``staleReaderCheckInterval``; with `writerTurn` held. A dead reader's
+    /// snapshot keeps every page it could see from reuse, so the file grows
+    /// without bound, and its slot is lost until someone clears it.
+    private func clearStaleReadersNow() {
+        let now = ContinuousClock.now
+        guard now - lastStaleReaderCheck >= Self.staleReaderCheckInterval else { return }
+        lastStaleReaderCheck = now
+        var dead: Int32 = 0
+        mdb_reader_check(environment, &dead)
     }
 
     private func writeOnce<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
@@ -307,7 +490,7 @@ final class LMDBEnvironment: @unchecked Sendable {
             return handles.count == names.count ? handles : nil
         }
         if let known { return known }
-        let handles = try write { transaction in
+        let handles = try openExistingDatabases(names) ?? write { transaction in
             // Under the write lock: no other write can close a handle found open here before it is kept.
             closings.reopened(names)
             return try names.map { try database($0, in: transaction) }
@@ -316,6 +499,66 @@ final class LMDBEnvironment: @unchecked Sendable {
             for (name, dbi) in zip(names, handles) { databases[name] = dbi }
         }
         return handles
+    }
+
+    /// Opens named databases that all exist already in a read transaction,
+    /// which LMDB allows and which, committed, shares their handles as a write
+    /// would: opening a database never waits for another process's write.
+    /// Nil when one of them is missing (a write must create it).
+    private func openExistingDatabases(_ names: [String]) throws -> [MDB_dbi]? {
+        // No write transaction of this process is open meanwhile: LMDB forbids
+        // opening handles in two transactions at once.
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        closings.reopened(names)
+        pthread_rwlock_rdlock(resizeLock)
+        var txn: OpaquePointer?
+        var code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+        if code == MDB_MAP_RESIZED {
+            pthread_rwlock_unlock(resizeLock)
+            adoptMapSize()
+            pthread_rwlock_rdlock(resizeLock)
+            code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+        }
+        defer { pthread_rwlock_unlock(resizeLock) }
+        try check(code, "beginning a read transaction on \(path)")
+        var handles: [MDB_dbi] = []
+        for name in names {
+            var dbi = MDB_dbi()
+            let code = mdb_dbi_open(txn, name, 0, &dbi)
+            if code == MDB_NOTFOUND && !isReadOnly {
+                mdb_txn_abort(txn)
+                return nil
+            }
+            if code != 0 {
+                mdb_txn_abort(txn)
+                if code == MDB_NOTFOUND {
+                    throw StorageError(code: EROFS, operation: "opening the table \(name) in \(path)",
+                                       explanation: "the table does not exist, and the database is open read-only")
+                }
+                throw StorageError(code: code, operation: "opening the table \(name) in \(path)")
+            }
+            handles.append(dbi)
+        }
+        try check(mdb_txn_commit(txn), "opening tables in \(path)")
+        return handles
+    }
+
+    /// The names in LMDB's main table: the named tables, and whatever else
+    /// another program may have put there.
+    func tableNames() throws -> [String] {
+        try read { transaction in
+            // LMDB's main table is handle 1 (`MAIN_DBI`), always open.
+            try transaction.withCursor(1) { cursor in
+                var names: [String] = []
+                var entry = try cursor.first()
+                while let (key, _) = entry {
+                    names.append(String(decoding: key, as: UTF8.self))
+                    entry = try cursor.next()
+                }
+                return names
+            }
+        }
     }
 
     /// Empties a named database, freeing its pages; its name stays, and its

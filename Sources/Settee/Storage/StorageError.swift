@@ -7,15 +7,21 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
     public var code: Int32
     /// What Settee was doing, e.g. "opening /data/db".
     public var operation: String
+    /// What is wrong in Settee's words, where the storage engine's words for
+    /// `code` would not say it (a truncated file, a lock held by another
+    /// process); nil for the engine's own failures.
+    public var explanation: String?
 
-    public init(code: Int32, operation: String) {
+    public init(code: Int32, operation: String, explanation: String? = nil) {
         self.code = code
         self.operation = operation
+        self.explanation = explanation
     }
 
-    /// The storage engine's own words for `code`.
+    /// What is wrong: ``explanation`` when there is one, else the storage
+    /// engine's own words for `code`.
     public var reason: String {
-        String(cString: mdb_strerror(code))
+        explanation ?? String(cString: mdb_strerror(code))
     }
 
     public var description: String {
@@ -25,6 +31,19 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The database files grew past what the disk or the size limit allows.
     public var isFull: Bool {
         code == MDB_MAP_FULL || code == ENOSPC
+    }
+
+    /// The database's files are damaged: truncated, a page or record that
+    /// does not decode.
+    public var isDamage: Bool {
+        code == MDB_CORRUPTED || code == MDB_PAGE_NOTFOUND || code == MDB_INVALID
+    }
+
+    /// A record of the database that is not what Settee wrote: too short for
+    /// its layout, or not JSON where JSON belongs.
+    static func damagedRecord(_ what: String, in path: String, _ problem: String) -> StorageError {
+        StorageError(code: MDB_CORRUPTED, operation: "reading \(what) in \(path)",
+                     explanation: "the database is damaged: \(problem)")
     }
 }
 

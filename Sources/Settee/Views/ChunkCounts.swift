@@ -80,7 +80,7 @@ private struct Boundaries: Sendable {
         while let (key, value) = entry, key.first == UInt8(level) {
             let part = UnsafeRawBufferPointer(rebasing: key.dropFirst())
             if let before, compareBytes(part, before) >= 0 { break }
-            let chunk = StoredChunk(value: value)
+            let chunk = try StoredChunk(value: value)
             if chunk.isTail { break }
             total += chunk.rowCount
             keys.append(contentsOf: part)

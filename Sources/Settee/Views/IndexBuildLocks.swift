@@ -28,16 +28,22 @@ final class IndexBuildLocks: Sendable {
     init(directory: String) throws(StorageError) {
         path = directory + "/" + Self.fileName
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw StorageError(code: errno, operation: "opening the index build lock \(path)") }
+        // A database whose directory cannot be written (read-only media,
+        // another user's files) is opened read-only: it builds no index, so
+        // there is nothing to lock.
+        guard descriptor >= 0 || [EROFS, EACCES, EPERM].contains(errno) else {
+            throw StorageError(code: errno, operation: "opening the index build lock \(path)")
+        }
     }
 
     deinit {
-        close(descriptor)
+        if descriptor >= 0 { close(descriptor) }
     }
 
     /// Runs `body` holding the build locks of these index signatures,
     /// waiting first while another process holds any of them.
     func withLocks<T>(_ signatures: some Sequence<String>, _ body: () throws -> T) throws -> T {
+        guard descriptor >= 0 else { return try body() }
         var held: [Int64] = []
         defer { for offset in held.reversed() { _ = setLock(F_UNLCK, at: offset) } }
         for offset in Set(signatures.map(Self.offset)).sorted() {

@@ -33,7 +33,11 @@ struct IndexRow {
     /// Where the full key lies in the value; empty when the stored key is the full key.
     private let fullKeyRange: Range<Int>
 
-    init(storedKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    /// A stored row, its layout checked before anything is read from it: a
+    /// value whose lengths run past its end, or a key too short for the id
+    /// and emit index it must end with, is not one Settee wrote (a page
+    /// overwritten) and is reported as damage instead of being read past.
+    init(storedKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(StorageError) {
         self.storedKey = storedKey
         self.value = value
         var offset = 0
@@ -41,8 +45,23 @@ struct IndexRow {
         let lengthAndFlag = Self.readVarint(value, at: &offset)
         encodedKeyLength = lengthAndFlag >> 1
         let fullKeyLength = lengthAndFlag & 1 == 1 ? Self.readVarint(value, at: &offset) : 0
+        // Compared by subtraction: lengths read from damaged bytes may be huge.
+        guard keyJSONLength >= 0, keyJSONLength <= value.count - offset,
+              fullKeyLength >= 0, fullKeyLength <= value.count - offset - keyJSONLength else {
+            throw Self.damage("its value is shorter than the lengths it records")
+        }
         keyJSONRange = offset..<offset + keyJSONLength
         fullKeyRange = keyJSONRange.upperBound..<keyJSONRange.upperBound + fullKeyLength
+        // The full key ends with the document id, a 0x00 and a 4-byte emit index.
+        let fullKeyCount = fullKeyLength > 0 ? fullKeyLength : storedKey.count
+        guard encodedKeyLength >= 0, fullKeyCount >= 5, encodedKeyLength <= fullKeyCount - 5 else {
+            throw Self.damage("its key is too short for its encoded key, document id and emit index")
+        }
+    }
+
+    private static func damage(_ problem: String) -> StorageError {
+        StorageError(code: MDB_CORRUPTED, operation: "reading a row of a view index",
+                     explanation: "the database is damaged: a view index row does not decode (\(problem))")
     }
 
     /// The full key (see above): what rows are ordered by.

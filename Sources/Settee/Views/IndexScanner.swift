@@ -27,9 +27,9 @@ struct IndexScanner {
     func lastRow(ofChunk boundary: UnsafeRawBufferPointer) throws -> IndexRow? {
         guard let rows else { return nil }
         if boundary.elementsEqual(StoredReductions.tailKey) {
-            return try transaction.withCursor(rows) { cursor in try cursor.last().map { IndexRow(storedKey: $0.key, value: $0.value) } }
+            return try transaction.withCursor(rows) { cursor in try cursor.last().map { try IndexRow(storedKey: $0.key, value: $0.value) } }
         }
-        return try transaction.get(rows, boundary).map { IndexRow(storedKey: boundary, value: $0) }
+        return try transaction.get(rows, boundary).map { try IndexRow(storedKey: boundary, value: $0) }
     }
 
     /// Calls `body` for each row in `range`, ascending or descending, until it returns false.
@@ -145,7 +145,7 @@ struct IndexScanner {
                 var skipped = false
                 for level in stride(from: min(height, chunks!.usefulLevel), through: 1, by: -1) {
                     guard let (key, value) = try chunks!.chunk(level: level, after: boundary) else { break }
-                    let chunk = StoredChunk(value: value)
+                    let chunk = try StoredChunk(value: value)
                     let part = UnsafeRawBufferPointer(rebasing: key.dropFirst())
                     guard chunk.isTail ? range.upper == nil : range.isBelowUpper(part) else {
                         chunks!.usefulLevel = level - 1
@@ -179,7 +179,7 @@ struct IndexScanner {
                 entry = try cursor.next()
                 continue
             }
-            let row = IndexRow(storedKey: current.key, value: current.value)
+            let row = try IndexRow(storedKey: current.key, value: current.value)
             if row.isInPrefixGroup {
                 let group = try Self.prefixGroup(startingWith: row, entry: &entry, step: cursor.next, descending: false)
                 for member in group {
@@ -239,7 +239,7 @@ struct IndexScanner {
                     for level in stride(from: min(height, chunks!.usefulLevel), through: 1, by: -1) {
                         let key = StoredReductions.entryKey(level: level, boundary)
                         guard let (found, value) = try chunks!.cursor.seek(atOrAfter: key), compareBytes(found, key) == 0 else { break }
-                        let chunk = StoredChunk(value: value)
+                        let chunk = try StoredChunk(value: value)
                         var previous: [UInt8]?
                         if let before = try chunks!.cursor.previous(), before.key.first == UInt8(level) {
                             previous = Array(before.key.dropFirst())
@@ -262,7 +262,7 @@ struct IndexScanner {
                 }
             }
             guard let current = entry else { return }
-            let row = IndexRow(storedKey: current.key, value: current.value)
+            let row = try IndexRow(storedKey: current.key, value: current.value)
             if row.isInPrefixGroup {
                 let group = try Self.prefixGroup(startingWith: row, entry: &entry, step: cursor.previous, descending: true)
                 for member in group where range.isBelowUpper(member.fullKey) {
@@ -289,7 +289,7 @@ struct IndexScanner {
         entry = try step()
         while let next = entry, next.key.count >= IndexRow.prefixLength,
               memcmp(next.key.baseAddress!, row.storedKey.baseAddress!, IndexRow.prefixLength) == 0 {
-            group.append(IndexRow(storedKey: next.key, value: next.value))
+            group.append(try IndexRow(storedKey: next.key, value: next.value))
             entry = try step()
         }
         group.sort { compareBytes($0.fullKey, $1.fullKey) * (descending ? -1 : 1) < 0 }

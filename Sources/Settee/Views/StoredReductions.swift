@@ -116,7 +116,7 @@ struct StoredReductions {
             while let (key, value) = entry {
                 count += 1
                 if count & 0x3FFF == 0 { transaction.environment.releaseMappedPages() }
-                try rowChunk.add(row: IndexRow(storedKey: key, value: value))
+                try rowChunk.add(row: try IndexRow(storedKey: key, value: value))
                 let height = Self.height(of: key)
                 if height > 0 {
                     closed.append(ClosedChunk(builder: rowChunk, part: Array(key), height: height))
@@ -165,7 +165,7 @@ struct StoredReductions {
                 let reduction = chunk.builder.pendingReduction == nil ? nil : results?.next()
                 let value = try chunk.builder.finish(height: chunk.height, reduction: reduction)
                 entries.append((StoredReductions.entryKey(level: 1, chunk.part), value))
-                try value.withUnsafeBytes { try builders[2].add(chunk: StoredChunk(value: $0)) }
+                try value.withUnsafeBytes { try builders[2].add(chunk: try StoredChunk(value: $0)) }
                 if chunk.height != StoredChunk.tailHeight && chunk.height > 1 {
                     for level in 2...chunk.height { try close(level, at: chunk.part, height: chunk.height, into: &entries) }
                 }
@@ -182,7 +182,7 @@ struct StoredReductions {
             let value = try builders[level].finish(height: height)
             entries.append((StoredReductions.entryKey(level: level, part), value))
             if level < StoredReductions.maximumLevel {
-                try value.withUnsafeBytes { try builders[level + 1].add(chunk: StoredChunk(value: $0)) }
+                try value.withUnsafeBytes { try builders[level + 1].add(chunk: try StoredChunk(value: $0)) }
             }
             builders[level] = ChunkBuilder(reducer: reducer)
         }
@@ -268,7 +268,7 @@ struct StoredReductions {
     private func recompute(level: Int, part: [UInt8], cursor: LMDBCursor, in transaction: LMDBTransaction) throws {
         let key = Self.entryKey(level: level, part)
         guard let current = try cursor.seek(atOrAfter: key), current.key.elementsEqual(key) else { return }
-        let height = StoredChunk(value: current.value).height
+        let height = try StoredChunk(value: current.value).height
         var previous: [UInt8]?
         if let before = try cursor.previous(), before.key.first == UInt8(level) {
             previous = Array(before.key.dropFirst())
@@ -282,7 +282,7 @@ struct StoredReductions {
                     return try rowCursor.seek(atOrAfter: after)
                 } ?? rowCursor.first()
                 while let (rowKey, value) = entry, compareBytes(rowKey, part) <= 0 {
-                    try builder.add(row: IndexRow(storedKey: rowKey, value: value))
+                    try builder.add(row: try IndexRow(storedKey: rowKey, value: value))
                     entry = try rowCursor.next()
                 }
             }
@@ -290,7 +290,7 @@ struct StoredReductions {
             var entry = try cursor.seek(atOrAfter: Self.entryKey(level: level - 1, previous.map { $0 + [0] } ?? []))
             while let (childKey, value) = entry, childKey.first == UInt8(level - 1),
                   compareBytes(UnsafeRawBufferPointer(rebasing: childKey.dropFirst()), part) <= 0 {
-                try builder.add(chunk: StoredChunk(value: value))
+                try builder.add(chunk: try StoredChunk(value: value))
                 entry = try cursor.next()
             }
         }
@@ -311,6 +311,17 @@ struct StoredChunk {
     static let headerSize = 18
 
     let value: UnsafeRawBufferPointer
+
+    /// A stored chunk, its layout checked before anything is read from it:
+    /// one shorter than its header or its keys' lengths is damage.
+    init(value: UnsafeRawBufferPointer) throws(StorageError) {
+        self.value = value
+        guard value.count >= Self.headerSize, firstLength <= value.count - Self.headerSize,
+              lastLength <= value.count - Self.headerSize - firstLength else {
+            throw StorageError(code: MDB_CORRUPTED, operation: "reading a stored reduction of a view index",
+                               explanation: "the database is damaged: a view index's stored chunk is \(value.count) bytes, shorter than its header and keys")
+        }
+    }
 
     var flags: UInt8 { value[0] }
     /// The highest level whose boundary this chunk's key is (``tailHeight`` for a tail).

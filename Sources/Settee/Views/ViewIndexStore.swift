@@ -236,7 +236,7 @@ final class ViewIndexStore: Sendable {
     func holdsRows(of id: UnsafeRawBufferPointer, keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer],
                    in tables: ViewIndexTables, transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> Bool {
         guard let old = try transaction.get(tables.back, id) else { return keys.isEmpty }
-        Self.makeBackEntry(keys: keys, values: values, in: &scratch)
+        try Self.makeBackEntry(keys: keys, values: values, in: &scratch)
         guard compareBytes(old, scratch) == 0 else { return false }
         for (key, value) in zip(keys, values) {
             guard let stored = try transaction.get(tables.rows, key), compareBytes(stored, value) == 0 else { return false }
@@ -249,15 +249,15 @@ final class ViewIndexStore: Sendable {
     /// known to follow every id there).
     func setBackIndex(of id: UnsafeRawBufferPointer, keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer],
                       cursor: LMDBCursor, scratch: inout [UInt8], append: Bool = false) throws {
-        Self.makeBackEntry(keys: keys, values: values, in: &scratch)
+        try Self.makeBackEntry(keys: keys, values: values, in: &scratch)
         guard !scratch.isEmpty else { return }
         try scratch.withUnsafeBytes { try cursor.put(id, $0, append: append) }
     }
 
-    private static func makeBackEntry(keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer], in entry: inout [UInt8]) {
+    private static func makeBackEntry(keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer], in entry: inout [UInt8]) throws {
         entry.removeAll(keepingCapacity: true)
         for (key, value) in zip(keys, values) {
-            IndexRow(storedKey: key, value: value).appendBackEntry(to: &entry)
+            try IndexRow(storedKey: key, value: value).appendBackEntry(to: &entry)
         }
     }
 
