@@ -216,16 +216,10 @@ extension Database {
     /// chunk reductions (what tests compare the chunks with).
     func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
-        var result = ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: [])
-        try query(designDocument: name, view: viewName, options: options, progress: progress, storedReductions: storedReductions,
-                  streaming: false) { header in
-            result.totalRows = header.totalRows
-            result.offset = header.offset
-            result.updateSequence = header.updateSequence
-        } row: { row in
-            result.rows.append(row)
+        try ViewResult.collected { header, row in
+            try query(designDocument: name, view: viewName, options: options, progress: progress, storedReductions: storedReductions,
+                      streaming: false, header: header, row: row)
         }
-        return result
     }
     /// Queries a view as ``query(_:options:progress:)`` does, handing over
     /// the result as it is read instead of holding it: `header` once (total
@@ -407,15 +401,7 @@ extension Database {
     /// inclusive_end and include_docs as for views.
     public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
         let validated = try options.validatedForAllDocs()
-        var result = ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: [])
-        try store.forEachDocumentRow(validated) { header in
-            result.totalRows = header.totalRows
-            result.offset = header.offset
-            result.updateSequence = header.updateSequence
-        } row: { row in
-            result.rows.append(row)
-        }
-        return result
+        return try ViewResult.collected { header, row in try store.forEachDocumentRow(validated, header: header, row: row) }
     }
 
     /// CouchDB's `_all_docs` as ``allDocuments(options:)`` answers it, handed

@@ -20,15 +20,9 @@ struct ViewQueryRunner {
     /// up to date, so it has a state), an index with no state was removed
     /// since by another process: ``IndexRemovedError``, not an empty result.
     func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables, requiringIndex: Bool = false) throws -> ViewResult {
-        var result = ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: [])
-        try run(view, options, tables: tables, requiringIndex: requiringIndex, streaming: false) { header in
-            result.totalRows = header.totalRows
-            result.offset = header.offset
-            result.updateSequence = header.updateSequence
-        } row: { row in
-            result.rows.append(row)
+        try ViewResult.collected { header, row in
+            try run(view, options, tables: tables, requiringIndex: requiringIndex, streaming: false, header: header, row: row)
         }
-        return result
     }
 
     /// Reads the result in one snapshot, handing over its header, then each

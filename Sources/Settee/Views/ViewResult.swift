@@ -175,3 +175,21 @@ extension ViewRow {
         out.append(UInt8(ascii: "}"))
     }
 }
+
+extension ViewResult {
+    /// The whole result of a read that hands over its header, then its rows,
+    /// as it goes (`read` is given where to put each).
+    static func collected(
+        _ read: (_ header: (ViewResultHeader) throws -> Void, _ row: (consuming ViewRow) throws -> Void) throws -> Void
+    ) throws -> ViewResult {
+        var result = ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: [])
+        try read({ header in
+            result.totalRows = header.totalRows
+            result.offset = header.offset
+            result.updateSequence = header.updateSequence
+        }, { row in
+            result.rows.append(row)
+        })
+        return result
+    }
+}
