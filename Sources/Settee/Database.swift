@@ -240,7 +240,9 @@ public final class Database: Sendable {
 
     /// Imports documents read from a file handle (a pipe or standard input too).
     public func importDocuments(from handle: FileHandle, totalBytes: Int? = nil, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
-        let importer = DocumentImporter(store: store)
+        let importer = DocumentImporter(store: store, check: { [self] edit, transaction in
+            try refuseOverIndexLimit(edit, in: transaction)
+        })
         let report = try importer.run(totalBytes: totalBytes, read: { try handle.read(upToCount: importer.chunkBytes) }, progress: progress)
         // Imported design documents may have replaced views.
         try removeUnusedIndexes()
@@ -249,7 +251,9 @@ public final class Database: Sendable {
 
     /// Imports documents from NDJSON or JSON-array bytes in memory.
     public func importDocuments(_ data: Data, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
-        let importer = DocumentImporter(store: store)
+        let importer = DocumentImporter(store: store, check: { [self] edit, transaction in
+            try refuseOverIndexLimit(edit, in: transaction)
+        })
         var offset = 0
         let report = try importer.run(totalBytes: data.count, read: {
             guard offset < data.count else { return nil }

@@ -62,4 +62,18 @@ struct ViewCountLimitTests {
         try db.loadDesignDocuments(from: directory.file("second.json", contents: manyViews("second", count: room, from: 5_000)))
         #expect(try db.designDocument("second")?.views.first?.name == "v5000")
     }
+
+    @Test("An import refuses, with its line, a design document past the limit; the other documents are written and the database keeps working")
+    func importRefusesTooManyViews() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        let input = [#"{"_id": "a"}"#, manyViews("many", count: 1_500), manyViews("few", count: 2), #"{"_id": "b"}"#].joined(separator: "\n")
+        let report = try db.importDocuments(Data(input.utf8))
+        #expect(report.imported == 3)
+        #expect(report.rejected.map(\.line) == [2])
+        #expect(report.rejected.first?.error.code == .invalidDesignDocument, "\(report.rejected)")
+        #expect(try db.designDocument("many") == nil)
+        #expect(try db.info().documentCount == 3)
+        #expect(try db.query("few/v1").rows.map(\.keyJSON) == ["1", "1"])
+    }
 }

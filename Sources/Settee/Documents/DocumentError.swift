@@ -15,6 +15,9 @@ public struct DocumentError: Error, Sendable, Equatable, CustomStringConvertible
         case forbidden
         /// A design document's `validate_doc_update` asked for another user (`{unauthorized: …}`, HTTP 401).
         case unauthorized
+        /// A design document the database cannot take (one whose views would
+        /// take it past the indexes it can hold).
+        case invalidDesignDocument = "invalid_design_document"
         /// The document is larger than the database accepts (CouchDB's 413
         /// `document_too_large`; see ``Database/Options/maximumDocumentBytes``).
         case documentTooLarge = "document_too_large"

@@ -38,6 +38,9 @@ public struct ImportProgress: Sendable {
 /// reported by line and skipped; the good ones land.
 struct DocumentImporter {
     let store: DocumentStore
+    /// Refuses an edit before it is written (a design document the database
+    /// cannot take): its ``DocumentError`` becomes the document's rejection.
+    var check: (@Sendable (DocumentEdit, LMDBTransaction) throws -> Void)?
     /// Documents per write transaction.
     var batchDocuments = 50_000
     /// Input bytes per write transaction.
@@ -112,8 +115,9 @@ struct DocumentImporter {
             batchDocuments.removeAll(keepingCapacity: true)
             try collectWritten()
             let store = store
+            let check = check
             let batchEdits = edits.map(\.edit)
-            writer.start { try store.write(batchEdits) }
+            writer.start { try store.write(batchEdits, checking: check) }
             inFlight = (edits, rejections)
         }
 

@@ -199,8 +199,10 @@ final class DocumentStore: Sendable {
     }
 
     /// Writes many edits in one transaction. Each edit that is refused (a
-    /// conflict) is reported and skipped; the others land.
-    func write(_ edits: [DocumentEdit]) throws -> [Result<WriteResult, DocumentError>] {
+    /// conflict, or by `check`, which sees the transaction before the edit
+    /// is applied) is reported and skipped; the others land.
+    func write(_ edits: [DocumentEdit], checking check: ((DocumentEdit, LMDBTransaction) throws -> Void)? = nil)
+        throws -> [Result<WriteResult, DocumentError>] {
         try writing { transaction in
             var sequence = try lastSequence(in: transaction)
             var scratch: [UInt8] = []
@@ -208,6 +210,7 @@ final class DocumentStore: Sendable {
             results.reserveCapacity(edits.count)
             for edit in edits {
                 do {
+                    try check?(edit, transaction)
                     let result = try apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch)
                     sequence += 1
                     results.append(.success(result))

@@ -137,6 +137,7 @@ extension DocumentError: SetteeError {
         case .forbidden: .forbidden
         case .unauthorized: .unauthorized
         case .documentTooLarge: .documentTooLarge
+        case .invalidDesignDocument: .invalidDesignDocument
         }
     }
 }

@@ -69,19 +69,43 @@ extension Database {
     /// document is deleted. Views with the same definition share an index.
     /// Thrown inside the write, so nothing is stored.
     func checkIndexLimit(written: [String], in transaction: LMDBTransaction) throws {
+        let signatures = try indexSignatures(in: transaction)
+        guard signatures.count > ViewIndexStore.maximumIndexes else { return }
+        throw DesignDocumentError(designDocument: written.last, reason: Self.overIndexLimit(signatures.count))
+    }
+
+    /// Refuses, before it is written, a design document after which the
+    /// database's design documents would need more distinct indexes than it
+    /// can hold (what ``checkIndexLimit(written:in:)`` checks after a write,
+    /// for an import that writes many documents in one transaction and
+    /// refuses only the one).
+    func refuseOverIndexLimit(_ edit: DocumentEdit, in transaction: LMDBTransaction) throws {
+        guard let id = edit.id, id.hasPrefix("_design/"), !edit.deleted,
+              case .object(let members)? = try? edit.body.withUnsafeBytes({ try JSONParser.parse($0) }),
+              let design = try? DesignDocument(json: .object([(key: "_id", value: .string(id))] + members)) else { return }
+        var signatures = try indexSignatures(in: transaction, excluding: id)
+        for view in design.views { signatures.insert(view.signature) }
+        guard signatures.count > ViewIndexStore.maximumIndexes else { return }
+        throw DocumentError(.invalidDesignDocument, Self.overIndexLimit(signatures.count), id: id)
+    }
+
+    /// The distinct indexes the design documents `transaction` sees need
+    /// (views with the same definition share one), less `excluded`'s.
+    private func indexSignatures(in transaction: LMDBTransaction, excluding excluded: String? = nil) throws -> Set<String> {
         var signatures = Set<String>()
-        for record in try store.designDocumentRecords(in: transaction) {
+        for record in try store.designDocumentRecords(in: transaction) where record.id != excluded {
             // Not kept in the cache: the write may yet be rolled back.
             guard let design = designDocumentCache.cached(record.id, revision: record.revision)
                 ?? (try? DesignDocument(json: try record.value)) else { continue }
             for view in design.views { signatures.insert(view.signature) }
         }
-        guard signatures.count > ViewIndexStore.maximumIndexes else { return }
-        throw DesignDocumentError(
-            designDocument: written.last,
-            reason: "the database's design documents would have \(signatures.count) distinct views, more than the "
-                + "\(ViewIndexStore.maximumIndexes) it can index (each index takes \(ViewIndexStore.tablesPerIndex) of "
-                + "\(ViewIndexStore.tableHandles) table handles); nothing was stored: remove views or design documents")
+        return signatures
+    }
+
+    private static func overIndexLimit(_ count: Int) -> String {
+        "the database's design documents would have \(count) distinct views, more than the "
+            + "\(ViewIndexStore.maximumIndexes) it can index (each index takes \(ViewIndexStore.tablesPerIndex) of "
+            + "\(ViewIndexStore.tableHandles) table handles); nothing was stored: remove views or design documents"
     }
 
     /// A design document file's contents, unless it is larger than a design
