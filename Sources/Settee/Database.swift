@@ -163,7 +163,7 @@ public final class Database: Sendable {
 
     /// Writes a document given as UTF-8 JSON bytes.
     @discardableResult
-    public func put(json: UnsafeRawBufferPointer) throws -> WriteResult {
+    package func put(json: UnsafeRawBufferPointer) throws -> WriteResult {
         try write(try DocumentEdit(json: json, sizeLimits: options.sizeLimits))
     }
 

@@ -1,6 +1,6 @@
 /// What MD5 and SHA-256 have in common: incremental hashing of bytes, and the
 /// conveniences built on it.
-public protocol BlockHash: Sendable {
+package protocol BlockHash: Sendable {
     /// The length of a digest in bytes.
     static var digestCount: Int { get }
     /// A hasher with nothing added yet.
@@ -13,7 +13,7 @@ public protocol BlockHash: Sendable {
 
 extension BlockHash {
     /// Adds `bytes` to the message.
-    public mutating func update(_ bytes: some Sequence<UInt8>) {
+    package mutating func update(_ bytes: some Sequence<UInt8>) {
         if bytes.withContiguousStorageIfAvailable({ update(UnsafeRawBufferPointer($0)) }) != nil { return }
         // Not contiguous: hash through a small reused chunk rather than byte by byte.
         var chunk: [UInt8] = []
@@ -29,44 +29,44 @@ extension BlockHash {
     }
 
     /// Adds the UTF-8 of `text` to the message.
-    public mutating func update(_ text: String) {
+    package mutating func update(_ text: String) {
         var text = text
         text.withUTF8 { update(UnsafeRawBufferPointer($0)) }
     }
 
     /// The digest of `bytes`.
-    public static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var hasher = Self()
         hasher.update(bytes)
         return hasher.finalize()
     }
 
     /// The digest of `bytes`.
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    package static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         var hasher = Self()
         hasher.update(bytes)
         return hasher.finalize()
     }
 
     /// The digest of the UTF-8 of `text`.
-    public static func hash(_ text: String) -> [UInt8] {
+    package static func hash(_ text: String) -> [UInt8] {
         var hasher = Self()
         hasher.update(text)
         return hasher.finalize()
     }
 
     /// The digest of `bytes` in lowercase hexadecimal.
-    public static func hexDigest(_ bytes: UnsafeRawBufferPointer) -> String {
+    package static func hexDigest(_ bytes: UnsafeRawBufferPointer) -> String {
         hash(bytes).hexString
     }
 
     /// The digest of `bytes` in lowercase hexadecimal.
-    public static func hexDigest(_ bytes: some Sequence<UInt8>) -> String {
+    package static func hexDigest(_ bytes: some Sequence<UInt8>) -> String {
         hash(bytes).hexString
     }
 
     /// The digest of the UTF-8 of `text` in lowercase hexadecimal.
-    public static func hexDigest(_ text: String) -> String {
+    package static func hexDigest(_ text: String) -> String {
         hash(text).hexString
     }
 }

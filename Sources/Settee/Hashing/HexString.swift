@@ -1,6 +1,6 @@
 extension Array where Element == UInt8 {
     /// The bytes as lowercase hexadecimal, two digits each.
-    public var hexString: String {
+    package var hexString: String {
         String(unsafeUninitializedCapacity: count * 2) { output in
             let digits: StaticString = "0123456789abcdef"
             let digit = digits.utf8Start

@@ -2,26 +2,26 @@
 ///
 /// Not for security: CouchDB uses it for revision ids and attachment digests, so
 /// Settee must produce the same values.
-public struct MD5: BlockHash {
+package struct MD5: BlockHash {
     typealias State = (UInt32, UInt32, UInt32, UInt32)
 
     private var state: State = (0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476)
     private var buffer = HashBlockBuffer()
 
     /// The length of a digest in bytes.
-    public static let digestCount = 16
+    package static let digestCount = 16
 
     /// A hasher with nothing added yet.
-    public init() {}
+    package init() {}
 
     /// Adds `bytes` to the message.
-    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         buffer.absorb(bytes, into: &state, Self.compress)
     }
 
     /// The 16-byte digest of everything added so far. The hasher is left as it was,
     /// so more may still be added.
-    public func finalize() -> [UInt8] {
+    package func finalize() -> [UInt8] {
         var state = state
         buffer.finish(into: &state, lengthIsBigEndian: false, Self.compress)
         return withUnsafeBytes(of: (state.0.littleEndian, state.1.littleEndian, state.2.littleEndian, state.3.littleEndian)) {

@@ -1,5 +1,5 @@
 /// SHA-256 (FIPS 180-4), incremental.
-public struct SHA256: BlockHash {
+package struct SHA256: BlockHash {
     typealias State = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
 
     private var state: State = (
@@ -8,19 +8,19 @@ public struct SHA256: BlockHash {
     private var buffer = HashBlockBuffer()
 
     /// The length of a digest in bytes.
-    public static let digestCount = 32
+    package static let digestCount = 32
 
     /// A hasher with nothing added yet.
-    public init() {}
+    package init() {}
 
     /// Adds `bytes` to the message.
-    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         buffer.absorb(bytes, into: &state, Self.compress)
     }
 
     /// The 32-byte digest of everything added so far. The hasher is left as it was,
     /// so more may still be added.
-    public func finalize() -> [UInt8] {
+    package func finalize() -> [UInt8] {
         var state = state
         buffer.finish(into: &state, lengthIsBigEndian: true, Self.compress)
         let words = (

@@ -1,14 +1,14 @@
 /// A top-level member of a JSON object, located in the scanned bytes.
-public struct JSONObjectMember: Sendable, Equatable {
+package struct JSONObjectMember: Sendable, Equatable {
     /// The decoded key.
-    public var key: String
+    package var key: String
     /// The key's bytes, quotes included.
-    public var keyRange: Range<Int>
+    package var keyRange: Range<Int>
     /// Exactly the value's bytes, without surrounding whitespace.
-    public var valueRange: Range<Int>
+    package var valueRange: Range<Int>
 
     /// A member with the given key and byte ranges.
-    public init(key: String, keyRange: Range<Int>, valueRange: Range<Int>) {
+    package init(key: String, keyRange: Range<Int>, valueRange: Range<Int>) {
         self.key = key
         self.keyRange = keyRange
         self.valueRange = valueRange
@@ -20,7 +20,7 @@ public struct JSONObjectMember: Sendable, Equatable {
 /// The document store validates every document it imports with this; only
 /// members it needs are then materialised, with
 /// `JSONParser.parse(UnsafeRawBufferPointer(rebasing: bytes[member.valueRange]))`.
-public enum JSONObjectScanner {
+package enum JSONObjectScanner {
     /// Validates that `bytes` is exactly one JSON object (surrounding whitespace
     /// allowed) and returns its top-level members in order.
     ///
@@ -31,7 +31,7 @@ public enum JSONObjectScanner {
     ///
     /// - Throws: `JSONScanError.notAnObject` for valid JSON that is not an object,
     ///   `JSONScanError.malformed` for anything invalid.
-    public static func scan(
+    package static func scan(
         _ bytes: UnsafeRawBufferPointer,
         maximumDepth: Int = JSONParser.defaultMaximumDepth
     ) throws(JSONScanError) -> [JSONObjectMember] {
@@ -97,7 +97,7 @@ public enum JSONObjectScanner {
 }
 
 /// Why `JSONObjectScanner.scan` rejected its input.
-public enum JSONScanError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum JSONScanError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The input is valid JSON but not an object; `found` is `array`, `string`,
     /// `number`, `true`, `false` or `null`.
     case notAnObject(found: String)
@@ -105,7 +105,7 @@ public enum JSONScanError: Error, Sendable, Equatable, CustomStringConvertible {
     case malformed(JSONParseError)
 
     /// A one-line explanation, with the position for malformed input.
-    public var description: String {
+    package var description: String {
         switch self {
         case .notAnObject(let found): "expected a JSON object, found \(found)"
         case .malformed(let error): error.description

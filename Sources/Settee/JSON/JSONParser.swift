@@ -8,14 +8,14 @@
 ///
 /// The parser is iterative (an explicit stack of open containers), so its stack
 /// use does not grow with nesting.
-public enum JSONParser {
+package enum JSONParser {
     /// The default limit on nested arrays and objects.
-    public static let defaultMaximumDepth = 1000
+    package static let defaultMaximumDepth = 1000
 
     /// Parses `bytes` as exactly one JSON value.
     ///
     /// - Parameter maximumDepth: the most arrays and objects that may be open at once.
-    public static func parse(
+    package static func parse(
         _ bytes: UnsafeRawBufferPointer,
         maximumDepth: Int = defaultMaximumDepth
     ) throws(JSONParseError) -> JSONValue {
@@ -87,7 +87,7 @@ public enum JSONParser {
     }
 
     /// Parses the bytes of `bytes` as exactly one JSON value.
-    public static func parse(
+    package static func parse(
         _ bytes: some Collection<UInt8>,
         maximumDepth: Int = defaultMaximumDepth
     ) throws(JSONParseError) -> JSONValue {
@@ -99,7 +99,7 @@ public enum JSONParser {
     }
 
     /// Parses the UTF-8 of `text` as exactly one JSON value.
-    public static func parse(
+    package static func parse(
         _ text: String,
         maximumDepth: Int = defaultMaximumDepth
     ) throws(JSONParseError) -> JSONValue {

@@ -4,9 +4,9 @@
 /// Map functions run in JavaScript and their output is compared with ours (view
 /// keys, hashes of emitted rows), so the text must agree exactly: no whitespace,
 /// the same escapes and the same number formatting.
-public enum JSONWriter {
+package enum JSONWriter {
     /// Appends the compact JSON text of `value` to `bytes`.
-    public static func write(_ value: JSONValue, into bytes: inout [UInt8]) {
+    package static func write(_ value: JSONValue, into bytes: inout [UInt8]) {
         switch value {
         case .null:
             bytes.append(contentsOf: "null".utf8)
@@ -36,7 +36,7 @@ public enum JSONWriter {
     }
 
     /// The compact JSON text of `value`.
-    public static func string(_ value: JSONValue) -> String {
+    package static func string(_ value: JSONValue) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(64)
         write(value, into: &bytes)
@@ -48,7 +48,7 @@ public enum JSONWriter {
     /// Appends `text` quoted and escaped as `JSON.stringify` does: `\"`, `\\`, `\b`,
     /// `\f`, `\n`, `\r`, `\t`, other control characters as lowercase `\u00xx`,
     /// everything else (including `/` and DEL) as literal UTF-8.
-    public static func writeString(_ text: String, into bytes: inout [UInt8]) {
+    package static func writeString(_ text: String, into bytes: inout [UInt8]) {
         var text = text
         text.withUTF8 { writeString(utf8: $0, into: &bytes) }
     }
@@ -145,7 +145,7 @@ public enum JSONWriter {
     /// round-trip digits, plain notation for decimal exponents from −6 to 21 and
     /// `1.5e+21` style otherwise; `-0` as `0`; NaN and infinities as `null` (as
     /// `JSON.stringify` does).
-    public static func writeNumber(_ number: Double, into bytes: inout [UInt8]) {
+    package static func writeNumber(_ number: Double, into bytes: inout [UInt8]) {
         guard number.isFinite else {
             bytes.append(contentsOf: "null".utf8)
             return

@@ -98,7 +98,7 @@ public final class JavaScriptContext {
     /// The output is read in place: it is valid only until the next call on this context.
     /// - Throws: When the document itself could not be parsed; a function that
     ///   throws is reported in the output instead.
-    public func map(_ document: UnsafeRawBufferPointer, functions: [JavaScriptFunction]) throws(JavaScriptError) -> MapOutput {
+    package func map(_ document: UnsafeRawBufferPointer, functions: [JavaScriptFunction]) throws(JavaScriptError) -> MapOutput {
         var output = settee_js_output()
         let status = functions.withUnsafeBufferPointer { functions in
             functions.withMemoryRebound(to: Int32.self) { handles in
@@ -196,12 +196,12 @@ public struct DocumentMapResult: Sendable {
 
 /// What the map functions produced for one document, read in place from the
 /// engine's buffer: valid only until the next call on the context.
-public struct MapOutput {
+package struct MapOutput {
     let bytes: UnsafeRawBufferPointer
     let functionCount: Int
 
     /// Visits each function's outcome in order: rows as raw JSON text, or an error.
-    public func forEach(
+    package func forEach(
         rows: (_ function: Int, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void,
         failure: (_ function: Int, JavaScriptError) throws -> Void
     ) rethrows -> [String] {
@@ -223,7 +223,7 @@ public struct MapOutput {
     }
 
     /// Copies the outcome into Swift values.
-    public func copied() -> DocumentMapResult {
+    package func copied() -> DocumentMapResult {
         var outcomes: [Result<[EmittedRow], JavaScriptError>] = Array(repeating: .success([]), count: functionCount)
         var rowsByFunction: [[EmittedRow]] = Array(repeating: [], count: functionCount)
         let logs = forEach(

@@ -4,7 +4,7 @@ import Foundation
 /// documents in parallel.
 public final class JavaScriptWorkerPool: Sendable {
     /// The workers, each a thread with its own context.
-    public let workers: [JavaScriptWorker]
+    package let workers: [JavaScriptWorker]
 
     /// Starts `count` workers (default: one per core).
     public init(
@@ -27,7 +27,7 @@ public final class JavaScriptWorkerPool: Sendable {
 
     /// Runs `body` once on every worker at the same time, each with its index,
     /// and returns the results in worker order.
-    public func runOnEach<T: Sendable>(_ body: @escaping @Sendable (_ index: Int, JavaScriptContext) throws -> T) throws -> [T] {
+    package func runOnEach<T: Sendable>(_ body: @escaping @Sendable (_ index: Int, JavaScriptContext) throws -> T) throws -> [T] {
         let group = DispatchGroup()
         let results = ResultSlots<T>(count: workers.count)
         for (index, worker) in workers.enumerated() {
@@ -44,7 +44,7 @@ public final class JavaScriptWorkerPool: Sendable {
     /// Runs `body` for each of `count` pieces of work, every worker taking the
     /// next piece as it finishes one (so none waits long on another at the
     /// end), and returns the results in piece order.
-    public func runShared<T: Sendable>(pieces count: Int, _ body: @escaping @Sendable (_ piece: Int, JavaScriptContext) throws -> T) throws -> [T] {
+    package func runShared<T: Sendable>(pieces count: Int, _ body: @escaping @Sendable (_ piece: Int, JavaScriptContext) throws -> T) throws -> [T] {
         try startShared(pieces: count, body).wait()
     }
 
