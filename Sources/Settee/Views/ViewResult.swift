@@ -23,9 +23,21 @@ public struct ViewRow: Sendable, Equatable {
         self.error = error
     }
 
-    public var key: JSONValue { (try? JSONParser.parse(keyJSON)) ?? .null }
-    public var value: JSONValue { (try? JSONParser.parse(valueJSON)) ?? .null }
-    public var document: JSONValue? { documentJSON.flatMap { try? JSONParser.parse($0) } }
+    /// The key as a ``JSONValue``.
+    /// - Throws: ``JSONParseError`` when the stored key is not JSON (a damaged index), never a silent `null`.
+    public var key: JSONValue {
+        get throws(JSONParseError) { try JSONParser.parse(keyJSON) }
+    }
+    /// The value as a ``JSONValue``.
+    /// - Throws: ``JSONParseError`` when the stored value is not JSON.
+    public var value: JSONValue {
+        get throws(JSONParseError) { try JSONParser.parse(valueJSON) }
+    }
+    /// With `include_docs`: the document as a ``JSONValue`` (`.null` when it is missing).
+    /// - Throws: ``JSONParseError`` when the document is not JSON.
+    public var document: JSONValue? {
+        get throws(JSONParseError) { try documentJSON.map { text throws(JSONParseError) in try JSONParser.parse(text) } }
+    }
 
     /// The key decoded into the caller's type.
     /// - Throws: ``CodingError`` naming the row and where the key does not fit `T`.
