@@ -1,12 +1,14 @@
-// The JavaScript each function's realm evaluates once as it is made: CouchDB's
-// map globals that are plain JavaScript. Its value is the maker of the CommonJS
-// `require` of views.lib, which the runtime keeps.
+// The JavaScript each function's realm evaluates as it is made: CouchDB's map
+// globals that are plain JavaScript, and, for functions that can `require`
+// (views.lib, design functions), the maker of the CommonJS `require`, which
+// the runtime keeps. Each is parsed once per context and instantiated per
+// realm; making a realm's standard classes is most of its cost, so neither
+// touches more of them than it must (no array methods here).
 #pragma once
 
 namespace settee {
 
-// `emit` and `log` are native (see SpiderMonkeyShim.cpp); `__settee_compileModule`
-// is native too, so modules compile even while `eval` is blocked.
+// `emit` and `log` are native (see SpiderMonkeyShim.cpp).
 static const char kPreludeSource[] = R"JS(
 var sum = function (values) {
   var rv = 0;
@@ -21,11 +23,16 @@ var isArray = function (obj) {
 var toJSON = function (value) {
   return JSON.stringify(value);
 };
+// Read-only, as emit and log.
+Object.defineProperty(this, "sum", { writable: false });
+Object.defineProperty(this, "isArray", { writable: false });
+Object.defineProperty(this, "toJSON", { writable: false });
+)JS";
+
+// Its value is the maker of `require`. `__settee_compileModule` is native, so
+// modules compile even while `eval` is blocked; it is taken off the global.
+static const char kRequireSource[] = R"JS(
 (function (global) {
-  // Read-only, as emit and log.
-  ["sum", "isArray", "toJSON"].forEach(function (name) {
-    Object.defineProperty(global, name, { writable: false });
-  });
   var compileModule = global.__settee_compileModule;
   delete global.__settee_compileModule;
   // CouchDB's require (share/server/util.js): a path resolves from the design

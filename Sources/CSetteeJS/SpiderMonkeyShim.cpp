@@ -88,8 +88,9 @@ struct settee_js_context {
     bool hostHardened = false;
     // The query server's globals for every function's realm (null otherwise).
     std::unique_ptr<JS::PersistentRootedObject> sandboxGlobals;
-    // The prelude, parsed once and instantiated in each function's realm.
+    // The preludes, parsed once and instantiated in each function's realm.
     RefPtr<JS::Stencil> prelude;
+    RefPtr<JS::Stencil> requirePrelude;
     ReactionQueue reactions;
     // Each compiled function, in a realm of its own.
     std::vector<std::unique_ptr<JS::PersistentRootedObject>> functions;
@@ -646,11 +647,30 @@ bool hardenHost(settee_js_context *context) {
     return true;
 }
 
+// Runs `source`, parsed once into `stencil`, in the current realm; its value
+// in `value`.
+bool runPrelude(JSContext *cx, RefPtr<JS::Stencil> &stencil, const char *source, const char *name,
+                JS::MutableHandleValue value) {
+    JS::CompileOptions options(cx);
+    options.setFileAndLine(name, 1);
+    if (!stencil) {
+        JS::SourceText<mozilla::Utf8Unit> text;
+        if (!text.init(cx, source, strlen(source), JS::SourceOwnership::Borrowed)) return false;
+        stencil = JS::CompileGlobalScriptToStencil(cx, options, text);
+        if (!stencil) return false;
+    }
+    JS::InstantiateOptions instantiateOptions(options);
+    JS::RootedScript script(cx, JS::InstantiateGlobalStencil(cx, instantiateOptions, stencil));
+    return script && JS_ExecuteScript(cx, script, value);
+}
+
 // Makes a realm for one function, in the host's compartment (so objects pass
 // between them as they are, with no wrappers): its own global and built-ins,
 // CouchDB's map globals, and for the query server the design-function
-// globals. `makeRequire` is set to the maker of its `require`.
-bool newSandbox(settee_js_context *context, JS::MutableHandleObject sandbox, JS::MutableHandleObject makeRequire) {
+// globals. With `withRequire`, `makeRequire` is set to the maker of its
+// `require` (only functions that can load modules pay for it).
+bool newSandbox(settee_js_context *context, bool withRequire, JS::MutableHandleObject sandbox,
+                JS::MutableHandleObject makeRequire) {
     JSContext *cx = context->cx;
     JS::RealmOptions options;
     options.creationOptions().setExistingCompartment(*context->global);
@@ -660,20 +680,17 @@ bool newSandbox(settee_js_context *context, JS::MutableHandleObject sandbox, JS:
     // Read-only, so a function cannot break them for itself by accident.
     if (!JS_DefineFunction(cx, global, "emit", nativeEmit, 2, JSPROP_ENUMERATE | JSPROP_READONLY)) return false;
     if (!JS_DefineFunction(cx, global, "log", nativeLog, 1, JSPROP_ENUMERATE | JSPROP_READONLY)) return false;
-    if (!JS_DefineFunction(cx, global, "__settee_compileModule", nativeCompileModule, 2, 0)) return false;
-    JS::CompileOptions compileOptions(cx);
-    compileOptions.setFileAndLine("settee:prelude", 1);
-    if (!context->prelude) {
-        JS::SourceText<mozilla::Utf8Unit> source;
-        if (!source.init(cx, settee::kPreludeSource, strlen(settee::kPreludeSource), JS::SourceOwnership::Borrowed))
+    JS::RootedValue ignored(cx);
+    if (!runPrelude(cx, context->prelude, settee::kPreludeSource, "settee:prelude", &ignored)) return false;
+    if (withRequire) {
+        JS::RootedValue maker(cx);
+        if (!JS_DefineFunction(cx, global, "__settee_compileModule", nativeCompileModule, 2, 0) ||
+            !runPrelude(cx, context->requirePrelude, settee::kRequireSource, "settee:require", &maker) ||
+            !maker.isObject()) {
             return false;
-        context->prelude = JS::CompileGlobalScriptToStencil(cx, compileOptions, source);
-        if (!context->prelude) return false;
+        }
+        makeRequire.set(&maker.toObject());
     }
-    JS::InstantiateOptions instantiateOptions(compileOptions);
-    JS::RootedScript prelude(cx, JS::InstantiateGlobalStencil(cx, instantiateOptions, context->prelude));
-    JS::RootedValue maker(cx);
-    if (!prelude || !JS_ExecuteScript(cx, prelude, &maker) || !maker.isObject()) return false;
     if (context->sandboxGlobals) {
         JS::RootedObject globals(cx, *context->sandboxGlobals);
         JS::Rooted<JS::IdVector> ids(cx, JS::IdVector(cx));
@@ -687,7 +704,6 @@ bool newSandbox(settee_js_context *context, JS::MutableHandleObject sandbox, JS:
         }
     }
     sandbox.set(global);
-    makeRequire.set(&maker.toObject());
     return true;
 }
 
@@ -769,7 +785,7 @@ bool compileSource(settee_js_context *context, const settee_js_context::Source &
     JSAutoRealm hostRealm(cx, *context->global);
     JS::RootedObject sandbox(cx);
     JS::RootedObject makeRequire(cx);
-    if (!hardenHost(context) || !newSandbox(context, &sandbox, &makeRequire)) {
+    if (!hardenHost(context) || !newSandbox(context, compiled.hasLibrary, &sandbox, &makeRequire)) {
         Failure failure = takeFailure(context, 0);
         setError(context, error, failure.status == SETTEE_JS_RUNTIME_ERROR ? SETTEE_JS_INTERNAL_ERROR : failure.status,
                  "the function's realm could not be set up: " + failure.message);
@@ -1020,6 +1036,7 @@ void settee_js_context_destroy(settee_js_context *context) {
     context->reactions.clear();
     context->sandboxGlobals.reset();
     context->prelude = nullptr;
+    context->requirePrelude = nullptr;
     context->global.reset();
     JS_DestroyContext(context->cx);
     delete context;
@@ -1275,7 +1292,7 @@ bool nativeCompileFunction(JSContext *cx, unsigned argc, JS::Value *vp) {
     wrapped.append("\n); })");
     JS::RootedObject sandbox(cx);
     JS::RootedObject maker(cx);
-    if (!newSandbox(context, &sandbox, &maker)) return false;
+    if (!newSandbox(context, true, &sandbox, &maker)) return false;
     JS::RootedValue function(cx);
     {
         JSAutoRealm realm(cx, sandbox);
