@@ -130,6 +130,13 @@ struct DocumentCountTests {
             try expectExact(db, "the first write after the record went missing")
             try writeRecord(db, nil)
         }
+        do {
+            var readOnly = Database.Options()
+            readOnly.readOnly = true
+            let db = try Database(at: directory.url.appendingPathComponent("db"), options: readOnly)
+            #expect(try db.info().documentCount == 6 && db.info().deletedDocumentCount == 1, "read-only: counted by a scan")
+            #expect(try keptRecord(db) == nil, "read-only: nothing written")
+        }
         let db = try open()
         try expectExact(db, "reopened without the record")
     }
