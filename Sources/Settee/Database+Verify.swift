@@ -36,6 +36,8 @@ extension Database {
     ///   the changes feed lists it at its sequence number;
     /// - every entry of the changes feed: its key is a sequence number, and
     ///   it names a document whose record is at that sequence;
+    /// - the kept document counts (what ``info()`` and `_all_docs` report),
+    ///   against the live documents and tombstones counted;
     /// - every view index, against the documents: each row's layout and JSON,
     ///   its document exists, its back-index entry lists it (and each row a
     ///   back-index entry lists exists), the count its state records, and
@@ -99,6 +101,7 @@ extension Database {
     }
 
     private func verifyDocuments(in transaction: LMDBTransaction, path: String, report: inout VerificationReport) throws {
+        var counted = DocumentCounts()
         try transaction.withCursor(store.docs) { cursor in
             var entry = try cursor.first()
             while let (key, value) = entry {
@@ -112,6 +115,7 @@ extension Database {
                     report.problem(error.reason)
                     continue
                 }
+                if record.isDeleted { counted.deleted += 1 } else { counted.live += 1 }
                 if case .object? = try? JSONParser.parse(record.body) {} else {
                     report.problem("document \"\(id)\": its body is not a JSON object")
                 }
@@ -123,6 +127,25 @@ extension Database {
                     report.problem("document \"\(id)\": the changes feed does not list it at its sequence \(record.sequence)")
                 }
             }
+        }
+        try verifyKeptCounts(counted, in: transaction, report: &report)
+    }
+
+    /// Compares the kept counts with those of a full read of the documents
+    /// (records that do not decode left out, and reported on their own).
+    /// Counts a Settee without them left behind (at an earlier sequence) are
+    /// not used, and counted again at the next write: not damage.
+    private func verifyKeptCounts(_ counted: DocumentCounts, in transaction: LMDBTransaction, report: inout VerificationReport) throws {
+        guard let bytes = try store.keptRecordBytes(in: transaction) else { return }
+        guard let kept = bytes.withUnsafeBytes({ KeptDocumentCounts(record: $0) }) else {
+            report.problem("kept document counts: the record does not decode: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
+            return
+        }
+        let last = try store.lastSequence(in: transaction)
+        if kept.sequence > last {
+            report.problem("kept document counts: recorded at sequence \(kept.sequence), after the last write (\(last))")
+        } else if kept.sequence == last && kept.counts != counted {
+            report.problem("kept document counts: \(kept.counts.live) live and \(kept.counts.deleted) deleted, but the documents table holds \(counted.live) live and \(counted.deleted) deleted")
         }
     }
 

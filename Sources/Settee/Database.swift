@@ -126,6 +126,8 @@ public final class Database: Sendable {
             try workers.pool(count: options.javaScriptWorkers, configuration: options.javaScript)
         }
         store = try DocumentStore(environment: environment, logger: logger, validation: validation, sizeLimits: options.sizeLimits)
+        // A database an earlier Settee wrote has no kept counts: counted once, here.
+        store.keepCountsIfUnknown()
         indexes = try ViewIndexStore(environment: environment)
         buildLocks = try IndexBuildLocks(directory: environment.path)
     }
@@ -269,13 +271,18 @@ public final class Database: Sendable {
     // MARK: Information
 
     /// What the database holds.
+    ///
+    /// The counts are kept by every write, in its transaction: this reads a
+    /// record, and costs the same however many documents there are.
     public func info() throws -> DatabaseInfo {
-        let counts = try store.counts()
+        let (counts, sequence) = try environment.read { transaction in
+            (try store.counts(in: transaction), try store.lastSequence(in: transaction))
+        }
         return DatabaseInfo(
             path: environment.path,
-            documentCount: counts.documents,
+            documentCount: counts.live,
             deletedDocumentCount: counts.deleted,
-            updateSequence: try store.lastSequence(),
+            updateSequence: sequence,
             fileSize: environment.fileSize,
             mapSize: environment.mapSize)
     }

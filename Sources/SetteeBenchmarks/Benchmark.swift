@@ -3,8 +3,9 @@ import Logging
 import Settee
 
 /// `make bench`: one table of Settee's figures on generated documents —
-/// import, index builds against the engine's own upper bound measured in the
-/// same run, incremental update, lookups, ranges and full-range reductions.
+/// import, `info` and `_all_docs`' first row, index builds against the
+/// engine's own upper bound measured in the same run, incremental update,
+/// lookups, ranges and full-range reductions.
 @main
 struct Benchmark {
     static func main() throws {
@@ -52,6 +53,21 @@ struct Benchmark {
         }
         try? FileManager.default.removeItem(at: file)
         table.add("bulk import (NDJSON file → LMDB)", rate(documentCount, importTime, cpu: importCPU))
+
+        // The counts kept with the documents: the same cost at any corpus size.
+        var infos: [Duration] = []
+        var firstDocuments: [Duration] = []
+        var firstDocument = ViewQueryOptions()
+        firstDocument.limit = 1
+        for _ in 0..<1000 {
+            var info: DatabaseInfo?
+            var firstRows: ViewResult?
+            infos.append(try measure { info = try db.info() })
+            firstDocuments.append(try measure { firstRows = try db.allDocuments(options: firstDocument) })
+            precondition(info?.documentCount == documentCount && firstRows?.totalRows == documentCount)
+        }
+        table.add("info, \(documentCount) docs (in process)", percentiles(infos))
+        table.add("all-docs --limit 1, total_rows \(documentCount) (in process)", percentiles(firstDocuments))
 
         // (a) One view, one emit per order.
         try design(#"{"_id":"_design/one","views":{"by_customer":{"map":"\#(oneView)"}}}"#, in: directory, db: db)

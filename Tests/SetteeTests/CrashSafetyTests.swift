@@ -262,6 +262,11 @@ struct CrashSafetyTests {
             #expect(changes.map(\.id) == (0..<changes.count).map(documentID), "round \(round): an import prefix, no holes")
             #expect(changes.map(\.sequence) == (0..<changes.count).map { UInt64($0 + 1) })
             #expect(try database.lastSequence() == UInt64(changes.count))
+            // The kept counts commit in the same transaction as the writes: exact after the crash.
+            let info = try database.info()
+            #expect(info.documentCount == changes.count && info.deletedDocumentCount == 0, "round \(round): \(info)")
+            #expect(try database.environment.read { try database.store.keptCounts(in: $0) } == DocumentCounts(live: changes.count, deleted: 0),
+                    "round \(round): the kept counts")
             for change in changes {
                 let index = Int(change.id.dropFirst(3))!
                 let document = try #require(try database.document(change.id))

@@ -20,9 +20,15 @@ extension DocumentStore {
     }
 
     /// CouchDB's `_all_docs` over the `docs` table: ids in raw byte order,
-    /// deleted documents left out. The header (total rows and offset, which
-    /// take a count of the live documents) comes before the first row; rows
-    /// are handed over one by one, in one read transaction.
+    /// deleted documents left out. The header comes before the first row;
+    /// rows are handed over one by one, in one read transaction.
+    ///
+    /// `total_rows` is the kept count of live documents. The offset, the live
+    /// documents before the start key, is counted by reading the records
+    /// before it in the query's direction: CouchDB's B-tree keeps a count in
+    /// every node and finds it in one descent; LMDB keeps none, so a query
+    /// that starts far into the ids costs that walk, and one without a start
+    /// key none.
     func forEachDocumentRow(_ options: ViewQueryOptions, header: (ViewResultHeader) throws -> Void,
                             row emit: (consuming ViewRow) throws -> Void) throws {
         try environment.read { transaction in
@@ -51,7 +57,7 @@ extension DocumentStore {
 
             if let keys = options.keys ?? options.key.map({ [$0] }) {
                 // One row per requested key, in the order given; CouchDB reports missing and deleted ones too.
-                try header(ViewResultHeader(totalRows: try liveCount(in: transaction), offset: nil, updateSequence: updateSequence))
+                try header(ViewResultHeader(totalRows: try counts(in: transaction).live, offset: nil, updateSequence: updateSequence))
                 for key in keys {
                     guard case .string(let id) = key else {
                         if try !take(ViewRow(id: nil, keyJSON: key.jsonText, valueJSON: "null", error: "not_found")) { return }
@@ -81,19 +87,18 @@ extension DocumentStore {
                 guard let start else { return false }
                 return options.descending ? compareBytes(key, start) > 0 : compareBytes(key, start) < 0
             }
-            // First the counts the header needs: live documents, and those before the start key.
-            var total = 0
+            // First the header: the kept count, and the live documents before the start key.
             var offset = 0
-            try transaction.withCursor(docs) { cursor in
-                var entry = try cursor.first()
-                while let (key, value) = entry {
-                    entry = try cursor.next()
-                    if try DocumentRecord(bytes: value, id: key, path: environment.path).isDeleted { continue }
-                    total += 1
-                    if beforeStart(key) { offset += 1 }
+            if start != nil {
+                try transaction.withCursor(docs) { cursor in
+                    var entry = options.descending ? try cursor.last() : try cursor.first()
+                    while let (key, value) = entry, beforeStart(key) {
+                        if try !DocumentRecord(bytes: value, id: key, path: environment.path).isDeleted { offset += 1 }
+                        entry = options.descending ? try cursor.previous() : try cursor.next()
+                    }
                 }
             }
-            try header(ViewResultHeader(totalRows: total, offset: offset + options.skip, updateSequence: updateSequence))
+            try header(ViewResultHeader(totalRows: try counts(in: transaction).live, offset: offset + options.skip, updateSequence: updateSequence))
             guard limit > 0 else { return }
             // Then the rows, from the start key to the end key.
             try transaction.withCursor(docs) { cursor in
@@ -119,17 +124,5 @@ extension DocumentStore {
                 }
             }
         }
-    }
-
-    private func liveCount(in transaction: LMDBTransaction) throws -> Int {
-        var count = 0
-        try transaction.withCursor(docs) { cursor in
-            var entry = try cursor.first()
-            while let (key, value) = entry {
-                if try !DocumentRecord(bytes: value, id: key, path: environment.path).isDeleted { count += 1 }
-                entry = try cursor.next()
-            }
-        }
-        return count
     }
 }

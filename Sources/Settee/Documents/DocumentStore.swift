@@ -5,11 +5,15 @@ import Logging
 /// Documents in LMDB: the current revision of each document, and the changes
 /// feed (one entry per document, at the sequence number of its latest write).
 ///
-/// Tables: `docs` (id → ``DocumentRecord``) and `seqs` (big-endian u64 → id).
+/// Tables: `docs` (id → ``DocumentRecord``) and `seqs` (big-endian u64 → id);
+/// the counts of documents are kept in the table `settee` (``KeptDocumentCounts``).
 final class DocumentStore: Sendable {
     let environment: LMDBEnvironment
     let docs: MDB_dbi
     let seqs: MDB_dbi
+    /// The table `settee`, which holds the kept counts; nil only in a database
+    /// from before the format record, opened read-only (see ``DatabaseFormat``).
+    let metadata: MDB_dbi?
     let logger: Logger
     /// Signalled after every committed write, for live queries and changes feeds.
     let commits: CommitSignal
@@ -27,6 +31,8 @@ final class DocumentStore: Sendable {
         let tables = try environment.openDatabases(["docs", "seqs"])
         docs = tables[0]
         seqs = tables[1]
+        let hasMetadata = try !environment.isReadOnly || environment.tableNames().contains(DatabaseFormat.table)
+        metadata = hasMetadata ? try environment.openDatabases([DatabaseFormat.table])[0] : nil
         let seqs = seqs
         commits = try CommitSignal.shared(path: environment.path) {
             try environment.read { transaction in
@@ -115,21 +121,6 @@ final class DocumentStore: Sendable {
         }
     }
 
-    /// Number of live (not deleted) documents and of tombstones.
-    func counts() throws -> (documents: Int, deleted: Int) {
-        try environment.read { transaction in
-            var deleted = 0
-            try transaction.withCursor(docs) { cursor in
-                var entry = try cursor.first()
-                while let (key, value) = entry {
-                    if try DocumentRecord(bytes: value, id: key, path: environment.path).isDeleted { deleted += 1 }
-                    entry = try cursor.next()
-                }
-            }
-            return (try transaction.count(docs) - deleted, deleted)
-        }
-    }
-
     /// The sequence number a key of the `seqs` table holds (8 bytes, big-endian).
     static func sequence(fromKey key: UnsafeRawBufferPointer, path: String) throws(StorageError) -> UInt64 {
         guard key.count == 8 else {
@@ -141,8 +132,10 @@ final class DocumentStore: Sendable {
     // MARK: Writing
 
     /// Writes one validated edit inside a write transaction: checks `_rev`
-    /// against the current revision, assigns the next sequence number.
-    func apply(_ edit: DocumentEdit, sequence: UInt64, in transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> WriteResult {
+    /// against the current revision, assigns the next sequence number, and
+    /// adds what it does to the counts to `countChange`.
+    func apply(_ edit: DocumentEdit, sequence: UInt64, in transaction: LMDBTransaction, scratch: inout [UInt8],
+               countChange: inout DocumentCounts) throws -> WriteResult {
         let id = edit.id ?? ids.next()
         var idCopy = id
         return try idCopy.withUTF8 { idBytes in
@@ -166,6 +159,8 @@ final class DocumentStore: Sendable {
                 throw edit.deleted ? DocumentError(.notFound, "missing", id: id) : DocumentError.conflict(id)
             }
             if let validation { try validation.validate(edit, id: id, current: current, store: self, in: transaction) }
+            // Read before the put: the record points into the page the put rewrites.
+            let wasDeleted = current?.isDeleted
             let revision = Revision.next(after: previous, deleted: edit.deleted, bodyDigest: edit.bodyDigest)
             edit.body.withUnsafeBytes { DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch) }
             try scratch.withUnsafeBytes { try transaction.put(docs, key, $0) }
@@ -173,17 +168,23 @@ final class DocumentStore: Sendable {
                 try withUnsafeBytes(of: previousSequence.bigEndian) { _ = try transaction.delete(seqs, $0) }
             }
             try withUnsafeBytes(of: sequence.bigEndian) { try transaction.put(seqs, $0, key, append: true) }
+            countChange.countWrite(wasDeleted: wasDeleted, isDeleted: edit.deleted)
             return WriteResult(id: id, revision: revision, sequence: sequence)
         }
     }
 
     /// Runs `body` in a write transaction of documents and commits it, then
-    /// wakes whoever waits for new writes. Every document write goes through here.
-    func writing<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+    /// wakes whoever waits for new writes. Every document write goes through
+    /// here: `body` adds what its writes change the counts by to its second
+    /// argument, and the kept counts are rewritten in the same transaction.
+    func writing<T>(_ body: (LMDBTransaction, inout DocumentCounts) throws -> T) throws -> T {
         var sequence: UInt64 = 0
         let result = try environment.write { transaction in
-            let result = try body(transaction)
+            let before = try lastSequence(in: transaction)
+            var countChange = DocumentCounts()
+            let result = try body(transaction, &countChange)
             sequence = try lastSequence(in: transaction)
+            if sequence != before { try keepCounts(changedBy: countChange, from: before, to: sequence, in: transaction) }
             return result
         }
         commits.committed(sequence)
@@ -192,9 +193,9 @@ final class DocumentStore: Sendable {
 
     /// Writes one edit in its own transaction.
     func write(_ edit: DocumentEdit) throws -> WriteResult {
-        try writing { transaction in
+        try writing { transaction, countChange in
             var scratch: [UInt8] = []
-            return try apply(edit, sequence: try lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch)
+            return try apply(edit, sequence: try lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch, countChange: &countChange)
         }
     }
 
@@ -203,7 +204,7 @@ final class DocumentStore: Sendable {
     /// is applied) is reported and skipped; the others land.
     func write(_ edits: [DocumentEdit], checking check: ((DocumentEdit, LMDBTransaction) throws -> Void)? = nil)
         throws -> [Result<WriteResult, DocumentError>] {
-        try writing { transaction in
+        try writing { transaction, countChange in
             var sequence = try lastSequence(in: transaction)
             var scratch: [UInt8] = []
             var results: [Result<WriteResult, DocumentError>] = []
@@ -211,7 +212,7 @@ final class DocumentStore: Sendable {
             for edit in edits {
                 do {
                     try check?(edit, transaction)
-                    let result = try apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch)
+                    let result = try apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch, countChange: &countChange)
                     sequence += 1
                     results.append(.success(result))
                 } catch let error as DocumentError {

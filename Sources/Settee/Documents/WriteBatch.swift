@@ -8,6 +8,8 @@ public final class WriteBatch {
     private let transaction: LMDBTransaction
     private var sequence: UInt64
     private var scratch: [UInt8] = []
+    /// What the batch's writes change the document counts by.
+    private(set) var countChange = DocumentCounts()
     private var isOpen = true
     /// The design documents written, in order (before the commit their
     /// views are counted against the index limit; after it unused indexes
@@ -27,7 +29,7 @@ public final class WriteBatch {
 
     func apply(_ edit: DocumentEdit) throws -> WriteResult {
         precondition(isOpen, "A WriteBatch is used only inside the closure of Database.write.")
-        let result = try store.apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch)
+        let result = try store.apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch, countChange: &countChange)
         sequence += 1
         if result.id.hasPrefix("_design/") { designDocumentIDs.append(result.id) }
         return result
@@ -98,10 +100,11 @@ extension Database {
     @discardableResult
     public func write<T>(_ body: (WriteBatch) throws -> T) throws -> T {
         var wroteDesignDocument = false
-        let result = try store.writing { transaction in
+        let result = try store.writing { transaction, countChange in
             let batch = try WriteBatch(store: store, transaction: transaction)
             defer { batch.close() }
             let result = try body(batch)
+            countChange = batch.countChange
             wroteDesignDocument = batch.wroteDesignDocument
             if wroteDesignDocument { try checkIndexLimit(written: batch.designDocumentIDs, in: transaction) }
             return result

@@ -3,7 +3,9 @@ import Foundation
 
 /// What marks an LMDB environment as a Settee database: a format record,
 /// `{"format":"settee","version":1}` under the key `format` in the table
-/// `settee`, written when the database is created.
+/// `settee`, written when the database is created. The same table holds the
+/// kept document counts (``KeptDocumentCounts``), which a Settee that knows
+/// nothing of them may leave behind without harm: the format stays version 1.
 ///
 /// Without it, Settee would take any LMDB file with a `docs` table for its
 /// own: read another program's records as documents (and trap on them), and
@@ -63,6 +65,10 @@ enum DatabaseFormat {
             }
             for name in documentTables + [indexStateTable] { _ = try environment.database(name, in: transaction) }
             try transaction.put(marker, key, record)
+            // A new database starts with its document counts kept; an adopted one is counted when its store opens.
+            if names.isEmpty {
+                try transaction.put(marker, KeptDocumentCounts.key, KeptDocumentCounts(counts: DocumentCounts(), sequence: 0).record)
+            }
         }
     }
 

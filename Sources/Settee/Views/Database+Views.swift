@@ -422,7 +422,10 @@ extension Database {
 
     /// CouchDB's `_all_docs`: every live document by id (raw order), with
     /// `{"rev": …}` as value; key, keys, start/end keys, descending, limit, skip,
-    /// inclusive_end and include_docs as for views.
+    /// inclusive_end and include_docs as for views. `total_rows` is the kept
+    /// count of live documents (design documents included, as in CouchDB);
+    /// `offset` with a start key counts the live documents before it, reading
+    /// their records.
     public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
         let validated = try options.validatedForAllDocs()
         return try ViewResult.collected { header, row in try store.forEachDocumentRow(validated, header: header, row: row) }
