@@ -1,0 +1,82 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Settee
+
+/// A sum whose every call busy-waits 1.2 s once its values reach a million:
+/// the initial build (small values) is quick, and every chunk that holds the
+/// one large row added afterwards (at every level) is slow to reduce.
+private let slowReduceDesign = #"""
+    {"_id": "_design/slow", "views": {
+      "total": {"map": "function (doc) { emit(doc.n, doc.n); }",
+                "reduce": "function (keys, values, rereduce) { var total = sum(values); if (total >= 1000000) { var end = Date.now() + 1200; while (Date.now() < end) {} } return total; }"}}}
+    """#
+
+/// What the test's threads report.
+private final class PutProgress: Sendable {
+    private let done = Atomic<Bool>(false)
+    var updateDone: Bool { done.load(ordering: .relaxed) }
+    func setUpdateDone() { done.store(true, ordering: .relaxed) }
+    let threadPut = Mutex<Duration?>(nil)
+}
+
+@Suite("The writer lock and JavaScript")
+struct WriterLockTests {
+    @Test("Puts from another thread and another process commit at once while an index update runs a slow JavaScript reduce")
+    func putsDoNotWaitForJavaScriptReduce() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        options.javaScript.timeout = .seconds(20)
+        let db = try Database(at: url, options: options)
+        let lines = (0..<300).map { #"{"_id": "d\#(String(format: "%04d", $0))", "n": \#($0)}"# }.joined(separator: "\n")
+        _ = try db.importDocuments(Data(lines.utf8))
+        try db.loadDesignDocuments(from: directory.file("slow.json", contents: slowReduceDesign))
+        try db.updateIndexes()
+
+        // A baseline for the process: what a `settee put` takes with nothing running.
+        let idleStart = ContinuousClock.now
+        #expect(try settee.run(["put", #"{"_id": "idle"}"#, "--db", url.path], in: directory.url).exitStatus == 0)
+        let idle = ContinuousClock.now - idleStart
+
+        // A small update whose chunks all need the slow reduce.
+        _ = try db.put(#"{"_id": "large", "n": 1000000}"#)
+        let progress = PutProgress()
+        let updateStart = ContinuousClock.now
+        let updater = Thread {
+            try? db.updateIndexes()
+            progress.setUpdateDone()
+        }
+        updater.start()
+        // Mapping one document takes milliseconds: by now the reduce runs.
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(!progress.updateDone)
+
+                let putter = Thread {
+            let start = ContinuousClock.now
+            if (try? db.put(#"{"_id": "thread", "n": 1}"#)) != nil { progress.threadPut.withLock { $0 = ContinuousClock.now - start } }
+        }
+        putter.start()
+        let processStart = ContinuousClock.now
+        let processOutcome = try settee.run(["put", #"{"_id": "process", "n": 2}"#, "--db", url.path], in: directory.url)
+        let processPut = ContinuousClock.now - processStart
+        #expect(processOutcome.exitStatus == 0)
+        while progress.threadPut.withLock({ $0 }) == nil && ContinuousClock.now - processStart < .seconds(30) { Thread.sleep(forTimeInterval: 0.01) }
+        // Both puts finished while the update was still reducing.
+        #expect(!progress.updateDone)
+        while !progress.updateDone { Thread.sleep(forTimeInterval: 0.01) }
+        let update = ContinuousClock.now - updateStart
+
+        let threadLatency = try #require(progress.threadPut.withLock { $0 })
+        #expect(update > .seconds(2), "the update should have spent seconds in the reduce (took \(update))")
+        #expect(threadLatency < .milliseconds(100), "a put from another thread took \(threadLatency) (update \(update))")
+        #expect(processPut - idle < .milliseconds(100), "a settee put took \(processPut), \(idle) when idle (update \(update))")
+
+        // The reduction is still exact (the stored chunks are current again).
+        let result = try db.query("slow/total", options: ViewQueryOptions(parameters: [("stale", "ok")]))
+        let expected = (0..<300).reduce(0, +) + 1_000_000
+        #expect(result.rows.first?.value == .number(Double(expected)))
+    }
+}
