@@ -21,7 +21,10 @@ public struct IndexProgress: Sendable {
 /// the JavaScript workers map slices of this batch, each taking the next as
 /// it finishes one (all the views being updated from one parse of each
 /// document), and one writes the last. Small updates write each batch and
-/// keep the chunks up as they go; large ones (a new index, or changes to a
+/// keep the chunks up as they go — a JavaScript reduce's chunks excepted,
+/// which are computed after the rows commit, on a read snapshot, so that no
+/// JavaScript runs while the writer lock is held (every put of every process
+/// waits for it); large ones (a new index, or changes to a
 /// sixteenth of its rows and more than 64 documents) gather rows and write
 /// them in key order: appended where they follow the index's last key,
 /// merged with the index's rows into its table afresh where they fall all
