@@ -36,10 +36,18 @@ struct WriterLockTests {
         try db.loadDesignDocuments(from: directory.file("slow.json", contents: slowReduceDesign))
         try db.updateIndexes()
 
+        /// The quickest of two `settee put` processes, start to exit: the better
+        /// of two, as a process starting on a busy machine can lose a time slice.
+        func quickestProcessPut(_ name: String) throws -> Duration {
+            try (0..<2).map { run in
+                let start = ContinuousClock.now
+                let outcome = try settee.run(["put", #"{"_id": "\#(name)\#(run)"}"#, "--db", url.path], in: directory.url)
+                #expect(outcome.exitStatus == 0)
+                return ContinuousClock.now - start
+            }.min()!
+        }
         // A baseline for the process: what a `settee put` takes with nothing running.
-        let idleStart = ContinuousClock.now
-        #expect(try settee.run(["put", #"{"_id": "idle"}"#, "--db", url.path], in: directory.url).exitStatus == 0)
-        let idle = ContinuousClock.now - idleStart
+        let idle = try quickestProcessPut("idle")
 
         // A small update whose chunks all need the slow reduce.
         _ = try db.put(#"{"_id": "large", "n": 1000000}"#)
@@ -60,9 +68,7 @@ struct WriterLockTests {
         }
         putter.start()
         let processStart = ContinuousClock.now
-        let processOutcome = try settee.run(["put", #"{"_id": "process", "n": 2}"#, "--db", url.path], in: directory.url)
-        let processPut = ContinuousClock.now - processStart
-        #expect(processOutcome.exitStatus == 0)
+        let processPut = try quickestProcessPut("process")
         while progress.threadPut.withLock({ $0 }) == nil && ContinuousClock.now - processStart < .seconds(30) { Thread.sleep(forTimeInterval: 0.01) }
         // Both puts finished while the update was still reducing.
         #expect(!progress.updateDone)
