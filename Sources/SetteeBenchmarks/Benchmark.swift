@@ -1,11 +1,13 @@
 import Foundation
+import Synchronization
 import Logging
 import Settee
 
 /// `make bench`: one table of Settee's figures on generated documents —
 /// import, `info` and `_all_docs`' first row, index builds against the
 /// engine's own upper bound measured in the same run, incremental update,
-/// lookups, ranges and full-range reductions.
+/// lookups, ranges and full-range reductions, and puts while a JavaScript
+/// reduce is kept up.
 @main
 struct Benchmark {
     static func main() throws {
@@ -171,6 +173,42 @@ struct Benchmark {
             }
             table.add("reduce, full range (\(documentCount) rows), \(name) = \(value.prefix(14))", percentiles(times))
         }
+        // Puts while a JavaScript reduce is kept up: one thread edits documents so
+        // that the view's chunks holding them need a reduce of 50 ms per call
+        // (values of a million and more), and brings the index up after each;
+        // meanwhile this thread puts other documents (rows the view already has).
+        try design(#"""
+            {"_id":"_design/slowreduce","views":{"total":{"map":"function (doc) { emit(doc._id, doc.weight || 1); }",
+              "reduce":"function (keys, values, rereduce) { var total = sum(values); if (total >= 1000000) { var end = Date.now() + 50; while (Date.now() < end) {} } return total; }"}}}
+            """#, in: directory, db: db)
+        let catchUp = try ViewQueryOptions(parameters: [("reduce", "false"), ("limit", "0")])
+        _ = try db.query("slowreduce/total", options: catchUp)
+        let maintaining = MaintenanceProgress()
+        let heavyIDs = (0..<20).map { _ in String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))) }
+        let maintainer = Thread { [catchUp] in
+            let start = ContinuousClock.now
+            for id in heavyIDs {
+                guard var members = try? db.document(id)?.value.objectValue else { continue }
+                members.removeAll { $0.key == "weight" }
+                members.append((key: "weight", value: 1_000_000))
+                _ = try? db.put(JSONValue.object(members).jsonText)
+                _ = try? db.query("slowreduce/total", options: catchUp)
+            }
+            maintaining.finish(ContinuousClock.now - start)
+        }
+        maintainer.start()
+        var lightPuts: [Duration] = []
+        while !maintaining.isDone {
+            let id = String(format: "doc%08d", Int(generator.next() % UInt64(documentCount)))
+            guard !heavyIDs.contains(id), var members = try db.document(id)?.value.objectValue else { continue }
+            members.removeAll { $0.key == "note" }
+            members.append((key: "note", value: .string("light \(generator.next())")))
+            let json = JSONValue.object(members).jsonText
+            lightPuts.append(try measure { _ = try db.put(json) })
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        table.add("put latency while a JS reduce is being maintained", percentiles(lightPuts) + "  (20 updates in \(seconds(maintaining.elapsed)))")
+
         // Last, as it leaves the file out of memory: the one view again (its source
         // differs by a comment: a new index), with the data file's pages evicted
         // first, as after a restart.
@@ -290,6 +328,16 @@ struct Benchmark {
         }
         return "p50 \(micros(0.5)) µs, p99 \(micros(0.99)) µs  (\(times.count) runs)"
     }
+}
+
+/// When the thread keeping a JavaScript reduce up has finished, and how long it took.
+final class MaintenanceProgress: Sendable {
+    private let state = Mutex<Duration?>(nil)
+
+    var isDone: Bool { state.withLock { $0 != nil } }
+    var elapsed: Duration { state.withLock { $0 ?? .zero } }
+
+    func finish(_ elapsed: Duration) { state.withLock { $0 = elapsed } }
 }
 
 /// The figures, printed as one aligned table.

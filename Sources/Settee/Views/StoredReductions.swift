@@ -1,6 +1,30 @@
 import CSetteeLMDB
 import Foundation
 
+/// The reduce function whose partials stored chunks keep, as the chunks see
+/// it — rows reduced into a partial, partials rereduced — whatever runs it,
+/// the way CouchDB hands its reduce fun to its B-tree. ``Reducer`` is the one
+/// the index uses (built-ins natively, JavaScript on a worker).
+protocol ChunkReducer: Sendable {
+    /// Whether partials are cheap enough to compute while holding the
+    /// database's one writer lock (the native built-ins). Other partials
+    /// (JavaScript, which may run up to its timeout) are computed on a read
+    /// snapshot, outside every write: see ``StoredReductions/computeChanged(_:from:)``.
+    var isQuick: Bool { get }
+    func makeAccumulator() -> Reducer.Accumulator
+    func add(row: IndexRow, to accumulator: inout Reducer.Accumulator) throws
+    /// Adds a stored partial of `rows` rows.
+    func add(partial: UnsafeRawBufferPointer, rows: Int, to accumulator: inout Reducer.Accumulator) throws
+    /// The partial of everything added, as JSON text.
+    func partial(_ accumulator: inout Reducer.Accumulator) throws -> String
+    /// The partials of many accumulators, computed together (a few turns of a worker, not one each).
+    func partials(_ accumulators: [Reducer.Accumulator]) throws -> [Result<String, any Error>]
+}
+
+extension Reducer: ChunkReducer {
+    var isQuick: Bool { !isJavaScript }
+}
+
 /// Partial reductions of fixed chunks of an index's rows, kept next to the rows
 /// so that a reduce (or a row count) over any key range costs the rows at its
 /// two ends plus the stored partials in between — not the row count.
@@ -30,7 +54,11 @@ struct StoredReductions {
     /// The view's reduce function; nil when only row counts are kept (map-only
     /// views, and `_approx_count_distinct`, whose partials are too large to
     /// store every 32 rows).
-    let reducer: Reducer?
+    let reducer: (any ChunkReducer)?
+
+    /// Whether chunk partials may be kept up inside the write that changes the
+    /// rows (no reducer, or a quick one); otherwise see ``markBoundaries(changed:in:)``.
+    var updatesInWrite: Bool { reducer?.isQuick ?? true }
 
     /// The highest level whose chunks `storedKey` ends (0: none).
     static func height(of storedKey: UnsafeRawBufferPointer) -> Int {
@@ -85,7 +113,7 @@ struct StoredReductions {
         var rowChunk = ChunkBuilder(reducer: reducer)
         var closed: [ClosedChunk] = []
         var levels = UpperLevels(reducer: reducer)
-        let behind = reducer?.isJavaScript == true ? BackgroundJob<(UpperLevels, [Entry])>(label: "settee.chunks") : nil
+        let behind = reducer?.isQuick == false ? BackgroundJob<(UpperLevels, [Entry])>(label: "settee.chunks") : nil
         // Never return (or throw) while a batch is still being reduced.
         defer { if let behind, behind.isBusy { _ = try? behind.wait() } }
         func emitFinished() throws {
@@ -147,9 +175,9 @@ struct StoredReductions {
     /// The chunks of levels 2 and up being built, from level-1 chunks in order.
     private struct UpperLevels: Sendable {
         private var builders: [ChunkBuilder]
-        private let reducer: Reducer?
+        private let reducer: (any ChunkReducer)?
 
-        init(reducer: Reducer?) {
+        init(reducer: (any ChunkReducer)?) {
             self.reducer = reducer
             builders = (0...StoredReductions.maximumLevel).map { _ in ChunkBuilder(reducer: reducer) }
         }
@@ -193,16 +221,49 @@ struct StoredReductions {
     /// Brings the chunks up to date after the rows with these stored keys were
     /// written or removed (in this transaction): boundaries come and go with
     /// their rows, and every chunk holding a changed row — at every level — is
-    /// recomputed from its rows or sub-chunks.
+    /// recomputed from its rows or sub-chunks. Only for ``updatesInWrite``:
+    /// a slow reducer's partials are computed outside the write instead
+    /// (``markBoundaries(changed:in:)``, then ``computeChanged(_:from:)``).
     func update(changed: [[UInt8]], in transaction: LMDBTransaction) throws {
-        guard !changed.isEmpty else { return }
-        let changed = Array(Set(changed)).sorted { $0.lexicographicallyPrecedes($1) }
-        let heights = changed.map { Self.height(of: $0) }
+        guard let changed = try markBoundaries(changed: changed, in: transaction) else { return }
+        try transaction.withCursor(chunks) { cursor in
+            try transaction.withCursor(rows) { rowCursor in
+                try forEachDirtyLevel(changed, cursor: cursor) { level, dirty in
+                    for part in dirty {
+                        guard var chunk = try gather(level: level, part: part, cursor: cursor, rowCursor: rowCursor, computed: [:]) else { continue }
+                        try transaction.put(chunks, Self.entryKey(level: level, part), try chunk.builder.finish(height: chunk.height))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The changed keys, deduplicated and in order, with their heights.
+    struct ChangedKeys: Sendable {
+        var keys: [[UInt8]]
+        var heights: [Int]
+
+        init(_ changed: some Sequence<[UInt8]>) {
+            keys = Array(Set(changed)).sorted { $0.lexicographicallyPrecedes($1) }
+            heights = keys.map { StoredReductions.height(of: $0) }
+        }
+    }
+
+    /// The part of ``update(changed:in:)`` that needs no reducer: each level's
+    /// tail exists, and boundaries follow their rows (a new one gets an empty
+    /// placeholder). The chunks holding changed rows are left as they were,
+    /// to be recomputed (``computeChanged(_:from:)``): until then the index
+    /// state must say its chunks are not current, so that no query reads them.
+    /// Returns the changed keys (nil when there are none).
+    @discardableResult
+    func markBoundaries(changed: [[UInt8]], in transaction: LMDBTransaction) throws -> ChangedKeys? {
+        guard !changed.isEmpty else { return nil }
+        let changed = ChangedKeys(changed)
         for level in 1...Self.maximumLevel where try transaction.get(chunks, Self.entryKey(level: level, Self.tailKey)) == nil {
             try transaction.put(chunks, Self.entryKey(level: level, Self.tailKey), ChunkBuilder.empty(height: StoredChunk.tailHeight))
         }
         // Boundaries follow their rows; new ones get a placeholder, recomputed below.
-        for (key, height) in zip(changed, heights) where height > 0 {
+        for (key, height) in zip(changed.keys, changed.heights) where height > 0 {
             let exists = try transaction.get(rows, key) != nil
             for level in 1...height {
                 let entryKey = Self.entryKey(level: level, key)
@@ -215,25 +276,60 @@ struct StoredReductions {
                 }
             }
         }
+        return changed
+    }
+
+    /// The entries of every chunk (at every level) holding a row with one of
+    /// these keys, computed from the rows and chunks `transaction` sees — a
+    /// read snapshot taken after ``markBoundaries(changed:in:)`` committed —
+    /// with the reducer's calls made a level at a time (a few worker turns).
+    /// The entries are to be put in a write that first checks the index is
+    /// still as this snapshot saw it.
+    func computeChanged(_ changed: ChangedKeys, from transaction: LMDBTransaction) throws -> [Entry] {
+        var entries: [Entry] = []
+        // The entries computed so far, which stand for their stored (stale) values.
+        var computed: [[UInt8]: [UInt8]] = [:]
         try transaction.withCursor(chunks) { cursor in
-            var dirty = Set<[UInt8]>()
-            for (key, height) in zip(changed, heights) {
-                dirty.insert(try Self.chunkPart(level: 1, atOrAfter: key, cursor: cursor))
-                if height > 0 { dirty.insert(try Self.chunkPart(level: 1, after: key, cursor: cursor)) }
-            }
-            for level in 1...Self.maximumLevel {
-                if level > 1 {
-                    var above = Set<[UInt8]>()
-                    for part in dirty { above.insert(try Self.chunkPart(level: level, atOrAfter: part, cursor: cursor)) }
-                    for (key, height) in zip(changed, heights) where height >= level {
-                        above.insert(try Self.chunkPart(level: level, after: key, cursor: cursor))
+            try transaction.withCursor(rows) { rowCursor in
+                try forEachDirtyLevel(changed, cursor: cursor) { level, dirty in
+                    var gathered: [(key: [UInt8], builder: ChunkBuilder, height: Int)] = []
+                    for part in dirty.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                        guard let chunk = try gather(level: level, part: part, cursor: cursor, rowCursor: rowCursor, computed: computed) else { continue }
+                        gathered.append((Self.entryKey(level: level, part), chunk.builder, chunk.height))
                     }
-                    dirty = above
-                }
-                for part in dirty {
-                    try recompute(level: level, part: part, cursor: cursor, in: transaction)
+                    let inputs = gathered.compactMap(\.builder.pendingReduction)
+                    var results = try reducer.map { try $0.partials(inputs) }?.makeIterator()
+                    for chunk in gathered {
+                        let reduction = chunk.builder.pendingReduction == nil ? nil : results?.next()
+                        let value = try chunk.builder.finish(height: chunk.height, reduction: reduction)
+                        computed[chunk.key] = value
+                        entries.append((chunk.key, value))
+                    }
                 }
             }
+        }
+        return entries
+    }
+
+    /// Calls `body` with each level's chunks (key parts) that hold a changed
+    /// row, level 1 first: a level-`L` chunk holds one when it holds a changed
+    /// level-`L-1` chunk, or follows a changed boundary of its level.
+    private func forEachDirtyLevel(_ changed: ChangedKeys, cursor: LMDBCursor, _ body: (_ level: Int, _ dirty: Set<[UInt8]>) throws -> Void) throws {
+        var dirty = Set<[UInt8]>()
+        for (key, height) in zip(changed.keys, changed.heights) {
+            dirty.insert(try Self.chunkPart(level: 1, atOrAfter: key, cursor: cursor))
+            if height > 0 { dirty.insert(try Self.chunkPart(level: 1, after: key, cursor: cursor)) }
+        }
+        for level in 1...Self.maximumLevel {
+            if level > 1 {
+                var above = Set<[UInt8]>()
+                for part in dirty { above.insert(try Self.chunkPart(level: level, atOrAfter: part, cursor: cursor)) }
+                for (key, height) in zip(changed.keys, changed.heights) where height >= level {
+                    above.insert(try Self.chunkPart(level: level, after: key, cursor: cursor))
+                }
+                dirty = above
+            }
+            try body(level, dirty)
         }
     }
 
@@ -263,11 +359,14 @@ struct StoredReductions {
         return entry
     }
 
-    /// Recomputes one chunk from what lies between the previous boundary of its
-    /// level and its own: rows for level 1, chunks of the level below otherwise.
-    private func recompute(level: Int, part: [UInt8], cursor: LMDBCursor, in transaction: LMDBTransaction) throws {
+    /// Gathers one chunk from what lies between the previous boundary of its
+    /// level and its own: rows for level 1, chunks of the level below
+    /// otherwise (those in `computed`, by entry key, instead of their stored
+    /// values). Nil when the chunk does not exist.
+    private func gather(level: Int, part: [UInt8], cursor: LMDBCursor, rowCursor: LMDBCursor,
+                        computed: [[UInt8]: [UInt8]]) throws -> (builder: ChunkBuilder, height: Int)? {
         let key = Self.entryKey(level: level, part)
-        guard let current = try cursor.seek(atOrAfter: key), current.key.elementsEqual(key) else { return }
+        guard let current = try cursor.seek(atOrAfter: key), current.key.elementsEqual(key) else { return nil }
         let height = try StoredChunk(value: current.value).height
         var previous: [UInt8]?
         if let before = try cursor.previous(), before.key.first == UInt8(level) {
@@ -275,26 +374,28 @@ struct StoredReductions {
         }
         var builder = ChunkBuilder(reducer: reducer)
         if level == 1 {
-            try transaction.withCursor(rows) { rowCursor in
-                var entry = try previous.map { previous in
-                    var after = previous
-                    after.append(0)
-                    return try rowCursor.seek(atOrAfter: after)
-                } ?? rowCursor.first()
-                while let (rowKey, value) = entry, compareBytes(rowKey, part) <= 0 {
-                    try builder.add(row: try IndexRow(storedKey: rowKey, value: value))
-                    entry = try rowCursor.next()
-                }
+            var entry = try previous.map { previous in
+                var after = previous
+                after.append(0)
+                return try rowCursor.seek(atOrAfter: after)
+            } ?? rowCursor.first()
+            while let (rowKey, value) = entry, compareBytes(rowKey, part) <= 0 {
+                try builder.add(row: try IndexRow(storedKey: rowKey, value: value))
+                entry = try rowCursor.next()
             }
         } else {
             var entry = try cursor.seek(atOrAfter: Self.entryKey(level: level - 1, previous.map { $0 + [0] } ?? []))
             while let (childKey, value) = entry, childKey.first == UInt8(level - 1),
                   compareBytes(UnsafeRawBufferPointer(rebasing: childKey.dropFirst()), part) <= 0 {
-                try builder.add(chunk: try StoredChunk(value: value))
+                if !computed.isEmpty, let replaced = computed[Array(childKey)] {
+                    try replaced.withUnsafeBytes { try builder.add(chunk: try StoredChunk(value: $0)) }
+                } else {
+                    try builder.add(chunk: try StoredChunk(value: value))
+                }
                 entry = try cursor.next()
             }
         }
-        try transaction.put(chunks, key, try builder.finish(height: height))
+        return (builder, height)
     }
 }
 
@@ -361,7 +462,7 @@ struct StoredChunk {
 
 /// Gathers the rows or sub-chunks of one chunk and makes its stored value.
 struct ChunkBuilder: Sendable {
-    private let reducer: Reducer?
+    private let reducer: (any ChunkReducer)?
     private var accumulator: Reducer.Accumulator?
     private var rowCount = 0
     private var first: [UInt8]?
@@ -369,7 +470,7 @@ struct ChunkBuilder: Sendable {
     /// The first error among the sub-chunks, which the whole chunk then carries.
     private var error: [UInt8]?
 
-    init(reducer: Reducer?) {
+    init(reducer: (any ChunkReducer)?) {
         self.reducer = reducer
         accumulator = reducer?.makeAccumulator()
     }

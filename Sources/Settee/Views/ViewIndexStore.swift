@@ -11,7 +11,10 @@ struct ViewIndexState: Sendable, Equatable {
     /// Map calls that threw, since the index was created.
     var mapErrors = 0
     /// Whether the stored chunk reductions reflect the rows (see ``StoredReductions``);
-    /// false while a bulk build is under way, which rebuilds them at its end.
+    /// false while a bulk build is under way, which rebuilds them at its end,
+    /// and between a steady update's rows and its JavaScript reduce's chunks
+    /// (computed outside the writes: see ``ViewIndexer``). Queries walk the
+    /// rows meanwhile.
     var chunksCurrent = true
     /// A view that produced it (for `settee info`).
     var designDocument = ""

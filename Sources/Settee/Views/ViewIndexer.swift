@@ -21,7 +21,10 @@ public struct IndexProgress: Sendable {
 /// the JavaScript workers map slices of this batch, each taking the next as
 /// it finishes one (all the views being updated from one parse of each
 /// document), and one writes the last. Small updates write each batch and
-/// keep the chunks up as they go; large ones (a new index, or changes to a
+/// keep the chunks up as they go — a JavaScript reduce's chunks excepted,
+/// which are computed after the rows commit, on a read snapshot, so that no
+/// JavaScript runs while the writer lock is held (every put of every process
+/// waits for it); large ones (a new index, or changes to a
 /// sixteenth of its rows and more than 64 documents) gather rows and write
 /// them in key order: appended where they follow the index's last key,
 /// merged with the index's rows into its table afresh where they fall all
@@ -151,6 +154,8 @@ struct ViewIndexer {
         var pending = MappedBatch()
         // Set by the writer the first time a bulk target's rows go in scattered.
         let scattered = Flag()
+        // Steady targets whose chunk partials wait for the end of the update.
+        let deferred = DeferredChunks()
         let writer = BackgroundJob<[ViewIndexState]>(label: "settee.index.writer")
         // The next batch of documents is read while this one maps.
         let reader = BackgroundJob<DocumentBatch>(label: "settee.index.reader")
@@ -199,11 +204,11 @@ struct ViewIndexer {
             if writer.isBusy { states = try writer.wait() }
             if last >= latest {
                 // The last batch: nothing left to overlap its writing with.
-                states = try cpu.measure(.writing) { try write(jobs, targets: targets, states: states, scattered: scattered) }
+                states = try cpu.measure(.writing) { try write(jobs, targets: targets, states: states, scattered: scattered, deferred: deferred) }
             } else {
                 let before = states
                 writer.start { [self, targets, jobs] in
-                    try cpu.measure(.writing) { try write(jobs, targets: targets, states: before, scattered: scattered) }
+                    try cpu.measure(.writing) { try write(jobs, targets: targets, states: before, scattered: scattered, deferred: deferred) }
                 }
             }
         }
@@ -211,8 +216,11 @@ struct ViewIndexer {
         // The changes ran out before `latest` (documents written again since it
         // was read have moved past it): what is gathered still goes in.
         if pending.documentCount > 0 {
-            states = try cpu.measure(.writing) { try write([(pending, bulk)], targets: targets, states: states, scattered: scattered) }
+            states = try cpu.measure(.writing) { try write([(pending, bulk)], targets: targets, states: states, scattered: scattered, deferred: deferred) }
         }
+        // Steady targets with a JavaScript reduce get their changed chunks now,
+        // outside the writes that changed their rows.
+        try cpu.measure(.writing) { try updateDeferredChunks(deferred, targets: targets, states: &states) }
         // Nothing changed past the last document read: the indexes are current.
         // Bulk builds get their chunks now, from all the rows in one pass.
         guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else {
@@ -270,6 +278,74 @@ struct ViewIndexer {
             results.withLock { $0[target.tables.signature] = entries }
         }
         return try results.withLock { $0 }.mapValues { try $0.get() }
+    }
+
+    /// Computes the chunks holding rows that steady updates changed, for the
+    /// targets whose reducer may not run inside a write (JavaScript: a call
+    /// may take up to its timeout, and every writer of every process would
+    /// wait for it). The rows went in with their chunks marked stale (queries
+    /// walk the rows meanwhile); each index's changed chunks are computed on
+    /// a read snapshot, then put in a short write that first checks the
+    /// index's state is still the one this update committed.
+    private func updateDeferredChunks(_ deferred: DeferredChunks, targets: [Target], states: inout [ViewIndexState]) throws {
+        for (index, pending) in deferred.taken() {
+            let target = targets[index]
+            let reductions = StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
+            /// Whether the index is still as this update committed it. Builds of
+            /// an index take turns across processes (``IndexBuildLocks``), so
+            /// it differs only once another process removed it; should it
+            /// differ otherwise, the rebuild at the update's end makes its chunks.
+            func isAsCommitted(in transaction: LMDBTransaction) throws -> Bool {
+                let state = try indexes.state(target.tables.signature, in: transaction)
+                if state == nil { throw IndexRemovedError(view: target.view.path, signature: target.tables.signature) }
+                return state == pending.committed
+            }
+            let entries = try store.environment.read { transaction in
+                try isAsCommitted(in: transaction) ? try reductions.computeChanged(StoredReductions.ChangedKeys(pending.changed), from: transaction) : nil
+            }
+            guard let entries else { continue }
+            let written = try store.environment.write(durable: false) { transaction in
+                guard try isAsCommitted(in: transaction) else { return false }
+                for (key, value) in entries { try transaction.put(target.tables.chunks, key, value) }
+                var state = pending.committed
+                state.chunksCurrent = true
+                try indexes.setState(state, for: target.tables.signature, in: transaction)
+                return true
+            }
+            if written { states[index].chunksCurrent = true }
+        }
+    }
+
+    /// Steady targets whose changed chunks wait for ``updateDeferredChunks(_:targets:states:)``:
+    /// the stored keys of their changed rows, and the state last committed
+    /// for them (which the chunks are computed against).
+    private final class DeferredChunks: Sendable {
+        struct Pending: Sendable {
+            var changed: Set<[UInt8]> = []
+            var committed: ViewIndexState
+        }
+
+        private let pending = Mutex<[Int: Pending]>([:])
+
+        /// After a commit that wrote these targets' states: the changed keys
+        /// of those whose chunks wait, and the state now committed for each
+        /// target already waiting.
+        func committed(_ states: [Int: ViewIndexState], changed: [Int: [[UInt8]]]) {
+            pending.withLock { pending in
+                for (index, keys) in changed {
+                    pending[index, default: Pending(committed: states[index]!)].changed.formUnion(keys)
+                }
+                for (index, state) in states where pending[index] != nil { pending[index]!.committed = state }
+            }
+        }
+
+        /// Everything waiting, which stops waiting.
+        func taken() -> [(Int, Pending)] {
+            pending.withLock { pending in
+                defer { pending = [:] }
+                return pending.sorted { $0.key < $1.key }
+            }
+        }
     }
 
     /// Writes chunk entries into their emptied table. Each level's entries
@@ -466,18 +542,21 @@ struct ViewIndexer {
     /// every target's state; sets `scattered` when a bulk target's rows went
     /// in scattered.
     private func write(_ jobs: [(batch: MappedBatch, targets: [Int])], targets: [Target], states: [ViewIndexState],
-                       scattered: Flag) throws -> [ViewIndexState] {
+                       scattered: Flag, deferred: DeferredChunks) throws -> [ViewIndexState] {
         let written = jobs.flatMap(\.targets)
         let result: [ViewIndexState]
+        var deferredKeys: [Int: [[UInt8]]] = [:]
         do {
             result = try store.environment.write(durable: false) { transaction in
                 var result = states
                 var wroteRows = false
+                deferredKeys = [:]
                 for (batch, selected) in jobs {
                     for index in selected {
                         try checkStillThere(targets[index], state: states[index], in: transaction)
                         let outcome = try write(batch, to: targets[index], index: index, state: states[index], in: transaction)
                         result[index] = outcome.state
+                        if let keys = outcome.deferred { deferredKeys[index, default: []].append(contentsOf: keys) }
                         wroteRows = wroteRows || outcome.wroteRows
                         if targets[index].bulk && outcome.placement.isScattered { scattered.set() }
                     }
@@ -494,6 +573,7 @@ struct ViewIndexer {
             }
             return only.states
         }
+        deferred.committed(Dictionary(written.map { ($0, result[$0]) }, uniquingKeysWith: { $1 }), changed: deferredKeys)
         if jobs.contains(where: { $0.batch.documentCount >= Self.releaseThreshold }) { store.environment.releaseMappedPages() }
         return result
     }
@@ -535,7 +615,8 @@ struct ViewIndexer {
     /// out, the back index in id order, the new rows in key order (appended
     /// past the table's last key), chunks kept up (unless bulk), the state.
     private func write(_ batch: MappedBatch, to target: Target, index: Int, state before: ViewIndexState,
-                       in transaction: LMDBTransaction) throws -> (state: ViewIndexState, wroteRows: Bool, placement: SortedRows.Placement) {
+                       in transaction: LMDBTransaction) throws -> (state: ViewIndexState, wroteRows: Bool, placement: SortedRows.Placement,
+                                                                   deferred: [[UInt8]]?) {
         var state = before
         var changed: [[UInt8]]? = target.bulk ? nil : []
         var rows = SortedRows(capacity: batch.rows.count)
@@ -582,15 +663,24 @@ struct ViewIndexer {
         }
         state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > before.sequence }
         state.rowCount += rows.entries.count
+        var deferred: [[UInt8]]?
         if let changed {
-            try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
-                .update(changed: changed, in: transaction)
+            let reductions = StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
+            if reductions.updatesInWrite {
+                try reductions.update(changed: changed, in: transaction)
+            } else if !changed.isEmpty {
+                // No JavaScript while holding the writer lock: the chunks holding
+                // these rows are recomputed after this commits (updateDeferredChunks).
+                try reductions.markBoundaries(changed: changed, in: transaction)
+                state.chunksCurrent = false
+                deferred = changed
+            }
         } else {
             state.chunksCurrent = false
         }
         state.sequence = max(state.sequence, batch.sequences.last!)
         try indexes.setState(state, for: target.tables.signature, in: transaction)
-        return (state, changed.map { !$0.isEmpty } ?? true, placement)
+        return (state, changed.map { !$0.isEmpty } ?? true, placement, deferred)
     }
 
     /// A flag any thread may set, once and for good.

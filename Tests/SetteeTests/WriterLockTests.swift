@@ -1,0 +1,104 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Settee
+
+/// A sum whose every call busy-waits 1.2 s once its values reach a million:
+/// the initial build (small values) is quick, and every chunk that holds the
+/// one large row added afterwards (at every level) is slow to reduce.
+private let slowReduceDesign = #"""
+    {"_id": "_design/slow", "views": {
+      "total": {"map": "function (doc) { emit(doc.n, doc.n); }",
+                "reduce": "function (keys, values, rereduce) { var total = sum(values); if (total >= 1000000) { var end = Date.now() + 1200; while (Date.now() < end) {} } return total; }"}}}
+    """#
+
+/// What the test's threads report.
+private final class PutProgress: Sendable {
+    private let done = Atomic<Bool>(false)
+    var updateDone: Bool { done.load(ordering: .relaxed) }
+    func setUpdateDone() { done.store(true, ordering: .relaxed) }
+    let threadPut = Mutex<Duration?>(nil)
+}
+
+@Suite("The writer lock and JavaScript")
+struct WriterLockTests {
+    @Test("Puts from another thread and another process commit at once while an index update runs a slow JavaScript reduce")
+    func putsDoNotWaitForJavaScriptReduce() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        options.javaScript.timeout = .seconds(20)
+        let db = try Database(at: url, options: options)
+        let lines = (0..<300).map { #"{"_id": "d\#(String(format: "%04d", $0))", "n": \#($0)}"# }.joined(separator: "\n")
+        _ = try db.importDocuments(Data(lines.utf8))
+        try db.loadDesignDocuments(from: directory.file("slow.json", contents: slowReduceDesign))
+        try db.updateIndexes()
+
+        /// The quicker of two `settee put` processes started together, start to
+        /// exit: a process starting on a busy machine can lose a time slice,
+        /// but two waiting for the writer lock both wait.
+        func quickestProcessPut(_ name: String) throws -> Duration {
+            let start = ContinuousClock.now
+            let children = try (0..<2).map { run in
+                try settee.start(["put", #"{"_id": "\#(name)\#(run)"}"#, "--db", url.path], in: directory.url)
+            }
+            // Each one's end, as it comes (waiting for one in turn would time the other late).
+            var ends: [pid_t: Duration] = [:]
+            while ends.count < children.count && ContinuousClock.now - start < .seconds(60) {
+                for child in children where ends[child.pid] == nil {
+                    var status: Int32 = 0
+                    if waitpid(child.pid, &status, WNOHANG) == child.pid {
+                        ends[child.pid] = ContinuousClock.now - start
+                        #expect(status == 0, "settee put exited with status \(status)")
+                    }
+                }
+                usleep(1000)
+            }
+            return try #require(ends.values.min())
+        }
+        // A baseline for the process: what a `settee put` takes with nothing running.
+        let idle = try quickestProcessPut("idle")
+
+        // A small update whose chunks all need the slow reduce.
+        _ = try db.put(#"{"_id": "large", "n": 1000000}"#)
+        let progress = PutProgress()
+        let updateStart = ContinuousClock.now
+        let updater = Thread {
+            try? db.updateIndexes()
+            progress.setUpdateDone()
+        }
+        updater.start()
+        // Mapping one document takes milliseconds: by now the reduce runs.
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(!progress.updateDone)
+
+                let putter = Thread {
+            let start = ContinuousClock.now
+            if (try? db.put(#"{"_id": "thread", "n": 1}"#)) != nil { progress.threadPut.withLock { $0 = ContinuousClock.now - start } }
+        }
+        putter.start()
+        let processStart = ContinuousClock.now
+        let processPut = try quickestProcessPut("process")
+        while progress.threadPut.withLock({ $0 }) == nil && ContinuousClock.now - processStart < .seconds(30) { Thread.sleep(forTimeInterval: 0.01) }
+        // Both puts finished while the update was still reducing.
+        #expect(!progress.updateDone)
+        // Meanwhile a query not waiting for the update reduces exactly: from the
+        // chunks before the update, or by walking the rows while they are stale.
+        let before = (0..<300).reduce(0, +)
+        let meanwhile = try db.query("slow/total", options: ViewQueryOptions(parameters: [("stale", "ok")]))
+        #expect([.number(Double(before)), .number(Double(before + 1_000_000))].contains(try meanwhile.rows.first?.value))
+        while !progress.updateDone { Thread.sleep(forTimeInterval: 0.01) }
+        let update = ContinuousClock.now - updateStart
+
+        let threadLatency = try #require(progress.threadPut.withLock { $0 })
+        #expect(update > .seconds(2), "the update should have spent seconds in the reduce (took \(update))")
+        #expect(threadLatency < .milliseconds(100), "a put from another thread took \(threadLatency) (update \(update))")
+        #expect(processPut - idle < .milliseconds(100), "a settee put took \(processPut), \(idle) when idle (update \(update))")
+
+        // The reduction is still exact (the stored chunks are current again).
+        let result = try db.query("slow/total", options: ViewQueryOptions(parameters: [("stale", "ok")]))
+        #expect(try result.rows.first?.value == .number(Double(before + 1_000_000)))
+    }
+}
