@@ -230,7 +230,7 @@ final class Reducer: Sendable {
         let output = try result.results[0].get()
         // CouchDB's reduce_limit: a reduction that does not shrink is a mistake.
         let inputSize = keysLength + values.utf8.count + 3
-        if output.utf8.count > ViewQueryRunner.reduceLimitThreshold && output.utf8.count * 2 > inputSize {
+        if ReduceLimit.couchDBDefault.isExceeded(inputLength: inputSize, outputLength: output.utf8.count) {
             throw QueryError(error: "reduce_overflow_error",
                              reason: "Reduce output must shrink more rapidly: input size: \(inputSize) output size: \(output.utf8.count)")
         }

@@ -13,9 +13,6 @@ struct ViewQueryRunner {
     /// Whether counts and reductions read stored chunks (when current) instead of walking every row.
     var storedReductions = true
 
-    /// CouchDB's reduce_limit: output past this many bytes must be under half its input.
-    static let reduceLimitThreshold = 5000
-
     /// The query's result. With `requiringIndex` (the index was just brought
     /// up to date, so it has a state), an index with no state was removed
     /// since by another process: ``IndexRemovedError``, not an empty result.

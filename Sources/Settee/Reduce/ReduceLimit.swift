@@ -1,6 +1,8 @@
 /// CouchDB's `reduce_limit`: a reduce whose output does not shrink fast enough
-/// is an error (or, in `log` mode, only logged). Set by the `reset` command's
-/// configuration (`reduce_limit`, `reduce_limit_threshold`, `reduce_limit_ratio`).
+/// is an error (or, in `log` mode, only logged). The query server's is set by
+/// the `reset` command's configuration (`reduce_limit`,
+/// `reduce_limit_threshold`, `reduce_limit_ratio`); views use CouchDB's
+/// defaults (``couchDBDefault``).
 struct ReduceLimit: Equatable {
     enum Mode: Equatable {
         case off
@@ -15,6 +17,16 @@ struct ReduceLimit: Equatable {
     var ratio: Double?
 
     init() {}
+
+    /// CouchDB's defaults: an error past 5,000 characters of output that is
+    /// more than half the input.
+    static let couchDBDefault: ReduceLimit = {
+        var limit = ReduceLimit()
+        limit.mode = .error
+        limit.threshold = 5000
+        limit.ratio = 2
+        return limit
+    }()
 
     /// Reads the `reset` configuration object; a missing or partial one turns
     /// the check off, as in CouchDB (comparisons with `undefined` are false).
