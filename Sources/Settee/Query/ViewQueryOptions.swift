@@ -548,67 +548,6 @@ public struct ViewQueryOptions: Sendable, Equatable {
 
     /// `io_lib_pretty:print/2` of a flat list of bytes starting at 1-based `column`.
     static func erlangPrint(_ bytes: [UInt8], column: Int) -> String {
-        if bytes.isEmpty { return "[]" }
-        // io_lib:printable_latin1_list/1
-        let printable = bytes.allSatisfy { byte in
-            (0x20...0x7E).contains(byte) || byte >= 0xA0 || [0x0A, 0x0D, 0x09, 0x0B, 0x08, 0x0C, 0x1B].contains(byte)
-        }
-        if printable {
-            // io_lib:write_string/2 with Latin-1 characters; the bytes pass through unchanged.
-            var out: [UInt8] = [0x22]
-            for byte in bytes {
-                switch byte {
-                case 0x22: out += [0x5C, 0x22]
-                case 0x5C: out += [0x5C, 0x5C]
-                case 0x0A: out += [0x5C, UInt8(ascii: "n")]
-                case 0x0D: out += [0x5C, UInt8(ascii: "r")]
-                case 0x09: out += [0x5C, UInt8(ascii: "t")]
-                case 0x0B: out += [0x5C, UInt8(ascii: "v")]
-                case 0x08: out += [0x5C, UInt8(ascii: "b")]
-                case 0x0C: out += [0x5C, UInt8(ascii: "f")]
-                case 0x1B: out += [0x5C, UInt8(ascii: "e")]
-                default: out.append(byte)
-                }
-            }
-            out.append(0x22)
-            return String(decoding: out, as: UTF8.self)
-        }
-        let elements = bytes.map { String($0) }
-        let lineLength = 80
-        let total = 2 + elements.reduce(0) { $0 + $1.count } + elements.count - 1
-        if total < lineLength - column {
-            return "[" + elements.joined(separator: ",") + "]"
-        }
-        // pp/8 → pp_list/9 → pp_tail/10 for atomic elements; M (the most characters
-        // on a line) is the total length since no line_max_chars is given.
-        let first = column + 1
-        let indent = String(repeating: " ", count: column)
-        func elementWidth(_ element: String, lastDepth: Int, used: Int) -> Int {
-            element.count < lineLength - first - lastDepth && element.count + used + lastDepth <= total
-                ? element.count : lineLength
-        }
-        var out = "[" + elements[0]
-        var width = elementWidth(elements[0], lastDepth: elements.count == 1 ? 1 : 0, used: 1)
-        var currentColumn = first + width
-        var used = 1 + width
-        for index in elements.indices.dropFirst() {
-            let element = elements[index]
-            let lastDepth = index == elements.count - 1 ? 1 : 0
-            let length = 1 + element.count
-            let fits = lastDepth == 0
-                ? length + 1 < lineLength - currentColumn && used + length + 1 <= total
-                : length < lineLength - currentColumn - lastDepth && used + length + lastDepth <= total
-            if fits {
-                out += "," + element
-                currentColumn += length
-                used += length
-            } else {
-                out += ",\n" + indent + element
-                width = elementWidth(element, lastDepth: lastDepth, used: 0)
-                currentColumn = first + width
-                used = width
-            }
-        }
-        return out + "]"
+        String(decoding: ErlangFormat.print(.list(bytes.map { .integer(Double($0)) }), column: column), as: UTF8.self)
     }
 }
