@@ -21,7 +21,7 @@
 /// `BuiltinReduceFailure` for those, and the plain methods return the failure's
 /// `{"error":…,"reason":…}` object instead so that they never throw. A caller that
 /// wants CouchDB's behaviour (the query fails) uses the `checked…` methods.
-public enum BuiltinReducer: String, Sendable, CaseIterable {
+package enum BuiltinReducer: String, Sendable, CaseIterable {
     case count = "_count"
     case sum = "_sum"
     case stats = "_stats"
@@ -37,7 +37,7 @@ public enum BuiltinReducer: String, Sendable, CaseIterable {
     /// starting with "_", e.g. "`_frob` is not a supported reduce function."
     /// (CouchDB 3.5's `_top_N`, `_bottom_N`, `_first` and `_last` are not
     /// implemented here and get the same error.)
-    public init?(source: String) throws(ReduceDefinitionError) {
+    package init?(source: String) throws(ReduceDefinitionError) {
         let bytes = source.utf8
         guard bytes.first == UInt8(ascii: "_") else { return nil }
         // CouchDB tries the names in this order; none is a prefix of another.
@@ -53,18 +53,18 @@ public enum BuiltinReducer: String, Sendable, CaseIterable {
 
     /// First-level reduce over rows (emitted key, value). Returns the partial.
     /// `_approx_count_distinct` reads only `keys`, the others only `values`.
-    public func reduce(keys: [JSONValue], values: [JSONValue]) -> JSONValue {
+    package func reduce(keys: [JSONValue], values: [JSONValue]) -> JSONValue {
         do { return try checkedReduce(keys: keys, values: values) } catch { return error.jsonValue }
     }
 
     /// Combines partials (rereduce).
-    public func rereduce(_ partials: [JSONValue]) -> JSONValue {
+    package func rereduce(_ partials: [JSONValue]) -> JSONValue {
         do { return try checkedRereduce(partials) } catch { return error.jsonValue }
     }
 
     /// The value shown to the user from a partial: the partial itself, except for
     /// `_approx_count_distinct`, whose final value is the estimate as a number.
-    public func finalValue(_ partial: JSONValue) -> JSONValue {
+    package func finalValue(_ partial: JSONValue) -> JSONValue {
         do { return try checkedFinalValue(partial) } catch { return error.jsonValue }
     }
 
@@ -72,7 +72,7 @@ public enum BuiltinReducer: String, Sendable, CaseIterable {
 
     /// `reduce(keys:values:)`, throwing where CouchDB fails the reduce instead of
     /// returning a value.
-    public func checkedReduce(keys: [JSONValue], values: [JSONValue]) throws(BuiltinReduceFailure) -> JSONValue {
+    package func checkedReduce(keys: [JSONValue], values: [JSONValue]) throws(BuiltinReduceFailure) -> JSONValue {
         switch self {
         case .count:
             return .number(Double(values.count))
@@ -88,7 +88,7 @@ public enum BuiltinReducer: String, Sendable, CaseIterable {
     }
 
     /// `rereduce(_:)`, throwing where CouchDB fails the rereduce.
-    public func checkedRereduce(_ partials: [JSONValue]) throws(BuiltinReduceFailure) -> JSONValue {
+    package func checkedRereduce(_ partials: [JSONValue]) throws(BuiltinReduceFailure) -> JSONValue {
         switch self {
         case .count, .sum:
             // CouchDB rereduces _count with _sum's code.
@@ -106,7 +106,7 @@ public enum BuiltinReducer: String, Sendable, CaseIterable {
 
     /// `finalValue(_:)`, throwing where CouchDB's finalize fails (only for a
     /// partial of `_approx_count_distinct` that is not one).
-    public func checkedFinalValue(_ partial: JSONValue) throws(BuiltinReduceFailure) -> JSONValue {
+    package func checkedFinalValue(_ partial: JSONValue) throws(BuiltinReduceFailure) -> JSONValue {
         switch self {
         case .count, .sum, .stats:
             return partial
@@ -118,13 +118,13 @@ public enum BuiltinReducer: String, Sendable, CaseIterable {
     // MARK: CouchDB's texts
 
     /// `?SUMERROR` in couch_query_servers.erl, the `reason` of `_sum`'s error value.
-    public static let sumErrorReason =
+    package static let sumErrorReason =
         "The _sum function requires that map values be numbers, arrays of numbers, or objects. "
         + "Objects cannot be mixed with other data structures. Objects can be arbitrarily nested, "
         + "provided that the values for all fields are themselves numbers, arrays of numbers, or objects."
 
     /// The error value `_sum` returns (as the row's value) for a value it cannot add.
-    public static func sumErrorValue(causedBy cause: JSONValue) -> JSONValue {
+    package static func sumErrorValue(causedBy cause: JSONValue) -> JSONValue {
         .object([
             (key: "error", value: .string("builtin_reduce_error")),
             (key: "reason", value: .string(sumErrorReason)),
@@ -134,10 +134,10 @@ public enum BuiltinReducer: String, Sendable, CaseIterable {
 }
 
 /// A reduce definition CouchDB rejects (it answers 400 `invalid_design_doc`).
-public struct ReduceDefinitionError: Error, Sendable, Equatable {
-    public var reason: String
+package struct ReduceDefinitionError: Error, Sendable, Equatable {
+    package var reason: String
 
-    public init(reason: String) {
+    package init(reason: String) {
         self.reason = reason
     }
 }
@@ -146,17 +146,17 @@ public struct ReduceDefinitionError: Error, Sendable, Equatable {
 /// Erlang exception's name (`invalid_value` for CouchDB's own `_stats` input
 /// errors, `case_clause`, `function_clause` or `badmatch` where CouchDB's reducer
 /// crashes) and its reason text.
-public struct BuiltinReduceFailure: Error, Sendable, Equatable {
-    public var error: String
-    public var reason: String
+package struct BuiltinReduceFailure: Error, Sendable, Equatable {
+    package var error: String
+    package var reason: String
 
-    public init(error: String, reason: String) {
+    package init(error: String, reason: String) {
         self.error = error
         self.reason = reason
     }
 
     /// `{"error":…,"reason":…}`, the shape of CouchDB's HTTP error bodies.
-    public var jsonValue: JSONValue {
+    package var jsonValue: JSONValue {
         .object([(key: "error", value: .string(error)), (key: "reason", value: .string(reason))])
     }
 
