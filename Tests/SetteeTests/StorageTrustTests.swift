@@ -131,45 +131,6 @@ private func rawWrite(at directory: URL, _ body: (OpaquePointer?) throws -> Void
     try check(mdb_txn_commit(txn), "committing")
 }
 
-/// A small tmpfs that can be switched to read-only, standing for read-only
-/// media (as root, permission bits would not stop writes).
-private final class ReadOnlyMedium {
-    let url: URL
-
-    /// Whether this process can mount one (as root, with the right to mount).
-    static let available: Bool = {
-        guard getuid() == 0 else { return false }
-        return ReadOnlyMedium() != nil
-    }()
-
-    init?() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("settee-ro-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        guard Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", url.path]) else {
-            try? FileManager.default.removeItem(at: url)
-            return nil
-        }
-    }
-
-    func makeReadOnly() -> Bool {
-        Self.run("/bin/mount", ["-o", "remount,ro", url.path])
-    }
-
-    deinit {
-        _ = Self.run("/bin/umount", ["--lazy", url.path])
-        try? FileManager.default.removeItem(at: url)
-    }
-
-    private static func run(_ tool: String, _ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
-}
 
 private func errorCode(_ body: () throws -> Void) -> String? {
     do {
@@ -529,11 +490,11 @@ struct StorageTrustTests {
     }
 
     @Test("A database on read-only media, with and without its lock file: every read command answers, a write fails with a clear error",
-          .enabled(if: ReadOnlyMedium.available, "mounting a tmpfs needs root"))
+          .enabled(if: SmallFileSystem.available, "mounting a tmpfs needs root"))
     func readOnlyMedia() throws {
         let settee = try SetteeExecutable.find()
         let scratch = TemporaryDirectory()
-        let medium = try #require(ReadOnlyMedium())
+        let medium = try #require(SmallFileSystem(megabytes: 8))
         let withLock = medium.url.appendingPathComponent("with-lock")
         let withoutLock = medium.url.appendingPathComponent("without-lock")
         for url in [withLock, withoutLock] {
