@@ -89,7 +89,7 @@ public final class Database: Sendable {
     let environment: LMDBEnvironment
     let store: DocumentStore
     let indexes: ViewIndexStore
-    let designDocumentCache = DesignDocumentCache()
+    let designDocumentCache: DesignDocumentCache
     let logger: Logger
     /// One index build at a time per database.
     let indexing = NSLock()
@@ -122,7 +122,10 @@ public final class Database: Sendable {
         try DatabaseFormat.check(environment)
         let workers = LazyWorkerPool()
         self.workers = workers
-        let validation = UpdateValidation(database: directory.lastPathComponent, userContext: options.userContext) {
+        let designDocumentCache = DesignDocumentCache()
+        self.designDocumentCache = designDocumentCache
+        let validation = UpdateValidation(database: directory.lastPathComponent, userContext: options.userContext,
+                                          designDocuments: designDocumentCache) {
             try workers.pool(count: options.javaScriptWorkers, configuration: options.javaScript)
         }
         store = try DocumentStore(environment: environment, logger: logger, validation: validation, sizeLimits: options.sizeLimits)
@@ -242,20 +245,22 @@ public final class Database: Sendable {
 
     /// Imports documents read from a file handle (a pipe or standard input too).
     public func importDocuments(from handle: FileHandle, totalBytes: Int? = nil, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
-        let importer = DocumentImporter(store: store, check: { [self] edit, transaction in
-            try refuseOverIndexLimit(edit, in: transaction)
-        })
+        let importer = makeImporter()
         let report = try importer.run(totalBytes: totalBytes, read: { try handle.read(upToCount: importer.chunkBytes) }, progress: progress)
         // Imported design documents may have replaced views.
         try removeUnusedIndexes()
         return report
     }
 
+    /// An importer into this database: a design document that would take it
+    /// past its index limit is refused with its line.
+    private func makeImporter() -> DocumentImporter {
+        DocumentImporter(store: store, check: { [self] edit, transaction in try refuseOverIndexLimit(edit, in: transaction) })
+    }
+
     /// Imports documents from NDJSON or JSON-array bytes in memory.
     public func importDocuments(_ data: Data, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
-        let importer = DocumentImporter(store: store, check: { [self] edit, transaction in
-            try refuseOverIndexLimit(edit, in: transaction)
-        })
+        let importer = makeImporter()
         var offset = 0
         let report = try importer.run(totalBytes: data.count, read: {
             guard offset < data.count else { return nil }

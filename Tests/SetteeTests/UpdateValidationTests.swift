@@ -117,4 +117,21 @@ struct UpdateValidationTests {
                 "\(refused.standardError)")
         #expect(try settee.run(["--db", db, "get", "b9"], in: directory.url).exitStatus != 0)
     }
+
+    @Test("A batch rolled back leaves none of its validation functions behind; a batch is checked with the functions it started with")
+    func rolledBackBatch() throws {
+        struct Abandon: Error {}
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        #expect(throws: Abandon.self) {
+            try db.write { batch in
+                try batch.put(validatingDesign)
+                try batch.put(#"{"_id": "w1", "bad": true}"#)
+                throw Abandon()
+            }
+        }
+        #expect(try db.designDocument("rules") == nil)
+        try db.put(#"{"_id": "after", "bad": true}"#)
+        #expect(try db.document("after") != nil)
+    }
 }

@@ -158,7 +158,7 @@ final class DocumentStore: Sendable {
             } else if edit.revision != nil || edit.deleted {
                 throw edit.deleted ? DocumentError(.notFound, "missing", id: id) : DocumentError.conflict(id)
             }
-            if let validation { try validation.validate(edit, id: id, current: current, store: self, in: transaction) }
+            if let validation { try validation.validate(edit, id: id, current: current) }
             // Read before the put: the record points into the page the put rewrites.
             let wasDeleted = current?.isDeleted
             let revision = Revision.next(after: previous, deleted: edit.deleted, bodyDigest: edit.bodyDigest)
@@ -180,6 +180,7 @@ final class DocumentStore: Sendable {
     func writing<T>(_ body: (LMDBTransaction, inout DocumentCounts) throws -> T) throws -> T {
         var sequence: UInt64 = 0
         let result = try environment.write { transaction in
+            try validation?.beginWrite(store: self, in: transaction)
             let before = try lastSequence(in: transaction)
             var countChange = DocumentCounts()
             let result = try body(transaction, &countChange)

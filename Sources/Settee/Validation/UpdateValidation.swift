@@ -10,41 +10,47 @@ import Foundation
 /// the JavaScript workers while the write transaction waits.
 final class UpdateValidation: @unchecked Sendable {
     private let workers: @Sendable () throws -> JavaScriptWorkerPool
-    private let userContext: JSONValue
+    /// `userCtx` as JSON text, the same for every write.
+    private let userContextJSON: String
+    /// Parsed design documents, by revision (the database's).
+    private let designDocuments: DesignDocumentCache
     private let lock = NSLock()
-    /// The validation functions as a transaction saw them.
-    private var functions: (transaction: Int, list: [Function])?
+    /// The functions of the committed design documents, as of a committed transaction.
+    private var committed: (transaction: Int, functions: [Function])?
+    /// The functions the write transaction running now checks with: read as
+    /// it began (LMDB runs one write transaction at a time).
+    private var current: [Function] = []
 
     struct Function {
         var designDocument: String
         var source: String
     }
 
-    init(database: String, userContext: UserContext, workers: @escaping @Sendable () throws -> JavaScriptWorkerPool) {
+    init(database: String, userContext: UserContext, designDocuments: DesignDocumentCache,
+         workers: @escaping @Sendable () throws -> JavaScriptWorkerPool) {
         self.workers = workers
-        self.userContext = userContext.json(database: database)
+        self.designDocuments = designDocuments
+        userContextJSON = userContext.json(database: database).jsonText
     }
 
     /// Checks `edit` of document `id` against every validation function;
     /// `current` is the stored revision, if any.
     /// - Throws: ``DocumentError`` (`forbidden`, `unauthorized`) when a function
     ///   refuses the write, ``JavaScriptError`` when one fails.
-    func validate(_ edit: DocumentEdit, id: String, current: DocumentRecord?, store: DocumentStore,
-                  in transaction: LMDBTransaction) throws {
+    func validate(_ edit: DocumentEdit, id: String, current: DocumentRecord?) throws {
         if id.hasPrefix("_design/") || id.hasPrefix("_local/") { return }
-        let functions = try self.functions(store: store, in: transaction)
+        let functions = lock.withLock { self.current }
         if functions.isEmpty { return }
         var arguments: [UInt8] = [UInt8(ascii: "[")]
         appendNewDocument(edit, id: id, into: &arguments)
         arguments.append(UInt8(ascii: ","))
         if let current {
-            id.utf8CString.withUnsafeBytes { idBytes in
-                current.appendFullJSON(id: UnsafeRawBufferPointer(rebasing: idBytes.dropLast()), into: &arguments)
-            }
+            var id = id
+            id.withUTF8 { current.appendFullJSON(id: UnsafeRawBufferPointer($0), into: &arguments) }
         } else {
             arguments.append(contentsOf: "null".utf8)
         }
-        arguments.append(contentsOf: ",\(userContext.jsonText),{}]".utf8)
+        arguments.append(contentsOf: ",\(userContextJSON),{}]".utf8)
         let argumentsJSON = String(decoding: arguments, as: UTF8.self)
         let outcomes = try workers().nextWorker().run { context in
             try functions.map { function in
@@ -89,24 +95,30 @@ final class UpdateValidation: @unchecked Sendable {
             }
         }
         var described = error
-        described.message = "\(designDocument) validate_doc_update: \(error.message)"
+        described.message = "\(designDocument) validate_doc_update, writing \"\(id)\": \(error.message)"
         return described
     }
 
-    /// The validation functions of the design documents `transaction` sees,
-    /// read once per write transaction (as CouchDB reads them once per
-    /// request): a batch that writes a design document is checked with the
-    /// functions it started with.
-    private func functions(store: DocumentStore, in transaction: LMDBTransaction) throws -> [Function] {
-        let id = transaction.id
-        if let known = lock.withLock({ functions }), known.transaction == id { return known.list }
-        var list: [Function] = []
-        for document in try store.designDocumentRecords(in: transaction) {
-            if case .string(let source)? = try? document.value["validate_doc_update"] {
-                list.append(Function(designDocument: document.id, source: source))
-            }
+    /// Reads the functions a write transaction checks with, as it begins:
+    /// those of the committed design documents (as CouchDB reads them once
+    /// per request), so a batch that writes a design document is checked with
+    /// the functions it started with, and one rolled back leaves none of its
+    /// own behind. Read again only once something was committed since.
+    func beginWrite(store: DocumentStore, in transaction: LMDBTransaction) throws {
+        let committedTransaction = store.environment.lastCommittedTransaction
+        if let known = lock.withLock({ committed }), known.transaction == committedTransaction {
+            lock.withLock { current = known.functions }
+            return
         }
-        lock.withLock { functions = (id, list) }
-        return list
+        var functions: [Function] = []
+        for document in try store.designDocumentRecords(in: transaction) {
+            let source = designDocuments.cached(document.id, revision: document.revision).map(\.validateDocumentUpdate)
+                ?? (try? document.value["validate_doc_update"])?.stringValue
+            if let source { functions.append(Function(designDocument: document.id, source: source)) }
+        }
+        lock.withLock {
+            committed = (committedTransaction, functions)
+            current = functions
+        }
     }
 }
