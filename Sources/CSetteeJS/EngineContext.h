@@ -147,7 +147,6 @@ constexpr uint64_t kKeptCheckStep = 32 << 20;
 
 // --- Watchdog.cpp: the clock, the process's memory, the watchdog thread.
 int64_t nowNanoseconds();
-uint64_t anonymousResidentBytes();
 // Numbers the calls (CallScope); the watchdog reads it to know whether any ran.
 extern std::atomic<uint64_t> gNextCall;
 bool initializeEngine();
@@ -196,13 +195,10 @@ private:
 
 
 // --- Realms.cpp: the host realm, each function's realm, compiling, calling.
-bool nativeEmit(JSContext *cx, unsigned argc, JS::Value *vp);
-bool nativeLog(JSContext *cx, unsigned argc, JS::Value *vp);
 bool setUpGlobal(settee_js_context *context);
 bool hardenHost(settee_js_context *context);
 bool newSandbox(settee_js_context *context, bool withRequire, JS::MutableHandleObject sandbox,
                 JS::MutableHandleObject makeRequire);
-bool drainReactions(settee_js_context *context);
 JSObject *functionFor(settee_js_context *context, int32_t handle);
 size_t trimmedLength(const char *source, size_t length);
 bool parseJSON(settee_js_context *context, const char *bytes, size_t length, JS::MutableHandleValue out);
@@ -212,7 +208,6 @@ bool callFunction(settee_js_context *context, JS::HandleValue function, const JS
                   JS::MutableHandleValue result);
 
 // --- KeptMemory.cpp: the bound on what functions keep between calls.
-void resetGlobalState(settee_js_context *context);
 void finishCall(settee_js_context *context, size_t function_count, settee_js_output *output);
 
 }  // namespace settee::engine

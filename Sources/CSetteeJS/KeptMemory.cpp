@@ -7,7 +7,7 @@
 
 namespace settee::engine {
 
-size_t mallocSizeOf(const void *pointer) {
+static size_t mallocSizeOf(const void *pointer) {
 #if defined(__GLIBC__)
     return pointer ? malloc_usable_size(const_cast<void *>(pointer)) : 0;
 #else
@@ -18,7 +18,7 @@ size_t mallocSizeOf(const void *pointer) {
 // Typed-array data the engine's memory reporter misses: a typed array the JIT
 // created owns its elements until something asks for its buffer, and only
 // buffers are reported. The reporter calls the visitor for every object.
-thread_local size_t tUnreportedTypedArrayBytes = 0;
+static thread_local size_t tUnreportedTypedArrayBytes = 0;
 
 class TypedArrayVisitor : public JS::ObjectPrivateVisitor {
 public:
@@ -40,7 +40,7 @@ private:
 
 // What the context's global holds: its GC heap and what that mallocs (array
 // elements, string characters, typed arrays), garbage included.
-size_t keptBytes(settee_js_context *context) {
+static size_t keptBytes(settee_js_context *context) {
     JSContext *cx = context->cx;
     JS::RootedObject global(cx, *context->global);
     JSAutoRealm realm(cx, global);
@@ -54,7 +54,7 @@ size_t keptBytes(settee_js_context *context) {
 // Replaces the host realm with a fresh one and compiles every live function
 // again, each in a new realm, under its handle: what the functions kept in
 // globals is gone.
-void resetGlobalState(settee_js_context *context) {
+static void resetGlobalState(settee_js_context *context) {
     JSContext *cx = context->cx;
     for (auto &function : context->functions) function.reset();
     context->reactions.clear();
@@ -78,7 +78,7 @@ void resetGlobalState(settee_js_context *context) {
 }
 
 // Where the next measurement's heap and collection triggers start from.
-void noteKeptCheck(settee_js_context *context) {
+static void noteKeptCheck(settee_js_context *context) {
     context->heapBytesAtKeptCheck = JS_GetGCParameter(context->cx, JSGC_BYTES);
     context->majorCollectionsAtKeptCheck = JS_GetGCParameter(context->cx, JSGC_MAJOR_GC_NUMBER);
 }
@@ -87,7 +87,7 @@ void noteKeptCheck(settee_js_context *context) {
 // collects garbage if that is over the bound, and resets the global state if
 // it still is. Returns false, with the failure to report for the call, if it
 // was reset. Runs outside any realm, so the old global can go.
-bool keepWithinKeptBound(settee_js_context *context, Failure &failure) {
+static bool keepWithinKeptBound(settee_js_context *context, Failure &failure) {
     if (context->keptMemoryLimitBytes == 0 || context->queryServerInstalled) return true;
     JSContext *cx = context->cx;
     // Besides the watchdog's request: after each major collection (the engine

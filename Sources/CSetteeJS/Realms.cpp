@@ -11,7 +11,7 @@ namespace settee::engine {
 const JSClass kGlobalClass = {"global", JSCLASS_GLOBAL_FLAGS, &JS::DefaultGlobalClassOps};
 
 
-bool nativeEmit(JSContext *cx, unsigned argc, JS::Value *vp) {
+static bool nativeEmit(JSContext *cx, unsigned argc, JS::Value *vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
     settee_js_context *context = contextOf(cx);
     if (!context->emitTarget) {
@@ -42,7 +42,7 @@ bool nativeEmit(JSContext *cx, unsigned argc, JS::Value *vp) {
     return true;
 }
 
-bool nativeLog(JSContext *cx, unsigned argc, JS::Value *vp) {
+static bool nativeLog(JSContext *cx, unsigned argc, JS::Value *vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
     settee_js_context *context = contextOf(cx);
     std::string message;
@@ -58,7 +58,7 @@ bool nativeLog(JSContext *cx, unsigned argc, JS::Value *vp) {
 }
 
 // Compiles a CommonJS module body for `require` (works while eval is blocked).
-bool nativeCompileModule(JSContext *cx, unsigned argc, JS::Value *vp) {
+static bool nativeCompileModule(JSContext *cx, unsigned argc, JS::Value *vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
     JS::RootedString source(cx, JS::ToString(cx, args.get(0)));
     JS::RootedString id(cx, JS::ToString(cx, args.get(1)));
@@ -158,7 +158,7 @@ bool hardenHost(settee_js_context *context) {
 
 // Runs `source`, parsed once into `stencil`, in the current realm; its value
 // in `value`.
-bool runPrelude(JSContext *cx, RefPtr<JS::Stencil> &stencil, const char *source, const char *name,
+static bool runPrelude(JSContext *cx, RefPtr<JS::Stencil> &stencil, const char *source, const char *name,
                 JS::MutableHandleValue value) {
     JS::CompileOptions options(cx);
     options.setFileAndLine(name, 1);
@@ -219,7 +219,7 @@ bool newSandbox(settee_js_context *context, bool withRequire, JS::MutableHandleO
 // Runs the promise reactions the call queued, in order, each in its own realm;
 // false (with the exception pending, or none when interrupted) when one fails
 // or a promise is left rejected with no handler: the rest are dropped with it.
-bool drainReactions(settee_js_context *context) {
+static bool drainReactions(settee_js_context *context) {
     JSContext *cx = context->cx;
     JS::RootedObject job(cx);
     JS::RootedValue ignored(cx);
@@ -259,7 +259,7 @@ size_t trimmedLength(const char *source, size_t length) {
 }
 
 
-bool isASCII(const char *bytes, size_t length) {
+static bool isASCII(const char *bytes, size_t length) {
     size_t i = 0;
     for (; i + 8 <= length; i += 8) {
         uint64_t word;

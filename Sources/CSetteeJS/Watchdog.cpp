@@ -31,7 +31,7 @@ int64_t nowNanoseconds() {
 // shared pages, so LMDB's memory map does not count), or 0 when unknown.
 // The engine's own accounting misses what it mallocs for array elements,
 // strings and typed arrays, so the bound is on what the system sees.
-uint64_t anonymousResidentBytes() {
+static uint64_t anonymousResidentBytes() {
 #if defined(__linux__)
     FILE *file = fopen("/proc/self/statm", "r");
     if (!file) return 0;

@@ -61,7 +61,7 @@ extension Database {
             if names.allSatisfy(tableNames.contains) {
                 tables[signature] = try indexes.tables(for: signature)
             } else {
-                report.problem("index \(state.designDocument.replacingOccurrences(of: "_design/", with: ""))/\(state.view) (\(signature)): its tables are missing")
+                report.problem("\(Self.indexName(state)) (\(signature)): its tables are missing")
             }
         }
         // Each part reads in a transaction of its own: once LMDB meets a page
@@ -74,13 +74,13 @@ extension Database {
         }
         for (signature, state) in states {
             guard let tables = tables[signature] else { continue }
-            let design = state.designDocument.hasPrefix("_design/") ? String(state.designDocument.dropFirst(8)) : state.designDocument
-            Self.continuing("index \(design)/\(state.view)", &report) { report in
+            let name = Self.indexName(state)
+            Self.continuing(name, &report) { report in
                 try environment.read { transaction in
                     // An index removed meanwhile is not read (its handles may be closed).
                     guard indexes.areCurrent(tables), let state = try indexes.state(signature, in: transaction) else { return }
                     report.indexes += 1
-                    try verifyIndex(tables, state: state, in: transaction, report: &report)
+                    try verifyIndex(tables, state: state, named: name, in: transaction, report: &report)
                 }
             }
         }
@@ -173,10 +173,14 @@ extension Database {
         }
     }
 
-    private func verifyIndex(_ tables: ViewIndexTables, state: ViewIndexState, in transaction: LMDBTransaction,
+    /// How reports name an index: `index DESIGN/VIEW`.
+    private static func indexName(_ state: ViewIndexState) -> String {
+        let design = state.designDocument.hasPrefix("_design/") ? state.designDocument.dropFirst("_design/".count) : Substring(state.designDocument)
+        return "index \(design)/\(state.view)"
+    }
+
+    private func verifyIndex(_ tables: ViewIndexTables, state: ViewIndexState, named name: String, in transaction: LMDBTransaction,
                              report: inout VerificationReport) throws {
-        let design = state.designDocument.hasPrefix("_design/") ? String(state.designDocument.dropFirst(8)) : state.designDocument
-        let name = "index \(design)/\(state.view)"
         var rows = 0
         try transaction.withCursor(tables.rows) { cursor in
             var entry = try cursor.first()
@@ -191,7 +195,7 @@ extension Database {
                     continue
                 }
                 if let problem = Self.rowProblem(row) {
-                    report.problem("\(name): a row's \(problem)")
+                    report.problem("\(name): a row's \(problem) (document \"\(row.id)\")")
                     continue
                 }
                 let found = try row.withID { try transaction.get(store.docs, $0) != nil }

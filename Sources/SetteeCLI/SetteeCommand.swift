@@ -47,6 +47,7 @@ struct DatabaseOptions: ParsableArguments {
     var readOnly = false
 
     func validate() throws {
+        guard busyTimeout >= 0 && busyTimeout.isFinite else { throw ValidationError("--busy-timeout must be a number of seconds, not \(busyTimeout)") }
         if let maximumDocumentBytes, maximumDocumentBytes <= 0 { throw ValidationError("--max-document-size must be a positive number of bytes.") }
         if let maximumDesignDocumentBytes, maximumDesignDocumentBytes <= 0 {
             throw ValidationError("--max-design-document-size must be a positive number of bytes.")
@@ -63,7 +64,6 @@ struct DatabaseOptions: ParsableArguments {
     /// when there is none rather than creating an empty one.
     func open(creating: Bool = true) throws -> Database {
         guard let db else { throw ValidationError("Missing expected option '--db <path>'") }
-        guard busyTimeout >= 0 && busyTimeout.isFinite else { throw ValidationError("--busy-timeout must be a number of seconds, not \(busyTimeout)") }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = verbose ? .info : .warning

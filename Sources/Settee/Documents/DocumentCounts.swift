@@ -98,10 +98,6 @@ extension DocumentStore {
         try keptCounts(in: transaction) ?? scannedCounts(in: transaction)
     }
 
-    func counts() throws -> DocumentCounts {
-        try environment.read { try counts(in: $0) }
-    }
-
     /// Live documents and tombstones, counted by reading every document record.
     func scannedCounts(in transaction: LMDBTransaction) throws -> DocumentCounts {
         var counts = DocumentCounts()

@@ -157,8 +157,7 @@ final class LMDBEnvironment: @unchecked Sendable {
             try Self.checkFileLength(env!, dataFile: dataFile, path: path)
             // Reader slots of processes that died inside a read transaction pin
             // the pages of their snapshot for every writer, and fill the table.
-            var dead: Int32 = 0
-            mdb_reader_check(env, &dead)
+            Self.clearDeadReaders(env!)
         } catch {
             if let env { mdb_env_close(env) }
             handle = nil
@@ -262,9 +261,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         let code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
         guard code == MDB_READERS_FULL else { return code }
         // The slots may be held by dead processes: free theirs, then try again.
-        var dead: Int32 = 0
-        mdb_reader_check(environment, &dead)
-        return dead > 0 ? mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn) : code
+        return Self.clearDeadReaders(environment) > 0 ? mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn) : code
     }
 
     private func endRead(_ txn: OpaquePointer) {
@@ -364,8 +361,15 @@ final class LMDBEnvironment: @unchecked Sendable {
         let now = ContinuousClock.now
         guard now - lastStaleReaderCheck >= Self.staleReaderCheckInterval else { return }
         lastStaleReaderCheck = now
+        Self.clearDeadReaders(environment)
+    }
+
+    /// Frees the reader slots of dead processes (`mdb_reader_check`); how many.
+    @discardableResult
+    private static func clearDeadReaders(_ environment: OpaquePointer) -> Int32 {
         var dead: Int32 = 0
         mdb_reader_check(environment, &dead)
+        return dead
     }
 
     private func writeOnce<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {

@@ -163,27 +163,23 @@ extension Database {
     func check(_ document: DesignDocument, file: String?) throws {
         let worker = try javaScript().nextWorker()
         try worker.run { context in
-            for view in document.views {
-                func compile(_ source: String, _ function: String, library: String?) throws {
-                    do {
-                        _ = try context.compile(source, name: "\(document.id)/\(view.name) \(function)", library: library)
-                    } catch {
-                        throw DesignDocumentError(file: file, designDocument: document.id, view: view.name, function: function,
-                                                  line: error.line, column: error.column, reason: error.message)
-                    }
+            /// Compiles one function; its error names the design document, the view (if any) and the function.
+            func compile(_ source: String, view: String?, _ function: String, library: String? = nil) throws {
+                do {
+                    _ = try context.compile(source, name: "\(document.id)\(view.map { "/" + $0 } ?? "") \(function)", library: library)
+                } catch {
+                    throw DesignDocumentError(file: file, designDocument: document.id, view: view, function: function,
+                                              line: error.line, column: error.column, reason: error.message)
                 }
-                try compile(view.map, "map", library: view.library?.jsonText)
+            }
+            for view in document.views {
+                try compile(view.map, view: view.name, "map", library: view.library?.jsonText)
                 if let reduce = view.reduce, !reduce.hasPrefix("_") {
-                    try compile(reduce, "reduce", library: nil)
+                    try compile(reduce, view: view.name, "reduce")
                 }
             }
             if let source = document.validateDocumentUpdate {
-                do throws(JavaScriptError) {
-                    _ = try context.compile(source, name: "\(document.id) validate_doc_update")
-                } catch {
-                    throw DesignDocumentError(file: file, designDocument: document.id, function: "validate_doc_update",
-                                              line: error.line, column: error.column, reason: error.message)
-                }
+                try compile(source, view: nil, "validate_doc_update")
             }
         }
     }
