@@ -36,19 +36,46 @@ let package = Package(
             cxxSettings: [.headerSearchPath("mozjs-102")],
             linkerSettings: [.linkedLibrary("mozjs-102"), .linkedLibrary("m"), .linkedLibrary("pthread")]
         ),
+        // JSON values, the JSON lexer, parser and writer, CouchDB's collation,
+        // hashing, the error vocabulary.
+        .target(name: "SetteeCore", dependencies: ["CSetteeCollation"]),
+        // LMDB environments and tables, the document store, revisions and changes.
+        .target(
+            name: "SetteeStorage",
+            dependencies: ["SetteeCore", "CSetteeLMDB", .product(name: "Logging", package: "swift-log")]
+        ),
+        // The embedded JavaScript engine: workers, their pool, contexts.
+        .target(
+            name: "SetteeJavaScript",
+            dependencies: ["SetteeCore", "CSetteeJS"]
+        ),
+        // Views: collation, index rows and their storage, the indexing pipeline,
+        // stored reductions, built-in reducers, query options and the query runner.
+        .target(
+            name: "SetteeViews",
+            dependencies: [
+                "SetteeCore", "SetteeStorage", "SetteeJavaScript", "CSetteeLMDB",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The library: `Database`, its async and Codable forms, live queries, watching.
         .target(
             name: "Settee",
             dependencies: [
-                "CSetteeLMDB",
-                "CSetteeCollation",
-                "CSetteeJS",
+                "SetteeCore", "SetteeStorage", "SetteeJavaScript", "SetteeViews",
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // `settee couchjs`: CouchDB's query-server protocol on the JavaScript engine.
+        .target(
+            name: "SetteeQueryServer",
+            dependencies: ["SetteeCore", "SetteeJavaScript", "SetteeViews"]
         ),
         .executableTarget(
             name: "SetteeCLI",
             dependencies: [
                 "Settee",
+                "SetteeQueryServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -60,12 +87,13 @@ let package = Package(
         // `make bench-couchjs`: `settee couchjs` driven over its line protocol.
         .executableTarget(
             name: "SetteeCouchJSBenchmark",
-            dependencies: ["Settee"]
+            dependencies: ["Settee", "SetteeQueryServer"]
         ),
         .testTarget(
             name: "SetteeTests",
             dependencies: [
                 "Settee",
+                "SetteeQueryServer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

@@ -1,4 +1,8 @@
 import Foundation
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+import SetteeViews
 
 /// Async forms of ``Database``'s methods. They run the work on a background
 /// thread, so an index build or a large import never blocks Swift's

@@ -1,5 +1,9 @@
 import CSetteeLMDB
 import Foundation
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+import SetteeViews
 
 /// What ``Database/verify()`` found: how much it checked, and each problem.
 public struct VerificationReport: Sendable, Equatable {

@@ -1,5 +1,9 @@
 import Foundation
 import Logging
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+import SetteeViews
 
 /// A Settee database: a directory holding documents (and, with views, their
 /// indexes) in LMDB.

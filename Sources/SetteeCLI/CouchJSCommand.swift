@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import Settee
+import SetteeQueryServer
 
 /// `settee couchjs`: Apache CouchDB's JavaScript query server, on Settee's engine.
 struct CouchJSCommand: ParsableCommand {

@@ -1,4 +1,5 @@
 import Foundation
+import SetteeQueryServer
 import Settee
 
 /// `make bench-couchjs`: `settee couchjs` driven over its line protocol as

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Settee
+@testable import SetteeViews
 
 /// Large index updates gather mapped rows and write them in key order (appended
 /// where they follow the index's last key); small ones write each batch and

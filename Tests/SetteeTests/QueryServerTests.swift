@@ -1,4 +1,5 @@
 import Foundation
+import SetteeQueryServer
 import Testing
 @testable import Settee
 

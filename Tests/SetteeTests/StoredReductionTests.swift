@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Settee
+@testable import SetteeViews
 
 /// Views over random documents whose reductions are exact (integers), so
 /// stored chunk partials and a walk over every row must agree to the byte.

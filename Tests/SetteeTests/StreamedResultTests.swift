@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Settee
+@testable import SetteeViews
 
 /// A database of `count` documents of about 300 bytes, and a view of them by `n`.
 private func makeDatabase(_ count: Int, in directory: TemporaryDirectory, with settee: SetteeExecutable) throws -> String {

@@ -1,3 +1,7 @@
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+import SetteeViews
 /// The changes feed as an endless `AsyncSequence`, CouchDB's
 /// `feed=continuous`: ``Database/continuousChanges(since:)`` returns it.
 ///

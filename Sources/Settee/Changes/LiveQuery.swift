@@ -1,3 +1,7 @@
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+import SetteeViews
 /// A view query that answers again whenever a write changes its result: the
 /// `AsyncSequence` that ``Database/liveQuery(_:options:)`` returns.
 ///

@@ -1,4 +1,8 @@
 import Foundation
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+import SetteeViews
 
 /// Runs the `validate_doc_update` functions of the stored design documents on
 /// every document write, as CouchDB does: each is called with
@@ -8,7 +12,7 @@ import Foundation
 /// Design documents and `_local` documents are not validated (CouchDB checks
 /// only that an administrator writes design documents). The functions run on
 /// the JavaScript workers while the write transaction waits.
-final class UpdateValidation: @unchecked Sendable {
+final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
     private let workers: @Sendable () throws -> JavaScriptWorkerPool
     /// `userCtx` as JSON text, the same for every write.
     private let userContextJSON: String

@@ -1,4 +1,8 @@
 import Foundation
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+import SetteeViews
 
 /// What one reload of a watched folder of design documents did: see
 /// ``Database/watchDesignDocuments(in:)``.

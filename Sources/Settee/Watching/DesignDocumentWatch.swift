@@ -1,4 +1,8 @@
 import Foundation
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+import SetteeViews
 
 /// A folder of design documents kept live in a database: the `AsyncSequence`
 /// that ``Database/watchDesignDocuments(in:)`` returns.

@@ -1,4 +1,8 @@
 import Foundation
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+import SetteeViews
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,0 +1,553 @@
+import Foundation
+import Logging
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+import SetteeViews
+
+/// What `settee info` shows of one view.
+public struct ViewInfo: Sendable, Equatable {
+    /// `DDOC/VIEW`.
+    public var path: String
+    /// The index's version: the hash of what decides its content.
+    public var signature: String
+    /// The database sequence the index reflects.
+    public var indexedSequence: UInt64
+    public var rowCount: Int
+    /// Bytes the index's tables take.
+    public var bytes: Int
+    /// Map calls that threw while building the index.
+    public var mapErrors: Int
+}
+
+extension Database {
+    // MARK: Design documents
+
+    /// Loads design documents from a `.json` file or a folder of them, checks
+    /// them (every function compiles, built-in reducers exist, the language is
+    /// javascript, every view has a map), and stores them in the database as
+    /// `_design/` documents, all in one transaction: nothing is stored unless
+    /// all are valid, and a crash mid-load leaves every one as it was.
+    ///
+    /// - Returns: The design documents loaded.
+    /// - Throws: ``DesignDocumentErrors`` naming file, design document, view and line.
+    @discardableResult
+    public func loadDesignDocuments(from url: URL) throws -> [DesignDocument] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw DesignDocumentErrors(errors: [DesignDocumentError(file: url.path, reason: "no such file or folder")])
+        }
+        let files = isDirectory.boolValue
+            ? try FileManager.default.contentsOfDirectory(at: url, includingPropertiesForKeys: nil)
+                .filter { $0.pathExtension == "json" }.sorted { $0.lastPathComponent < $1.lastPathComponent }
+            : [url]
+        var documents: [DesignDocument] = []
+        var errors: [DesignDocumentError] = []
+        for file in files {
+            do {
+                documents.append(try designDocument(file: file, contents: try readDesignDocumentFile(file)))
+            } catch let error as DesignDocumentError {
+                errors.append(error)
+            } catch {
+                errors.append(DesignDocumentError(file: file.path, reason: "\(error)"))
+            }
+        }
+        guard errors.isEmpty else { throw DesignDocumentErrors(errors: errors) }
+        do {
+            try write { batch in
+                for document in documents { try store(document, in: batch) }
+            }
+        } catch var error as DesignDocumentError {
+            // Refused when stored (the index limit): name the file it came from.
+            if let index = documents.lastIndex(where: { $0.id == error.designDocument }) { error.file = files[index].path }
+            throw DesignDocumentErrors(errors: [error])
+        }
+        try removeUnusedIndexes()
+        return documents
+    }
+
+    /// Refuses a write of design documents (`written`, by id) after which the
+    /// database's design documents, as `transaction` sees them, would need
+    /// more distinct indexes than it can hold (``ViewIndexStore/maximumIndexes``):
+    /// past it, every command that opens a table fails until the design
+    /// document is deleted. Views with the same definition share an index.
+    /// Thrown inside the write, so nothing is stored.
+    func checkIndexLimit(written: [String], in transaction: LMDBTransaction) throws {
+        let signatures = try indexSignatures(in: transaction)
+        guard signatures.count > ViewIndexStore.maximumIndexes else { return }
+        throw DesignDocumentError(designDocument: written.last, reason: Self.overIndexLimit(signatures.count))
+    }
+
+    /// Refuses, before it is written, a design document after which the
+    /// database's design documents would need more distinct indexes than it
+    /// can hold (what ``checkIndexLimit(written:in:)`` checks after a write,
+    /// for an import that writes many documents in one transaction and
+    /// refuses only the one).
+    func refuseOverIndexLimit(_ edit: DocumentEdit, in transaction: LMDBTransaction) throws {
+        guard let id = edit.id, id.hasPrefix("_design/"), !edit.deleted,
+              case .object(let members)? = try? edit.body.withUnsafeBytes({ try JSONParser.parse($0) }),
+              let design = try? DesignDocument(json: .object([(key: "_id", value: .string(id))] + members)) else { return }
+        var signatures = try indexSignatures(in: transaction, excluding: id)
+        for view in design.views { signatures.insert(view.signature) }
+        guard signatures.count > ViewIndexStore.maximumIndexes else { return }
+        throw DocumentError(.invalidDesignDocument, Self.overIndexLimit(signatures.count), id: id)
+    }
+
+    /// The distinct indexes the design documents `transaction` sees need
+    /// (views with the same definition share one), less `excluded`'s.
+    private func indexSignatures(in transaction: LMDBTransaction, excluding excluded: String? = nil) throws -> Set<String> {
+        var signatures = Set<String>()
+        for record in try store.designDocumentRecords(in: transaction) where record.id != excluded {
+            // Not kept in the cache: the write may yet be rolled back.
+            guard let design = designDocumentCache.cached(record.id, revision: record.revision)
+                ?? (try? DesignDocument(json: try record.value)) else { continue }
+            for view in design.views { signatures.insert(view.signature) }
+        }
+        return signatures
+    }
+
+    private static func overIndexLimit(_ count: Int) -> String {
+        "the database's design documents would have \(count) distinct views, more than the "
+            + "\(ViewIndexStore.maximumIndexes) it can index (each index takes \(ViewIndexStore.tablesPerIndex) of "
+            + "\(ViewIndexStore.tableHandles) table handles); nothing was stored: remove views or design documents"
+    }
+
+    /// A design document file's contents, unless it is larger than a design
+    /// document may be: then it is not read.
+    func readDesignDocumentFile(_ file: URL) throws -> Data {
+        if let size = try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int {
+            try checkDesignDocumentSize(size, file: file)
+        }
+        return try Data(contentsOf: file)
+    }
+
+    private func checkDesignDocumentSize(_ bytes: Int, file: URL) throws(DesignDocumentError) {
+        let limit = options.maximumDesignDocumentBytes
+        guard bytes > limit else { return }
+        throw DesignDocumentError(file: file.path, reason: "\(SetteeErrorCode.documentTooLarge): the file is \(bytes) bytes, over the limit "
+                                  + "of \(limit) bytes for a design document (Database.Options.maximumDesignDocumentBytes)")
+    }
+
+    /// Refuses a stored design document larger than a design document may be
+    /// now (written before the limit, or under a higher one).
+    private func checkStoredDesignDocumentSize(_ bytes: Int, id: String) throws(DocumentError) {
+        let limit = options.maximumDesignDocumentBytes
+        guard bytes > limit else { return }
+        throw DocumentError(.documentTooLarge, "the stored design document is \(bytes) bytes of JSON, over the limit of \(limit) bytes "
+                            + "(Database.Options.maximumDesignDocumentBytes); raise it to use the design document, or replace it", id: id)
+    }
+
+    /// Parses and checks the design document in a file's contents (see `loadDesignDocuments(from:)`).
+    func designDocument(file: URL, contents data: Data) throws(DesignDocumentError) -> DesignDocument {
+        try checkDesignDocumentSize(data.count, file: file)
+        let json: JSONValue
+        do {
+            json = try data.withUnsafeBytes { bytes throws(JSONParseError) in try JSONParser.parse(bytes) }
+        } catch let error as JSONParseError {
+            throw DesignDocumentError(file: file.path, line: error.line, column: error.column, reason: "invalid JSON: \(error.reason)")
+        } catch {
+            throw DesignDocumentError(file: file.path, reason: "invalid JSON: \(error)")
+        }
+        do {
+            let document = try DesignDocument(json: json, file: file.path)
+            try check(document, file: file.path)
+            return document
+        } catch var error as DesignDocumentError {
+            // Point at the file's line too, where the view (or its function) is written.
+            if let view = error.view {
+                error.fileLine = JSONKeyPathLocator.line(of: ["views", view] + (error.function.map { [$0] } ?? []), in: data)
+            }
+            throw error
+        } catch {
+            throw DesignDocumentError(file: file.path, designDocument: json["_id"]?.stringValue, reason: "\(error)")
+        }
+    }
+
+    /// Compiles every function of a design document on the JavaScript engine.
+    func check(_ document: DesignDocument, file: String?) throws {
+        let worker = try javaScript().nextWorker()
+        try worker.run { context in
+            /// Compiles one function; its error names the design document, the view (if any) and the function.
+            func compile(_ source: String, view: String?, _ function: String, library: String? = nil) throws {
+                do {
+                    _ = try context.compile(source, name: "\(document.id)\(view.map { "/" + $0 } ?? "") \(function)", library: library)
+                } catch {
+                    throw DesignDocumentError(file: file, designDocument: document.id, view: view, function: function,
+                                              line: error.line, column: error.column, reason: error.message)
+                }
+            }
+            for view in document.views {
+                try compile(view.map, view: view.name, "map", library: view.library?.jsonText)
+                if let reduce = view.reduce, !reduce.hasPrefix("_") {
+                    try compile(reduce, view: view.name, "reduce")
+                }
+            }
+            if let source = document.validateDocumentUpdate {
+                try compile(source, view: nil, "validate_doc_update")
+            }
+        }
+    }
+
+    /// Writes a design document unless the database already holds the same
+    /// content, byte for byte (`JSONValue`'s `==` compares strings as Swift
+    /// does, taking a view renamed from `é` composed to decomposed for no change).
+    func store(_ document: DesignDocument) throws {
+        try write { try store(document, in: $0) }
+    }
+
+    /// Writes a design document in `batch` unless it holds the same content.
+    private func store(_ document: DesignDocument, in batch: WriteBatch) throws {
+        var members = (document.json.objectValue ?? []).filter { $0.key != "_rev" }
+        if let current = try batch.document(document.id) {
+            let stored = (try current.value.objectValue ?? []).filter { $0.key != "_rev" }
+            if JSONValue.object(stored).jsonText.utf8.elementsEqual(JSONValue.object(members).jsonText.utf8) { return }
+            members.append((key: "_rev", value: .string(current.revision.description)))
+        }
+        try batch.put(JSONValue.object(members).jsonText)
+    }
+
+    /// The design document `_design/NAME` stored in the database.
+    public func designDocument(_ name: String) throws -> DesignDocument? {
+        let id = name.hasPrefix("_design/") ? name : "_design/" + name
+        guard let document = try document(id) else { return nil }
+        return try designDocumentCache.parsed(document)
+    }
+
+    /// Every design document stored in the database.
+    public func designDocuments() throws -> [DesignDocument] {
+        try store.designDocumentRecords().compactMap { try? designDocumentCache.parsed($0) }
+    }
+
+    // MARK: Queries
+
+    /// Queries a view (`DDOC/VIEW`) with CouchDB's options, updating its index
+    /// first unless `update` says otherwise.
+    ///
+    /// - Throws: ``QueryError`` for invalid options (CouchDB's messages),
+    ///   ``DocumentError`` (`not_found`) for a missing design document or view.
+    public func query(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
+        let (design, view) = try Self.splitViewPath(path)
+        return try query(designDocument: design, view: view, options: options, progress: progress)
+    }
+
+    /// Queries the view `view` of the design document `designDocument`.
+    public func query(designDocument name: String, view viewName: String, options: ViewQueryOptions = ViewQueryOptions(),
+                      progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
+        try query(designDocument: name, view: viewName, options: options, progress: progress, storedReductions: true)
+    }
+
+    /// A query that may be told to walk every row instead of reading stored
+    /// chunk reductions (what tests compare the chunks with).
+    func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
+               progress: (IndexProgress) -> Void, storedReductions: Bool) throws -> ViewResult {
+        try ViewResult.collected { header, row in
+            try query(designDocument: name, view: viewName, options: options, progress: progress, storedReductions: storedReductions,
+                      streaming: false, header: header, row: row)
+        }
+    }
+    /// Queries a view as ``query(_:options:progress:)`` does, handing over
+    /// the result as it is read instead of holding it: `header` once (total
+    /// rows, offset, update sequence), then `body` with each row in order.
+    /// Memory stays the same however many rows the query returns, so this is
+    /// the way to read a large result, `include_docs` or not:
+    ///
+    /// ```swift
+    /// try db.forEachRow("app/by_city", options: ViewQueryOptions(parameters: [("include_docs", "true")])) { row in
+    ///     try export(row.documentJSON!)
+    /// }
+    /// ```
+    ///
+    /// The rows are read in one read transaction, the same snapshot
+    /// throughout, on the calling thread: while `body` runs, writers go on,
+    /// but the pages they replace cannot be reused until the call returns, so
+    /// a slow consumer of a long result lets the database file grow meanwhile.
+    /// A row is valid after `body` returns (its strings are its own).
+    ///
+    /// - Parameters:
+    ///   - path: The view, as `DDOC/VIEW`.
+    ///   - options: CouchDB's options, with the same meaning as for a query.
+    ///   - progress: Called while the view's index is brought up to date first.
+    ///   - header: Called once, before the first row.
+    ///   - body: Called with each row; an error it throws ends the query and is rethrown.
+    /// - Throws: As ``query(_:options:progress:)``.
+    public func forEachRow(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in },
+                           header: (ViewResultHeader) throws -> Void = { _ in }, _ body: (ViewRow) throws -> Void) throws {
+        let (design, view) = try Self.splitViewPath(path)
+        try query(designDocument: design, view: view, options: options, progress: progress, storedReductions: true, streaming: true,
+                  header: header, row: { try body($0) })
+    }
+
+    /// `DDOC/VIEW` split at its slash.
+    private static func splitViewPath(_ path: String) throws -> (designDocument: String, view: String) {
+        guard let slash = path.utf8.firstIndex(of: UInt8(ascii: "/")), slash != path.utf8.startIndex,
+              path.utf8.index(after: slash) != path.utf8.endIndex else {
+            throw QueryError(error: "bad_request", reason: "a view is named DESIGN/VIEW, not \"\(path)\"")
+        }
+        return (String(path[..<slash]), String(path[path.utf8.index(after: slash)...]))
+    }
+
+    /// Answers a query, handing over its header and rows as they are read.
+    ///
+    /// Another process may edit the design document and remove the index
+    /// this query builds or reads: the query starts again from the design
+    /// document as it is then (the edited version's index). That happens
+    /// before any row is handed over.
+    private func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
+                       progress: (IndexProgress) -> Void, storedReductions: Bool, streaming: Bool,
+                       header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
+        var attempts = 0
+        while true {
+            do {
+                return try queryOnce(designDocument: name, view: viewName, options: options, progress: progress,
+                                     storedReductions: storedReductions, streaming: streaming, header: header, row: row)
+            } catch let error as IndexRemovedError {
+                attempts += 1
+                guard attempts < Self.queryAttempts else { throw error }
+                logger.info("the index was removed while the query used it; querying again", metadata: ["view": "\(error.view)"])
+            }
+        }
+    }
+
+    /// How many times a query starts again when its index is removed under it.
+    private static var queryAttempts: Int { 5 }
+
+    /// One run of a query: the design document as it is now, its index
+    /// brought up to date (unless told otherwise), the answer.
+    private func queryOnce(designDocument name: String, view viewName: String, options: ViewQueryOptions,
+                           progress: (IndexProgress) -> Void, storedReductions: Bool, streaming: Bool,
+                           header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
+        let id = name.hasPrefix("_design/") ? name : "_design/" + name
+        // The revision alone tells whether the parsed design document is current,
+        // and nothing committed since it was last read leaves it so.
+        let design: DesignDocument
+        let revision: Revision
+        let committed = environment.lastCommittedTransaction
+        if let current = designDocumentCache.unchanged(id, since: committed) {
+            (design, revision) = current
+        } else if let live = try store.liveRevision(id), let cached = designDocumentCache.cached(id, revision: live) {
+            (design, revision) = (cached, live)
+            designDocumentCache.confirm(id, revision: live, at: committed)
+        } else {
+            guard let document = try document(id) else {
+                throw DocumentError(.notFound, "missing", id: id)
+            }
+            (design, revision) = (try designDocumentCache.parsed(document), document.revision)
+        }
+        guard let view = design.view(viewName) else {
+            throw DocumentError(.notFound, "missing_named_view", id: design.id)
+        }
+        let validated = try options.validated(viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
+        // A design document written with put() was never compiled: say so with its id and view, not mid-indexing.
+        if !designDocumentCache.isChecked(id, revision: revision) {
+            // One stored under a higher limit is refused too: each process would parse and compile it whole.
+            if let bytes = designDocumentCache.bodyBytes(id, revision: revision) { try checkStoredDesignDocumentSize(bytes, id: id) }
+            try check(design, file: nil)
+            designDocumentCache.markChecked(id, revision: revision)
+        }
+        if validated.update == .true {
+            // All views of the design document share one pass over the changes.
+            try update(design.views, progress: progress)
+        }
+        let tables = try indexes.tables(for: view.signature)
+        var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try javaScript())
+        runner.storedReductions = storedReductions
+        try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true, streaming: streaming,
+                       header: header, row: row)
+        if validated.update == .lazy { try update(design.views) }
+    }
+
+    /// Brings every view's index up to date.
+    ///
+    /// A stored design document that cannot be used (one written with
+    /// ``put(_:)`` in another language, without a map, or with a function
+    /// that does not compile) does not hold the others back: their views are
+    /// indexed first, then the unusable ones are reported.
+    ///
+    /// - Throws: ``DesignDocumentErrors`` naming each design document left
+    ///   out and why, after the others' indexes are up to date.
+    public func updateIndexes(progress: (IndexProgress) -> Void = { _ in }) throws {
+        var attempts = 0
+        while true {
+            var usable: [DesignDocument] = []
+            var unusable: [DesignDocumentError] = []
+            for record in try store.designDocumentRecords() {
+                do {
+                    try checkStoredDesignDocumentSize(record.body.count, id: record.id)
+                    let design = try designDocumentCache.parsed(record)
+                    try check(design, file: nil)
+                    usable.append(design)
+                } catch var error as DesignDocumentError {
+                    if error.designDocument == nil { error.designDocument = record.id }
+                    unusable.append(error)
+                } catch let error as JSONParseError {
+                    unusable.append(DesignDocumentError(designDocument: record.id, reason: "invalid JSON: \(error)"))
+                } catch let error as DocumentError where error.code == .documentTooLarge {
+                    unusable.append(DesignDocumentError(designDocument: record.id, reason: "\(error.code.rawValue): \(error.reason)"))
+                }
+            }
+            do {
+                try update(usable.flatMap(\.views), progress: progress)
+            } catch let error as IndexRemovedError {
+                // Another process changed a design document: build what they hold now.
+                attempts += 1
+                guard attempts < Self.queryAttempts else { throw error }
+                continue
+            }
+            if !unusable.isEmpty { throw DesignDocumentErrors(errors: unusable) }
+            return
+        }
+    }
+
+    /// Brings these views' indexes up to date. A new index (an edited view,
+    /// or every view after Settee changed how rows are stored) is the moment
+    /// to remove those no design document uses, whichever process left them.
+    ///
+    /// The indexes of `views` themselves are kept even when their design
+    /// document was edited during the build (by another process, or another
+    /// thread): the caller answers from them next, and the next clean-up
+    /// that finds them unused removes them.
+    private func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws {
+        let indexer = try makeIndexer()
+        let started = try indexing.withLock {
+            let stale = try indexer.staleSignatures(views)
+            guard !stale.isEmpty else { return false }
+            // While another process builds one of these indexes, wait for it: the
+            // update then reads what it committed and maps only what is left.
+            return try buildLocks.withLocks(stale) { try indexer.update(views, progress: progress) }
+        }
+        if started {
+            try removeUnusedIndexes(keeping: Set(views.map(\.signature)))
+        }
+    }
+
+    /// CouchDB's `_all_docs`: every live document by id (raw order), with
+    /// `{"rev": …}` as value; key, keys, start/end keys, descending, limit, skip,
+    /// inclusive_end and include_docs as for views. `total_rows` is the kept
+    /// count of live documents (design documents included, as in CouchDB);
+    /// `offset` with a start key counts the live documents before it, reading
+    /// their records.
+    public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
+        let validated = try options.validatedForAllDocs()
+        return try ViewResult.collected { header, row in try store.forEachDocumentRow(validated, header: header, row: row) }
+    }
+
+    /// CouchDB's `_all_docs` as ``allDocuments(options:)`` answers it, handed
+    /// over as it is read instead of held: `header` once, then `body` with
+    /// each row in order, in one read transaction (see
+    /// ``forEachRow(_:options:progress:header:_:)`` for what that means for
+    /// writers). Memory stays the same however many rows there are.
+    public func forEachDocumentRow(options: ViewQueryOptions = ViewQueryOptions(), header: (ViewResultHeader) throws -> Void = { _ in },
+                                   _ body: (ViewRow) throws -> Void) throws {
+        let validated = try options.validatedForAllDocs()
+        try store.forEachDocumentRow(validated, header: header, row: { try body($0) })
+    }
+
+    // MARK: Indexes
+
+    /// Per view: its signature, how far its index is built, rows, bytes, map errors.
+    public func viewInfo() throws -> [ViewInfo] {
+        let views = try designDocuments().flatMap(\.views)
+        while true {
+            // Tables are opened before the read transaction: LMDB handles opened later are not valid in it.
+            let tables = try views.map { try indexes.tables(for: $0.signature) }
+            let info = try environment.read { transaction in
+                try zip(views, tables).map { view, tables -> ViewInfo? in
+                    let state = try indexes.state(view.signature, in: transaction)
+                    // No state, no rows: the tables are not read (their handles may be closed, see
+                    // ViewIndexStore.drop). Handles an index that came back no longer has are taken again.
+                    if state != nil && !indexes.areCurrent(tables) { return nil }
+                    return ViewInfo(
+                        path: view.path, signature: view.signature, indexedSequence: state?.sequence ?? 0,
+                        rowCount: state?.rowCount ?? 0, bytes: state == nil ? 0 : try indexes.bytes(of: tables, in: transaction),
+                        mapErrors: state?.mapErrors ?? 0)
+                }
+            }
+            if !info.contains(where: { $0 == nil }) { return info.compactMap { $0 } }
+        }
+    }
+
+    /// Removes the indexes no design document references any more, except
+    /// those with the signatures in `kept`.
+    func removeUnusedIndexes(keeping kept: Set<String> = []) throws {
+        let used = Set(try designDocuments().flatMap(\.views).map(\.signature)).union(kept)
+        // Read first: most calls find nothing to remove, and need no write.
+        guard try environment.read({ try indexes.allStates(in: $0) }).contains(where: { !used.contains($0.signature) }) else { return }
+        try indexing.withLock {
+            try environment.write { transaction in
+                for (signature, state) in try indexes.allStates(in: transaction) where !used.contains(signature) {
+                    logger.info("removing an index no design document uses", metadata: ["view.signature": "\(signature)", "view.name": "\(state.designDocument)/\(state.view)"])
+                    try indexes.drop(signature, in: transaction)
+                }
+            }
+        }
+    }
+
+    private func makeIndexer() throws -> ViewIndexer {
+        ViewIndexer(store: store, indexes: indexes, workers: try javaScript(), logger: logger,
+                    batchSize: max(1, options.indexBatchSize), flushBytes: options.indexBufferBytes)
+    }
+}
+
+/// Parsed design documents, by id and revision, so queries do not re-parse them,
+/// and which of them compiled.
+final class DesignDocumentCache: @unchecked Sendable {
+    private struct Entry {
+        var revision: Revision
+        var design: DesignDocument
+        var checked = false
+        /// The size of the stored document's body.
+        var bodyBytes: Int
+        /// The last committed transaction when this revision was last read as
+        /// the live one (the environment's counter; nil: not since parsed).
+        var confirmedAt: Int?
+    }
+
+    private let lock = NSLock()
+    /// By the id's UTF-8 bytes: as `String` keys, `_design/é` composed and
+    /// decomposed would be one entry, and a query of one would be answered
+    /// from the other's views.
+    private var entries: [[UInt8]: Entry] = [:]
+
+    /// Whether this revision of the design document compiled.
+    func isChecked(_ id: String, revision: Revision) -> Bool {
+        lock.withLock { entries[Array(id.utf8)].map { $0.revision == revision && $0.checked } ?? false }
+    }
+
+    /// The body size of the design document parsed at `revision`, if that is the one cached.
+    func bodyBytes(_ id: String, revision: Revision) -> Int? {
+        lock.withLock { entries[Array(id.utf8)].flatMap { $0.revision == revision ? $0.bodyBytes : nil } }
+    }
+
+    func markChecked(_ id: String, revision: Revision) {
+        lock.withLock {
+            if entries[Array(id.utf8)]?.revision == revision { entries[Array(id.utf8)]?.checked = true }
+        }
+    }
+
+    /// The cached design document and its revision, if it was read as the
+    /// live one when `committed` was already the last committed transaction:
+    /// no write since can have changed it.
+    func unchanged(_ id: String, since committed: Int) -> (DesignDocument, Revision)? {
+        lock.withLock { entries[Array(id.utf8)].flatMap { $0.confirmedAt == committed ? ($0.design, $0.revision) : nil } }
+    }
+
+    /// Records that `revision` was read as the live one with `committed` the
+    /// last committed transaction, or later (the counter read before the document).
+    func confirm(_ id: String, revision: Revision, at committed: Int) {
+        lock.withLock {
+            if entries[Array(id.utf8)]?.revision == revision { entries[Array(id.utf8)]?.confirmedAt = committed }
+        }
+    }
+
+    /// The design document parsed at `revision`, if that is the one cached.
+    func cached(_ id: String, revision: Revision) -> DesignDocument? {
+        lock.withLock { entries[Array(id.utf8)].flatMap { $0.revision == revision ? $0.design : nil } }
+    }
+
+    func parsed(_ document: Document) throws -> DesignDocument {
+        if let design = cached(document.id, revision: document.revision) { return design }
+        let design = try DesignDocument(json: try document.value)
+        lock.withLock { entries[Array(document.id.utf8)] = Entry(revision: document.revision, design: design, bodyBytes: document.body.count) }
+        return design
+    }
+}

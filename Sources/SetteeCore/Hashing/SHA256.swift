@@ -1,0 +1,109 @@
+/// SHA-256 (FIPS 180-4), incremental.
+package struct SHA256: BlockHash {
+    package typealias State = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
+
+    private var state: State = (
+        0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
+    )
+    private var buffer = HashBlockBuffer()
+
+    /// The length of a digest in bytes.
+    package static let digestCount = 32
+
+    /// A hasher with nothing added yet.
+    package init() {}
+
+    /// Adds `bytes` to the message.
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        buffer.absorb(bytes, into: &state, Self.compress)
+    }
+
+    /// The 32-byte digest of everything added so far. The hasher is left as it was,
+    /// so more may still be added.
+    package func finalize() -> [UInt8] {
+        var state = state
+        buffer.finish(into: &state, lengthIsBigEndian: true, Self.compress)
+        let words = (
+            state.0.bigEndian, state.1.bigEndian, state.2.bigEndian, state.3.bigEndian,
+            state.4.bigEndian, state.5.bigEndian, state.6.bigEndian, state.7.bigEndian
+        )
+        return withUnsafeBytes(of: words) { Array($0) }
+    }
+
+    // MARK: Compression
+
+    /// The round constants: the first 32 bits of the fractional parts of the cube
+    /// roots of the first 64 primes.
+    private static let roundConstants: [UInt32] = [
+        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5,
+        0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
+        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3,
+        0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
+        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc,
+        0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
+        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7,
+        0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
+        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13,
+        0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
+        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3,
+        0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
+        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5,
+        0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
+        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208,
+        0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
+    ]
+
+    /// Runs `blockCount` 64-byte blocks at `blocks` through the FIPS 180-4 rounds.
+    private static func compress(_ state: inout State, _ blocks: UnsafeRawPointer, _ blockCount: Int) {
+        roundConstants.withUnsafeBufferPointer { k in
+            // The message schedule lives on the stack, reused for every block.
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+                var (h0, h1, h2, h3, h4, h5, h6, h7) = state
+                var block = blocks
+                for _ in 0..<blockCount {
+                    for t in 0..<16 {
+                        w[t] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: t * 4, as: UInt32.self))
+                    }
+                    for t in 16..<64 {
+                        let w15 = w[t - 15], w2 = w[t - 2]
+                        let s0 = rotateRight(w15, 7) ^ rotateRight(w15, 18) ^ (w15 &>> 3)
+                        let s1 = rotateRight(w2, 17) ^ rotateRight(w2, 19) ^ (w2 &>> 10)
+                        w[t] = w[t - 16] &+ s0 &+ w[t - 7] &+ s1
+                    }
+                    var a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, h = h7
+                    for t in 0..<64 {
+                        let sigma1 = rotateRight(e, 6) ^ rotateRight(e, 11) ^ rotateRight(e, 25)
+                        let choice = g ^ (e & (f ^ g))
+                        let t1 = h &+ sigma1 &+ choice &+ k[t] &+ w[t]
+                        let sigma0 = rotateRight(a, 2) ^ rotateRight(a, 13) ^ rotateRight(a, 22)
+                        let majority = (a & b) | (c & (a | b))
+                        let t2 = sigma0 &+ majority
+                        h = g
+                        g = f
+                        f = e
+                        e = d &+ t1
+                        d = c
+                        c = b
+                        b = a
+                        a = t1 &+ t2
+                    }
+                    h0 &+= a
+                    h1 &+= b
+                    h2 &+= c
+                    h3 &+= d
+                    h4 &+= e
+                    h5 &+= f
+                    h6 &+= g
+                    h7 &+= h
+                    block += 64
+                }
+                state = (h0, h1, h2, h3, h4, h5, h6, h7)
+            }
+        }
+    }
+
+    @inline(__always)
+    private static func rotateRight(_ value: UInt32, _ count: UInt32) -> UInt32 {
+        value &>> count | value &<< (32 &- count)
+    }
+}

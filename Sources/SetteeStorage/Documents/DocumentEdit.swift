@@ -1,0 +1,146 @@
+import SetteeCore
+/// An incoming document, validated as CouchDB validates it, before it is written.
+package struct DocumentEdit: Sendable {
+    /// `_id`, or nil when the store must generate one.
+    package var id: String?
+    /// `_rev` as given, or nil.
+    package var revision: Revision?
+    /// Whether the edit deletes the document (`"_deleted": true`).
+    package var deleted: Bool
+    /// The other members, as a JSON object.
+    package var body: [UInt8]
+    /// MD5 of `body`, for the revision.
+    package var bodyDigest: [UInt8]
+
+    /// The longest id the storage engine can key (LMDB's 511-byte key limit).
+    package static let maximumIDBytes = 511
+
+    /// Validates one JSON document. Errors say what is wrong in CouchDB's words.
+    /// A document's size is the byte length of its JSON as given, checked
+    /// before anything else is done with it (a design document's once its id is read).
+    package init(json: UnsafeRawBufferPointer, sizeLimits: DocumentSizeLimits = DocumentSizeLimits()) throws(DocumentError) {
+        if json.count > sizeLimits.largest {
+            throw sizeLimits.tooLarge(bytes: json.count, id: nil, limit: sizeLimits.largest)
+        }
+        let members: [JSONObjectMember]
+        do {
+            members = try JSONObjectScanner.scan(json)
+        } catch {
+            switch error {
+            case .notAnObject: throw DocumentError(.badRequest, "Document must be a JSON object")
+            case .malformed(let error): throw DocumentError(.badRequest, "invalid JSON: \(error)")
+            }
+        }
+        var id: String?
+        var revision: Revision?
+        var deleted = false
+        var body: [UInt8] = [UInt8(ascii: "{")]
+        body.reserveCapacity(json.count)
+        for member in members {
+            let value = UnsafeRawBufferPointer(rebasing: json[member.valueRange])
+            if member.key.utf8.first == UInt8(ascii: "_") {
+                switch member.key {
+                case "_id":
+                    id = try Self.validID(value)
+                    continue
+                case "_rev":
+                    guard case .string(let text)? = try? JSONParser.parse(value), let parsed = Revision(text) else {
+                        throw DocumentError(.badRequest, "Invalid rev format", id: id)
+                    }
+                    revision = parsed
+                    continue
+                case "_deleted":
+                    guard case .bool(let flag)? = try? JSONParser.parse(value) else {
+                        throw DocumentError(.badRequest, "_deleted must be a boolean", id: id)
+                    }
+                    deleted = flag
+                    continue
+                default:
+                    throw DocumentError(.documentValidation, "Bad special document member: \(member.key)", id: id)
+                }
+            }
+            if body.count > 1 { body.append(UInt8(ascii: ",")) }
+            body.append(contentsOf: json[member.keyRange.lowerBound..<member.keyRange.upperBound])
+            body.append(UInt8(ascii: ":"))
+            body.append(contentsOf: value)
+        }
+        body.append(UInt8(ascii: "}"))
+        if let id, json.count > sizeLimits.limit(forID: id) {
+            throw sizeLimits.tooLarge(bytes: json.count, id: id, limit: sizeLimits.limit(forID: id))
+        }
+        self.id = id
+        self.revision = revision
+        self.deleted = deleted
+        self.body = deleted ? Self.emptyBody : body
+        self.bodyDigest = MD5.hash(self.body)
+    }
+
+    /// A deletion: its tombstone keeps no members.
+    package init(deleting id: String, revision: Revision?) {
+        self.id = id
+        self.revision = revision
+        self.deleted = true
+        self.body = Self.emptyBody
+        self.bodyDigest = MD5.hash(Self.emptyBody)
+    }
+
+    package static let emptyBody: [UInt8] = Array("{}".utf8)
+
+    /// CouchDB's rules for `_id` (couch_doc:validate_docid), plus the key-size limit.
+    package static func validID(_ value: UnsafeRawBufferPointer) throws(DocumentError) -> String {
+        guard case .string(let id)? = try? JSONParser.parse(value) else {
+            throw DocumentError(.badRequest, "Document id must be a string")
+        }
+        try validate(id: id)
+        return id
+    }
+
+    package static func validate(id: String) throws(DocumentError) {
+        if id.isEmpty {
+            throw DocumentError(.badRequest, "Document id must not be empty")
+        }
+        if id.utf8.count > maximumIDBytes {
+            throw DocumentError(.badRequest, "Document id must not be longer than \(maximumIDBytes) bytes", id: String(id.prefix(40)) + "…")
+        }
+        if id.utf8.first == UInt8(ascii: "_") {
+            if id.hasPrefix("_design/") {
+                if id.utf8.count == "_design/".utf8.count {
+                    throw DocumentError(.badRequest, "Illegal document id `_design/`", id: id)
+                }
+            } else if id.hasPrefix("_local/") {
+                throw DocumentError(.badRequest, "Local documents (`_local/`) are not supported", id: id)
+            } else {
+                throw DocumentError(.badRequest, "Only reserved document ids may start with underscore.", id: id)
+            }
+        }
+    }
+}
+
+/// The largest documents a database writes, in bytes of their JSON
+/// (see ``Database/Options/maximumDocumentBytes``).
+package struct DocumentSizeLimits: Sendable {
+    /// For documents other than design documents (CouchDB's `max_document_size`).
+    package var document = 8_000_000
+    /// For `_design/` documents.
+    package var designDocument = 2_000_000
+
+    package init(document: Int = 8_000_000, designDocument: Int = 2_000_000) {
+        self.document = document
+        self.designDocument = designDocument
+    }
+
+    /// The larger limit: what a document whose id is not yet known may take.
+    package var largest: Int { max(document, designDocument) }
+
+    package func limit(forID id: String) -> Int {
+        id.hasPrefix("_design/") ? designDocument : document
+    }
+
+    /// The error for a document of `bytes` over `limit` (at least `bytes`
+    /// when it was refused before its end was read).
+    package func tooLarge(bytes: Int, id: String?, limit: Int, atLeast: Bool = false) -> DocumentError {
+        let kind = id?.hasPrefix("_design/") == true ? "design document" : "document"
+        let option = limit == designDocument && limit != document ? "maximumDesignDocumentBytes" : "maximumDocumentBytes"
+        return DocumentError(.documentTooLarge, "the \(kind) is \(atLeast ? "more than " : "")\(bytes) bytes of JSON, over the limit of \(limit) bytes (Database.Options.\(option))", id: id)
+    }
+}

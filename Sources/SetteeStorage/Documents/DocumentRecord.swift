@@ -1,0 +1,90 @@
+import SetteeCore
+/// How a document revision is stored in the `docs` table:
+///
+///     u64 seq (little-endian) | u32 rev generation | 16-byte rev hash | u8 flags | body JSON
+///
+/// The body is the JSON object without `_id`, `_rev` and `_deleted`.
+package struct DocumentRecord {
+    package static let headerSize = 29
+    package static let deletedFlag: UInt8 = 1
+
+    package let bytes: UnsafeRawBufferPointer
+
+    /// The record stored for the document `id` in the database at `path`,
+    /// checked before anything is read from it: a record shorter than its
+    /// header, or whose body is not an object's braces, is not one Settee
+    /// wrote (another program's, a page overwritten) and is reported as damage
+    /// instead of being read past its end.
+    package init(bytes: UnsafeRawBufferPointer, id: some Sequence<UInt8>, path: String) throws(StorageError) {
+        guard bytes.count >= Self.headerSize + 2 else {
+            throw Self.damage(id: id, path: path, "its record is \(bytes.count) bytes, shorter than the \(Self.headerSize)-byte header and an object")
+        }
+        guard bytes[Self.headerSize] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else {
+            throw Self.damage(id: id, path: path, "its record's body is not a JSON object")
+        }
+        self.bytes = bytes
+    }
+
+    private static func damage(id: some Sequence<UInt8>, path: String, _ problem: String) -> StorageError {
+        let name = String(decoding: Array(id.prefix(200)), as: UTF8.self)
+        return .damagedRecord("document \"\(name)\"", in: path, "the document \"\(name)\": \(problem)")
+    }
+
+    package var sequence: UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)) }
+    package var generation: UInt32 { UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self)) }
+    package var revision: Revision { Revision(generation: generation, hash: Array(bytes[12..<28])) }
+    package var isDeleted: Bool { bytes[28] & Self.deletedFlag != 0 }
+    package var body: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[Self.headerSize...]) }
+
+    package static func encode(sequence: UInt64, revision: Revision, deleted: Bool, body: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
+        out.reserveCapacity(headerSize + body.count)
+        withUnsafeBytes(of: sequence.littleEndian) { out.append(contentsOf: $0) }
+        withUnsafeBytes(of: revision.generation.littleEndian) { out.append(contentsOf: $0) }
+        out.append(contentsOf: revision.hash)
+        out.append(deleted ? deletedFlag : 0)
+        out.append(contentsOf: body)
+    }
+
+    package func document(id: String) -> Document {
+        Document(id: id, revision: revision, sequence: sequence, isDeleted: isDeleted, body: Array(body))
+    }
+
+    /// Appends the document as map functions see it — `{"_id":…,"_rev":…` and the
+    /// body's members — without building strings on the way.
+    package func appendFullJSON(id: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        Self.appendFullJSON(id: id, generation: generation, hash: bytes[12..<28], deleted: isDeleted, body: body, into: &out)
+    }
+
+    /// `{"_id":…,"_rev":…` + the body's members (+ `"_deleted":true` for a tombstone).
+    package static func fullJSON(id: String, revision: Revision, deleted: Bool, body: some Collection<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + id.utf8.count + 60)
+        var id = id
+        id.withUTF8 { id in
+            appendFullJSON(id: UnsafeRawBufferPointer(id), generation: revision.generation, hash: revision.hash,
+                           deleted: deleted, body: body, into: &out)
+        }
+        return out
+    }
+
+    private static func appendFullJSON(id: UnsafeRawBufferPointer, generation: UInt32, hash: some Sequence<UInt8>, deleted: Bool,
+                                       body: some Collection<UInt8>, into out: inout [UInt8]) {
+        out.append(contentsOf: #"{"_id":"#.utf8)
+        JSONWriter.writeString(utf8: id.assumingMemoryBound(to: UInt8.self), into: &out)
+        out.append(contentsOf: #","_rev":""#.utf8)
+        JSONWriter.writeNumber(Double(generation), into: &out)
+        out.append(UInt8(ascii: "-"))
+        let digits: StaticString = "0123456789abcdef"
+        for byte in hash {
+            out.append(digits.utf8Start[Int(byte >> 4)])
+            out.append(digits.utf8Start[Int(byte & 15)])
+        }
+        out.append(UInt8(ascii: "\""))
+        if deleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
+        // The body is `{…}`: drop its opening brace, keep its members.
+        let members = body.dropFirst()
+        if members.first != UInt8(ascii: "}") { out.append(UInt8(ascii: ",")) }
+        out.append(contentsOf: members)
+    }
+}

@@ -1,0 +1,252 @@
+import CSetteeLMDB
+import Foundation
+import Logging
+import SetteeCore
+
+/// Documents in LMDB: the current revision of each document, and the changes
+/// feed (one entry per document, at the sequence number of its latest write).
+///
+/// Tables: `docs` (id → ``DocumentRecord``) and `seqs` (big-endian u64 → id);
+/// the counts of documents are kept in the table `settee` (``KeptDocumentCounts``).
+package final class DocumentStore: Sendable {
+    package let environment: LMDBEnvironment
+    package let docs: MDB_dbi
+    package let seqs: MDB_dbi
+    /// The table `settee`, which holds the kept counts; nil only in a database
+    /// from before the format record, opened read-only (see ``DatabaseFormat``).
+    package let metadata: MDB_dbi?
+    package let logger: Logger
+    /// Signalled after every committed write, for live queries and changes feeds.
+    package let commits: CommitSignal
+    /// The largest documents and design documents written.
+    package let sizeLimits: DocumentSizeLimits
+    private let ids = DocumentIDGenerator()
+    /// Checks each edit before it is written (design documents' `validate_doc_update`).
+    package let validation: (any DocumentWriteValidation)?
+
+    package init(environment: LMDBEnvironment, logger: Logger, validation: (any DocumentWriteValidation)? = nil, sizeLimits: DocumentSizeLimits) throws {
+        self.environment = environment
+        self.logger = logger
+        self.validation = validation
+        self.sizeLimits = sizeLimits
+        let tables = try environment.openDatabases(["docs", "seqs"])
+        docs = tables[0]
+        seqs = tables[1]
+        let hasMetadata = try !environment.isReadOnly || environment.tableNames().contains(DatabaseFormat.table)
+        metadata = hasMetadata ? try environment.openDatabases([DatabaseFormat.table])[0] : nil
+        let seqs = seqs
+        commits = try CommitSignal.shared(path: environment.path) {
+            try environment.read { transaction in
+                try transaction.withCursor(seqs) { cursor in
+                    try cursor.last().map { try Self.sequence(fromKey: $0.key, path: environment.path) } ?? 0
+                }
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// The current revision of a document, tombstones included.
+    package func record(_ id: String, in transaction: LMDBTransaction) throws -> Document? {
+        var key = id
+        return try key.withUTF8 { key in
+            try transaction.get(docs, UnsafeRawBufferPointer(key)).map {
+                try DocumentRecord(bytes: $0, id: key, path: environment.path).document(id: id)
+            }
+        }
+    }
+
+    /// The revision of a document that exists and is not deleted, read without its body.
+    package func liveRevision(_ id: String) throws -> Revision? {
+        var key = id
+        return try environment.read { transaction in
+            try key.withUTF8 { key in
+                guard let bytes = try transaction.get(docs, UnsafeRawBufferPointer(key)) else { return nil }
+                let record = try DocumentRecord(bytes: bytes, id: key, path: environment.path)
+                return record.isDeleted ? nil : record.revision
+            }
+        }
+    }
+
+    /// The document, or nil when it does not exist or was deleted.
+    package func document(_ id: String) throws -> Document? {
+        try environment.read { transaction in
+            guard let document = try record(id, in: transaction), !document.isDeleted else { return nil }
+            return document
+        }
+    }
+
+    /// The sequence number of the latest write (0 for an empty database).
+    package func lastSequence(in transaction: LMDBTransaction) throws -> UInt64 {
+        try transaction.withCursor(seqs) { cursor in
+            guard let last = try cursor.last() else { return 0 }
+            return try Self.sequence(fromKey: last.key, path: environment.path)
+        }
+    }
+
+    package func lastSequence() throws -> UInt64 {
+        try environment.read { try lastSequence(in: $0) }
+    }
+
+    /// Visits the documents changed after `since`, in sequence order, reading
+    /// records in place (valid only during the call).
+    package func forEachChange(
+        since: UInt64, in transaction: LMDBTransaction,
+        _ body: (_ sequence: UInt64, _ id: UnsafeRawBufferPointer, _ record: DocumentRecord) throws -> Bool
+    ) throws {
+        try transaction.withCursor(seqs) { cursor in
+            try transaction.withCursor(docs) { documents in
+                let start = (since + 1).bigEndian
+                var entry = try withUnsafeBytes(of: start) { try cursor.seek(atOrAfter: $0) }
+                while let (key, id) = entry {
+                    let sequence = try Self.sequence(fromKey: key, path: environment.path)
+                    guard let record = try documents.find(id)?.value else {
+                        throw StorageError(code: MDB_CORRUPTED, operation: "reading the changes feed: seq \(sequence) names a missing document")
+                    }
+                    if try !body(sequence, id, DocumentRecord(bytes: record, id: id, path: environment.path)) { return }
+                    entry = try cursor.next()
+                }
+            }
+        }
+    }
+
+    /// The documents changed after `since`, oldest first.
+    package func changes(since: UInt64, limit: Int? = nil) throws -> [Change] {
+        try environment.read { transaction in
+            var changes: [Change] = []
+            try forEachChange(since: since, in: transaction) { sequence, id, record in
+                changes.append(Change(sequence: sequence, id: String(decoding: id, as: UTF8.self), revision: record.revision, isDeleted: record.isDeleted))
+                return limit.map { changes.count < $0 } ?? true
+            }
+            return changes
+        }
+    }
+
+    /// The sequence number a key of the `seqs` table holds (8 bytes, big-endian).
+    package static func sequence(fromKey key: UnsafeRawBufferPointer, path: String) throws(StorageError) -> UInt64 {
+        guard key.count == 8 else {
+            throw StorageError.damagedRecord("the changes feed", in: path, "a key of the changes feed is \(key.count) bytes where a sequence number takes 8")
+        }
+        return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+    }
+
+    // MARK: Writing
+
+    /// Writes one validated edit inside a write transaction: checks `_rev`
+    /// against the current revision, assigns the next sequence number, and
+    /// adds what it does to the counts to `countChange`.
+    package func apply(_ edit: DocumentEdit, sequence: UInt64, in transaction: LMDBTransaction, scratch: inout [UInt8],
+               countChange: inout DocumentCounts) throws -> WriteResult {
+        let id = edit.id ?? ids.next()
+        var idCopy = id
+        return try idCopy.withUTF8 { idBytes in
+            let key = UnsafeRawBufferPointer(idBytes)
+            var previous: Revision?
+            var previousSequence: UInt64?
+            var current: DocumentRecord?
+            if let existing = try transaction.get(docs, key) {
+                let record = try DocumentRecord(bytes: existing, id: key, path: environment.path)
+                current = record
+                if record.isDeleted {
+                    // A deleted document may be re-created without a _rev, as in CouchDB.
+                    if edit.revision != nil && edit.revision != record.revision { throw DocumentError.conflict(id) }
+                    if edit.deleted && edit.revision == nil { throw DocumentError(.notFound, "deleted", id: id) }
+                } else if edit.revision != record.revision {
+                    throw DocumentError.conflict(id)
+                }
+                previous = record.revision
+                previousSequence = record.sequence
+            } else if edit.revision != nil || edit.deleted {
+                throw edit.deleted ? DocumentError(.notFound, "missing", id: id) : DocumentError.conflict(id)
+            }
+            if let validation { try validation.validate(edit, id: id, current: current) }
+            // Read before the put: the record points into the page the put rewrites.
+            let wasDeleted = current?.isDeleted
+            let revision = Revision.next(after: previous, deleted: edit.deleted, bodyDigest: edit.bodyDigest)
+            edit.body.withUnsafeBytes { DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch) }
+            try scratch.withUnsafeBytes { try transaction.put(docs, key, $0) }
+            if let previousSequence {
+                try withUnsafeBytes(of: previousSequence.bigEndian) { _ = try transaction.delete(seqs, $0) }
+            }
+            try withUnsafeBytes(of: sequence.bigEndian) { try transaction.put(seqs, $0, key, append: true) }
+            countChange.countWrite(wasDeleted: wasDeleted, isDeleted: edit.deleted)
+            return WriteResult(id: id, revision: revision, sequence: sequence)
+        }
+    }
+
+    /// Runs `body` in a write transaction of documents and commits it, then
+    /// wakes whoever waits for new writes. Every document write goes through
+    /// here: `body` adds what its writes change the counts by to its second
+    /// argument, and the kept counts are rewritten in the same transaction.
+    package func writing<T>(_ body: (LMDBTransaction, inout DocumentCounts) throws -> T) throws -> T {
+        var sequence: UInt64 = 0
+        let result = try environment.write { transaction in
+            try validation?.beginWrite(store: self, in: transaction)
+            let before = try lastSequence(in: transaction)
+            var countChange = DocumentCounts()
+            let result = try body(transaction, &countChange)
+            sequence = try lastSequence(in: transaction)
+            if sequence != before { try keepCounts(changedBy: countChange, from: before, to: sequence, in: transaction) }
+            return result
+        }
+        commits.committed(sequence)
+        return result
+    }
+
+    /// Writes one edit in its own transaction.
+    package func write(_ edit: DocumentEdit) throws -> WriteResult {
+        try writing { transaction, countChange in
+            var scratch: [UInt8] = []
+            return try apply(edit, sequence: try lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch, countChange: &countChange)
+        }
+    }
+
+    /// Writes many edits in one transaction. Each edit that is refused (a
+    /// conflict, or by `check`, which sees the transaction before the edit
+    /// is applied) is reported and skipped; the others land.
+    package func write(_ edits: [DocumentEdit], checking check: ((DocumentEdit, LMDBTransaction) throws -> Void)? = nil)
+        throws -> [Result<WriteResult, DocumentError>] {
+        try writing { transaction, countChange in
+            var sequence = try lastSequence(in: transaction)
+            var scratch: [UInt8] = []
+            var results: [Result<WriteResult, DocumentError>] = []
+            results.reserveCapacity(edits.count)
+            for edit in edits {
+                do {
+                    try check?(edit, transaction)
+                    let result = try apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch, countChange: &countChange)
+                    sequence += 1
+                    results.append(.success(result))
+                } catch let error as DocumentError {
+                    results.append(.failure(error))
+                }
+            }
+            return results
+        }
+    }
+}
+
+/// CouchDB's default "sequential" ids: a random 26-hex-digit prefix and a
+/// 6-digit suffix that grows by a random step, so new ids land near each other
+/// in the B-tree yet stay unguessable across prefixes.
+package final class DocumentIDGenerator: @unchecked Sendable {
+    private let lock = NSLock()
+    private var prefix = DocumentIDGenerator.randomPrefix()
+    private var counter = UInt32.random(in: 0..<0x1000)
+
+    package func next() -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        counter += UInt32.random(in: 1...0xFE)
+        if counter >= 0x100_0000 {
+            prefix = Self.randomPrefix()
+            counter = UInt32.random(in: 0..<0x1000)
+        }
+        let suffix = String(counter, radix: 16)
+        return prefix + String(repeating: "0", count: 6 - suffix.count) + suffix
+    }
+
+    private static func randomPrefix() -> String {
+        (0..<13).map { _ in UInt8.random(in: 0...255) }.hexString
+    }
+}

@@ -1,0 +1,57 @@
+import SetteeCore
+/// A document revision in CouchDB's form `N-<32 hex digits>`: a generation
+/// that counts the edits, and a hash of the edit.
+public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStringConvertible {
+    public var generation: UInt32
+    /// 16 bytes.
+    public var hash: [UInt8]
+
+    public init(generation: UInt32, hash: [UInt8]) {
+        precondition(hash.count == 16, "A revision hash has 16 bytes.")
+        self.generation = generation
+        self.hash = hash
+    }
+
+    /// Parses `N-<32 hex digits>`; nil when the text is not a revision.
+    public init?(_ text: String) {
+        let utf8 = Array(text.utf8)
+        guard let dash = utf8.firstIndex(of: UInt8(ascii: "-")), dash > 0, dash <= 10,
+              utf8.count - dash - 1 == 32,
+              let generation = UInt32(String(decoding: utf8[..<dash], as: UTF8.self)), generation > 0
+        else { return nil }
+        var hash: [UInt8] = []
+        hash.reserveCapacity(16)
+        var index = dash + 1
+        while index < utf8.count {
+            guard let high = Self.hexValue(utf8[index]), let low = Self.hexValue(utf8[index + 1]) else { return nil }
+            hash.append(high << 4 | low)
+            index += 2
+        }
+        self.init(generation: generation, hash: hash)
+    }
+
+    public var description: String {
+        "\(generation)-\(hash.hexString)"
+    }
+
+    /// The revision that follows this one (or the first, after `nil`) for an edit
+    /// whose body hashes to `bodyDigest`: MD5 over the previous revision, the
+    /// deleted flag and the body's MD5. The body's digest needs no transaction,
+    /// so bulk imports compute it in parallel.
+    package static func next(after previous: Revision?, deleted: Bool, bodyDigest: [UInt8]) -> Revision {
+        var md5 = MD5()
+        if let previous { md5.update(previous.description) }
+        md5.update([deleted ? 1 : 0] as [UInt8])
+        md5.update(bodyDigest)
+        return Revision(generation: (previous?.generation ?? 0) + 1, hash: md5.finalize())
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

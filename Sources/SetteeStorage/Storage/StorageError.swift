@@ -1,0 +1,69 @@
+import SetteeCore
+import CSetteeLMDB
+import Foundation
+
+/// A failure of the storage engine (LMDB), with what was being done.
+public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// LMDB's result code, or an errno value.
+    public var code: Int32
+    /// What Settee was doing, e.g. "opening /data/db".
+    public var operation: String
+    /// What is wrong in Settee's words, where the storage engine's words for
+    /// `code` would not say it (a truncated file, a lock held by another
+    /// process); nil for the engine's own failures.
+    public var explanation: String?
+
+    public init(code: Int32, operation: String, explanation: String? = nil) {
+        self.code = code
+        self.operation = operation
+        self.explanation = explanation
+    }
+
+    /// What is wrong: ``explanation`` when there is one, else the storage
+    /// engine's own words for `code`.
+    public var reason: String {
+        explanation ?? String(cString: mdb_strerror(code))
+    }
+
+    public var description: String {
+        "\(reason) - while \(operation)"
+    }
+
+    /// The database files grew past what the disk or the size limit allows.
+    public var isFull: Bool {
+        code == MDB_MAP_FULL || code == ENOSPC
+    }
+
+    /// The database's files are damaged: truncated, a page or record that
+    /// does not decode.
+    public var isDamage: Bool {
+        code == MDB_CORRUPTED || code == MDB_PAGE_NOTFOUND || code == MDB_INVALID
+    }
+
+    /// A record of the database that is not what Settee wrote: too short for
+    /// its layout, or not JSON where JSON belongs.
+    package static func damagedRecord(_ what: String, in path: String, _ problem: String) -> StorageError {
+        StorageError(code: MDB_CORRUPTED, operation: "reading \(what) in \(path)",
+                     explanation: "the database is damaged: \(problem)")
+    }
+}
+
+@inline(__always)
+package func check(_ code: Int32, _ operation: @autoclosure () -> String) throws(StorageError) {
+    if code != 0 { throw StorageError(code: code, operation: operation()) }
+}
+
+extension StorageError: SetteeError {
+    /// What kind of failure this is.
+    public var errorCode: SetteeErrorCode {
+        if isFull { return .storageFull }
+        if isDamage { return .databaseDamaged }
+        switch code {
+        case MDB_INCOMPATIBLE: return .notSetteeDatabase
+        case EBUSY: return .busy
+        case EROFS: return .readOnly
+        case ENOENT: return .notFound
+        default: return .storageFailure
+        }
+    }
+}

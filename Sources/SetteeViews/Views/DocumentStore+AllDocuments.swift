@@ -1,0 +1,131 @@
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+extension DocumentStore {
+    /// The stored `_design/` documents (live ones).
+    package func designDocumentRecords() throws -> [Document] {
+        try environment.read { try designDocumentRecords(in: $0) }
+    }
+
+    /// The live design documents as `transaction` sees them.
+    package func designDocumentRecords(in transaction: LMDBTransaction) throws -> [Document] {
+        var documents: [Document] = []
+        try transaction.withCursor(docs) { cursor in
+            let prefix = Array("_design/".utf8)
+            var entry = try prefix.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
+            while let (key, value) = entry, key.starts(with: prefix) {
+                let record = try DocumentRecord(bytes: value, id: key, path: environment.path)
+                if !record.isDeleted { documents.append(record.document(id: String(decoding: key, as: UTF8.self))) }
+                entry = try cursor.next()
+            }
+        }
+        return documents
+    }
+
+    /// CouchDB's `_all_docs` over the `docs` table: ids in raw byte order,
+    /// deleted documents left out. The header comes before the first row;
+    /// rows are handed over one by one, in one read transaction.
+    ///
+    /// `total_rows` is the kept count of live documents. The offset, the live
+    /// documents before the start key, is counted by reading the records
+    /// before it in the query's direction: CouchDB's B-tree keeps a count in
+    /// every node and finds it in one descent; LMDB keeps none, so a query
+    /// that starts far into the ids costs that walk, and one without a start
+    /// key none.
+    package func forEachDocumentRow(_ options: ViewQueryOptions, header: (ViewResultHeader) throws -> Void,
+                            row emit: (consuming ViewRow) throws -> Void) throws {
+        try environment.read { transaction in
+            let updateSequence = options.updateSeq ? try lastSequence(in: transaction) : nil
+            var skip = options.skip
+            let limit = options.limit ?? .max
+            var taken = 0
+
+            /// Hands over a row unless it is skipped; false once `limit` rows are taken.
+            func take(_ row: @autoclosure () -> ViewRow) throws -> Bool {
+                guard taken < limit else { return false }
+                if skip > 0 {
+                    skip -= 1
+                    return true
+                }
+                try emit(row())
+                taken += 1
+                return taken < limit
+            }
+
+            func live(_ id: UnsafeRawBufferPointer, _ record: DocumentRecord) -> ViewRow {
+                let text = String(decoding: id, as: UTF8.self)
+                return ViewRow(id: text, keyJSON: JSONValue.string(text).jsonText, valueJSON: #"{"rev":"\#(record.revision)"}"#,
+                               documentJSON: options.includeDocs ? record.document(id: text).json : nil)
+            }
+
+            if let keys = options.keys ?? options.key.map({ [$0] }) {
+                // One row per requested key, in the order given; CouchDB reports missing and deleted ones too.
+                try header(ViewResultHeader(totalRows: try counts(in: transaction).live, offset: nil, updateSequence: updateSequence))
+                for key in keys {
+                    guard case .string(let id) = key else {
+                        if try !take(ViewRow(id: nil, keyJSON: key.jsonText, valueJSON: "null", error: "not_found")) { return }
+                        continue
+                    }
+                    var bytes = id
+                    let more = try bytes.withUTF8 { idBytes in
+                        guard let value = try transaction.get(docs, UnsafeRawBufferPointer(idBytes)) else {
+                            return try take(ViewRow(id: nil, keyJSON: key.jsonText, valueJSON: "null", error: "not_found"))
+                        }
+                        let record = try DocumentRecord(bytes: value, id: idBytes, path: environment.path)
+                        if record.isDeleted {
+                            return try take(ViewRow(id: id, keyJSON: key.jsonText, valueJSON: #"{"rev":"\#(record.revision)","deleted":true}"#,
+                                                    documentJSON: options.includeDocs ? "null" : nil))
+                        }
+                        return try take(live(UnsafeRawBufferPointer(idBytes), record))
+                    }
+                    if !more { return }
+                }
+                return
+            }
+
+            let start = options.startKey?.stringValue.map { Array($0.utf8) }
+            let end = options.endKey?.stringValue.map { Array($0.utf8) }
+            /// Whether `key` comes before the start key in the scan's direction.
+            func beforeStart(_ key: UnsafeRawBufferPointer) -> Bool {
+                guard let start else { return false }
+                return options.descending ? compareBytes(key, start) > 0 : compareBytes(key, start) < 0
+            }
+            // First the header: the kept count, and the live documents before the start key.
+            var offset = 0
+            if start != nil {
+                try transaction.withCursor(docs) { cursor in
+                    var entry = options.descending ? try cursor.last() : try cursor.first()
+                    while let (key, value) = entry, beforeStart(key) {
+                        if try !DocumentRecord(bytes: value, id: key, path: environment.path).isDeleted { offset += 1 }
+                        entry = options.descending ? try cursor.previous() : try cursor.next()
+                    }
+                }
+            }
+            try header(ViewResultHeader(totalRows: try counts(in: transaction).live, offset: offset + options.skip, updateSequence: updateSequence))
+            guard limit > 0 else { return }
+            // Then the rows, from the start key to the end key.
+            try transaction.withCursor(docs) { cursor in
+                var entry: LMDBCursor.Entry?
+                if let start {
+                    entry = try cursor.seek(atOrAfter: start)
+                    if options.descending {
+                        // The last id at or before the start key.
+                        if entry == nil { entry = try cursor.last() } else if let (key, _) = entry, compareBytes(key, start) > 0 { entry = try cursor.previous() }
+                    }
+                } else {
+                    entry = options.descending ? try cursor.last() : try cursor.first()
+                }
+                while let (key, value) = entry {
+                    if let end {
+                        let order = compareBytes(key, end)
+                        let past = options.descending ? (order < 0 || (order == 0 && !options.inclusiveEnd)) : (order > 0 || (order == 0 && !options.inclusiveEnd))
+                        if past { return }
+                    }
+                    let record = try DocumentRecord(bytes: value, id: key, path: environment.path)
+                    if !record.isDeleted, try !take(live(key, record)) { return }
+                    entry = options.descending ? try cursor.previous() : try cursor.next()
+                }
+            }
+        }
+    }
+}

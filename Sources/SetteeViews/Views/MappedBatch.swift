@@ -1,0 +1,108 @@
+import Foundation
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+
+/// One emitted row: which index it belongs to, and where its stored key and
+/// value lie in its batch's ``MappedBatch/bytes``.
+package struct MappedRow: Sendable {
+    package var target: Int32
+    package var keyStart: Int32
+    package var keyLength: Int32
+    package var valueLength: Int32
+    package var valueStart: Int32 { keyStart + keyLength }
+}
+
+/// The ids of a batch's documents, back to back in one buffer.
+package struct DocumentIDs: Sendable {
+    package var bytes: [UInt8] = []
+    /// Where each id ends in `bytes`.
+    package var ends: [Int32] = []
+
+    package func range(_ document: Int) -> Range<Int> {
+        (document == 0 ? 0 : Int(ends[document - 1]))..<Int(ends[document])
+    }
+
+    package func string(_ document: Int) -> String {
+        String(decoding: bytes[range(document)], as: UTF8.self)
+    }
+
+    package mutating func append(_ id: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: id)
+        ends.append(Int32(bytes.count))
+    }
+
+    package mutating func append(contentsOf other: DocumentIDs) {
+        let base = Int32(bytes.count)
+        bytes.append(contentsOf: other.bytes)
+        ends.append(contentsOf: other.ends.lazy.map { $0 + base })
+    }
+}
+
+/// Changed documents read for mapping, each as map functions see it
+/// (`{"_id":…,"_rev":…,…}`), back to back in one buffer.
+package struct DocumentBatch: Sendable {
+    package var sequences: [UInt64] = []
+    package var ids = DocumentIDs()
+    package var json: [UInt8] = []
+    /// Where each document's JSON ends in `json`; a deleted document's is empty.
+    package var jsonEnds: [Int] = []
+
+    package var count: Int { sequences.count }
+
+    package func jsonRange(_ document: Int) -> Range<Int> {
+        (document == 0 ? 0 : jsonEnds[document - 1])..<jsonEnds[document]
+    }
+}
+
+/// What the map functions made of a run of documents: every row's stored key
+/// and value back to back in one buffer, rows in document order, and the
+/// documents' sequences and ids — no allocation per row or per document.
+package struct MappedBatch: Sendable {
+    package var sequences: [UInt64] = []
+    package var ids = DocumentIDs()
+    package var bytes: [UInt8] = []
+    package var rows: [MappedRow] = []
+    /// Per document, the index of its first row in `rows` (one more entry at the end).
+    package var documentRows: [Int] = [0]
+    package var errors: [(document: Int, target: Int, error: JavaScriptError)] = []
+
+    package var documentCount: Int { documentRows.count - 1 }
+
+    /// Roughly the memory the batch holds.
+    package var memoryBytes: Int {
+        bytes.count + ids.bytes.count + rows.count * MemoryLayout<MappedRow>.stride + sequences.count * 20
+    }
+
+    package init() {}
+
+    /// The rows of the parts, mapped from consecutive slices of `documents`,
+    /// copied once into buffers of the right size.
+    package init(joining parts: [MappedBatch], of documents: DocumentBatch) {
+        append(parts, of: documents)
+    }
+
+    /// Appends the documents and the rows their slices' parts hold, in order.
+    /// A part's errors name documents by their place in `documents`.
+    package mutating func append(_ parts: [MappedBatch], of documents: DocumentBatch) {
+        // Room for all the parts at once, growing as appends do (an exact
+        // reservation on every append would copy the whole buffer each time).
+        func reserve<Element>(_ array: inout [Element], adding count: Int) {
+            if array.count + count > array.capacity { array.reserveCapacity(max(array.count + count, array.capacity * 2)) }
+        }
+        reserve(&bytes, adding: parts.reduce(0) { $0 + $1.bytes.count })
+        reserve(&rows, adding: parts.reduce(0) { $0 + $1.rows.count })
+        reserve(&documentRows, adding: documents.count)
+        let documentBase = documentCount
+        sequences.append(contentsOf: documents.sequences)
+        ids.append(contentsOf: documents.ids)
+        for part in parts {
+            let byteBase = Int32(bytes.count)
+            let rowBase = rows.count
+            bytes.append(contentsOf: part.bytes)
+            rows.append(contentsOf: part.rows.lazy.map { var row = $0; row.keyStart += byteBase; return row })
+            documentRows.append(contentsOf: part.documentRows.dropFirst().lazy.map { $0 + rowBase })
+            errors.append(contentsOf: part.errors.lazy.map { ($0.document + documentBase, $0.target, $0.error) })
+        }
+    }
+}

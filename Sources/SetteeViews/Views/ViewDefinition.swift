@@ -1,0 +1,85 @@
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+/// One view of a design document, and the signature that versions its index.
+public struct ViewDefinition: Sendable, Equatable {
+    /// The design document's id (`_design/NAME`).
+    public let designDocument: String
+    /// The view's name.
+    public let name: String
+    /// The map function's JavaScript source.
+    public let map: String
+    /// The reduce function: JavaScript source, a built-in (`_count`, `_sum`,
+    /// `_stats`, `_approx_count_distinct`), or nil.
+    public let reduce: String?
+    /// How keys are ordered (`options.collation`).
+    public let collation: CollationMode
+    /// The view's `options` as written.
+    public let viewOptions: JSONValue
+    public let language: String
+    /// The design document's `options.include_design`.
+    public let includeDesign: Bool
+    /// The design document's `options.local_seq`.
+    public let localSequence: Bool
+    /// `{"views":{"lib":…}}` when the design document has CommonJS modules.
+    public let library: JSONValue?
+
+    /// The version of this view's index: a SHA-256 over a canonical form of
+    /// everything that decides the index's content. Editing anything else (other
+    /// views, other members) leaves it unchanged, so only this view rebuilds.
+    public let signature: String
+    /// Whether a JavaScript reduce function may read its keys (see
+    /// ``Reducer/readsKeys(_:)``), worked out once per definition.
+    package let reduceReadsKeys: Bool
+
+    package init(designDocument: String, name: String, map: String, reduce: String?, collation: CollationMode, viewOptions: JSONValue,
+         language: String, includeDesign: Bool, localSequence: Bool, library: JSONValue?) {
+        self.designDocument = designDocument
+        self.name = name
+        self.map = map
+        self.reduce = reduce
+        self.collation = collation
+        self.viewOptions = viewOptions
+        self.language = language
+        self.includeDesign = includeDesign
+        self.localSequence = localSequence
+        self.library = library
+        reduceReadsKeys = reduce.map(Reducer.readsKeys) ?? false
+        var canonical: [UInt8] = []
+        let definition: JSONValue = [
+            "language": .string(language),
+            "map": .string(map),
+            "reduce": reduce.map(JSONValue.string) ?? .null,
+            "options": viewOptions,
+            "include_design": .bool(includeDesign),
+            "local_seq": .bool(localSequence),
+            // The map function can require only from views.lib.
+            "lib": library ?? .null,
+            // How rows are stored: another layout is another index.
+            "format": .number(Double(IndexRow.format)),
+        ]
+        JSONWriter.write(definition.canonicalized(), into: &canonical)
+        signature = SHA256.hexDigest(canonical)
+    }
+
+    /// The built-in reducer, when `reduce` names one.
+    package var builtinReducer: BuiltinReducer? {
+        guard let reduce else { return nil }
+        return try? BuiltinReducer(source: reduce)
+    }
+
+    /// `DDOC/VIEW` as the CLI names it.
+    public var path: String { "\(designDocument.dropFirst("_design/".count))/\(name)" }
+}
+
+extension JSONValue {
+    /// The same value with object members sorted by key, recursively: equal
+    /// meaning, equal text.
+    package func canonicalized() -> JSONValue {
+        switch self {
+        case .array(let elements): .array(elements.map { $0.canonicalized() })
+        case .object(let members): .object(members.map { ($0.key, $0.value.canonicalized()) }.sorted { $0.0 < $1.0 }.map { (key: $0.0, value: $0.1) })
+        default: self
+        }
+    }
+}

@@ -1,0 +1,724 @@
+import CSetteeLMDB
+import Foundation
+import Logging
+import Synchronization
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+
+/// Progress of an index build.
+public struct IndexProgress: Sendable {
+    /// Changed documents mapped so far.
+    public var processed: Int
+    /// Changed documents to map in all (an upper bound).
+    public var total: Int
+}
+
+/// Brings view indexes up to date with the documents, incrementally: from the
+/// changes after each index's sequence, a changed document's old rows go and
+/// its new rows come, in large write transactions that commit the rows, their
+/// stored chunk reductions and the sequence checkpoint together.
+///
+/// A pipeline of three stages on their own threads: one reads the next batch
+/// of changed documents (as the JSON map functions see, into one buffer),
+/// the JavaScript workers map slices of this batch, each taking the next as
+/// it finishes one (all the views being updated from one parse of each
+/// document), and one writes the last. Small updates write each batch and
+/// keep the chunks up as they go — a JavaScript reduce's chunks excepted,
+/// which are computed after the rows commit, on a read snapshot, so that no
+/// JavaScript runs while the writer lock is held (every put of every process
+/// waits for it); large ones (a new index, or changes to a
+/// sixteenth of its rows and more than 64 documents) gather rows and write
+/// them in key order: appended where they follow the index's last key,
+/// merged with the index's rows into its table afresh where they fall all
+/// over it (see ``SortedRows/write(to:bytes:in:mayRewrite:changed:)``);
+/// then compute the chunks once, from the committed rows. Rows that go in
+/// in order (appended, or in a few long runs) are written an eighth of
+/// ``flushBytes`` at a time, as writing them costs what they take however
+/// many go together; once a write finds rows scattered, they gather up to
+/// ``flushBytes`` (up to half as much again when that lets the last flush
+/// take the rest), as each write then costs about a page per row or a pass
+/// over the table. Memory stays bounded by the batch and buffer sizes,
+/// whatever the database's size.
+///
+/// Each update ends with an "indexed" log line (info from 1,024 documents
+/// up, debug below): documents, seconds, and the CPU time of each stage
+/// (``IndexingCPU``).
+///
+/// A small update that leaves every index's rows as they were (the edits
+/// touched nothing the views read) commits nothing: the new checkpoints
+/// are kept in memory (``ViewIndexStore``) and go in with the next write
+/// that has rows, or once they trail by more than 1,024 sequences. A
+/// restart forgets them and maps those documents again, to the same rows.
+package struct ViewIndexer {
+    package let store: DocumentStore
+    package let indexes: ViewIndexStore
+    package let workers: JavaScriptWorkerPool
+    package let logger: Logger
+    /// Changed documents per batch: what the workers map at a time.
+    package var batchSize = 8192
+    /// Bulk targets' rows wait in memory until they take this many bytes (or
+    /// the run ends: see ``flushesNow(pendingBytes:pendingDocuments:remainingDocuments:flushBytes:)``),
+    /// then go in one write transaction, in key order, appended where they
+    /// follow the index's last key. An eighth of it while every write of
+    /// the run has found its rows in order (see ``SortedRows/Placement/isScattered``).
+    package var flushBytes = 24 << 20
+
+    package init(store: DocumentStore, indexes: ViewIndexStore, workers: JavaScriptWorkerPool, logger: Logger,
+                 batchSize: Int = 8192, flushBytes: Int = 24 << 20) {
+        self.store = store
+        self.indexes = indexes
+        self.workers = workers
+        self.logger = logger
+        self.batchSize = batchSize
+        self.flushBytes = flushBytes
+    }
+
+    private static let designPrefix = Array("_design/".utf8)
+    /// Bytes of document JSON after which a batch ends early (large documents).
+    private static let batchBytes = 32 << 20
+    /// Batches and writes this large release the memory map's pages they
+    /// touched (see ``LMDBEnvironment/releaseMappedPages()``); small updates
+    /// keep them, as the next query wants them.
+    private static let releaseThreshold = 1024
+    /// An update goes bulk once its changes reach a sixteenth of its index's
+    /// rows, or of this many on a smaller index: up to 64 documents are
+    /// always kept up batch by batch (and may commit nothing: see ``checkpointOnly(_:before:after:)``).
+    private static let bulkRowsFloor = 1024
+
+    /// One index to bring up to date: the views sharing its signature.
+    private struct Target: Sendable {
+        let view: ViewDefinition
+        let tables: ViewIndexTables
+        /// The reduce function whose partials the chunks keep (nil: counts only).
+        let reducer: Reducer?
+        /// The index had no rows: no document has old rows to remove.
+        let fresh: Bool
+        /// So many changes that the chunks are rebuilt once at the end, not kept up per batch.
+        let bulk: Bool
+        /// The index had a committed state when the update began.
+        let existed: Bool
+    }
+
+    /// The signatures of the indexes of `views` that an update would write:
+    /// behind the database's latest sequence, or without their chunks.
+    package func staleSignatures(_ views: [ViewDefinition]) throws -> Set<String> {
+        let latest = try store.lastSequence()
+        return try store.environment.read { transaction in
+            try Set(views.map(\.signature)).filter { signature in
+                let state = try indexes.state(signature, in: transaction) ?? ViewIndexState(designDocument: "", view: "")
+                return state.sequence < latest || !state.chunksCurrent
+            }
+        }
+    }
+
+    /// Updates the indexes of `views` to the database's latest sequence, and
+    /// says whether it started an index that did not exist.
+    @discardableResult
+    package func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws -> Bool {
+        var seen = Set<String>()
+        let unique = views.filter { seen.insert($0.signature).inserted }
+        let latest = try store.lastSequence()
+        let cpu = IndexingCPU()
+        var targets: [Target] = []
+        var states: [ViewIndexState] = []
+        var started = false
+        for view in unique {
+            let tables = try indexes.tables(for: view.signature)
+            let existing = try store.environment.read { try indexes.state(view.signature, in: $0) }
+            let state = existing ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
+            guard state.sequence < latest || !state.chunksCurrent else { continue }
+            // Only an index this update writes counts (an empty database starts none).
+            started = started || existing == nil
+            let pending = Int(latest - min(latest, state.sequence))
+            var reducer: Reducer?
+            if let reduce = view.reduce, view.builtinReducer != .approximateCountDistinct {
+                reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: 1000, cpu: cpu)
+            }
+            targets.append(Target(
+                view: view, tables: tables, reducer: reducer, fresh: state.rowCount == 0,
+                bulk: !state.chunksCurrent || (state.rowCount == 0 && state.sequence == 0) || pending * 16 > max(state.rowCount, Self.bulkRowsFloor),
+                existed: existing != nil))
+            states.append(state)
+        }
+        guard !targets.isEmpty else { return started }
+        let since = states.map(\.sequence).min()!
+        var processed = 0
+        let total = Int(latest - since)
+        if since < latest {
+            logger.info("indexing", metadata: ["views": "\(targets.map(\.view.path))", "since": "\(since)", "to": "\(latest)"])
+        }
+        let startedAt = ContinuousClock.now
+        /// The line that ends an update: how long it took, and where the CPU went.
+        func logIndexed() {
+            let level: Logger.Level = processed >= Self.releaseThreshold ? .info : .debug
+            guard since < latest, logger.logLevel <= level else { return }
+            var metadata = cpu.metadata
+            metadata["views"] = "\(targets.map(\.view.path))"
+            metadata["documents"] = "\(processed)"
+            metadata["seconds"] = "\(String(format: "%.3f", (ContinuousClock.now - startedAt) / .seconds(1)))"
+            logger.log(level: level, "indexed", metadata: metadata)
+        }
+        // Targets kept up batch by batch (chunks and all), and bulk targets whose
+        // rows gather in `pending` until a flush.
+        let steady = targets.indices.filter { !targets[$0].bulk }
+        let bulk = targets.indices.filter { targets[$0].bulk }
+        let startSequences = states.map(\.sequence)
+        var pending = MappedBatch()
+        // Set by the writer the first time a bulk target's rows go in scattered.
+        let scattered = Flag()
+        // Steady targets whose chunk partials wait for the end of the update.
+        let deferred = DeferredChunks()
+        let writer = BackgroundJob<[ViewIndexState]>(label: "settee.index.writer")
+        // The next batch of documents is read while this one maps.
+        let reader = BackgroundJob<DocumentBatch>(label: "settee.index.reader")
+        // The batch being mapped: the next one is queued behind it on the workers.
+        var mapping: Mapping?
+        // Never return (or throw) while a batch is still being read, mapped or written.
+        defer {
+            if reader.isBusy { _ = try? reader.wait() }
+            _ = try? mapping?.work.wait()
+            if writer.isBusy { _ = try? writer.wait() }
+        }
+        // A single batch is read right here: there is nothing to overlap it with.
+        var ahead: DocumentBatch? = total <= batchSize ? try cpu.measure(.reading) { try readBatch(after: since, upTo: latest) } : nil
+        if ahead == nil { reader.start { [self] in try cpu.measure(.reading) { try readBatch(after: since, upTo: latest) } } }
+        /// The next batch read, its mapping started, and the one after it being read.
+        func startNext() throws -> Mapping? {
+            let documents = try ahead.take() ?? (reader.isBusy ? reader.wait() : DocumentBatch())
+            guard let last = documents.sequences.last else { return nil }
+            if last < latest { reader.start { [self] in try cpu.measure(.reading) { try readBatch(after: last, upTo: latest) } } }
+            return startMapping(documents, targets: targets, since: startSequences, cpu: cpu)
+        }
+        mapping = try startNext()
+        while let current = mapping {
+            // The workers take the next batch as they finish this one, while
+            // this thread passes this one's rows on.
+            mapping = try startNext()
+            let parts = try current.work.wait()
+            let documents = current.documents
+            let last = documents.sequences.last!
+            logMapErrors(parts, of: documents, targets: targets)
+            processed += documents.count
+            progress(IndexProgress(processed: processed, total: total))
+            var jobs: [(batch: MappedBatch, targets: [Int])] = []
+            let behind = steady.filter { startSequences[$0] < last }
+            if !behind.isEmpty { jobs.append((cpu.measure(.gathering) { MappedBatch(joining: parts, of: documents) }, behind)) }
+            if !bulk.isEmpty {
+                cpu.measure(.gathering) { pending.append(parts, of: documents) }
+                let limit = scattered.isSet ? flushBytes : max(1, flushBytes / 8)
+                if last >= latest || Self.flushesNow(pendingBytes: pending.memoryBytes, pendingDocuments: pending.documentCount,
+                                                     remainingDocuments: latest - last, flushBytes: limit) {
+                    jobs.append((pending, bulk))
+                    pending = MappedBatch()
+                }
+            }
+            guard !jobs.isEmpty else { continue }
+            if writer.isBusy { states = try writer.wait() }
+            if last >= latest {
+                // The last batch: nothing left to overlap its writing with.
+                states = try cpu.measure(.writing) { try write(jobs, targets: targets, states: states, scattered: scattered, deferred: deferred) }
+            } else {
+                let before = states
+                writer.start { [self, targets, jobs] in
+                    try cpu.measure(.writing) { try write(jobs, targets: targets, states: before, scattered: scattered, deferred: deferred) }
+                }
+            }
+        }
+        if writer.isBusy { states = try writer.wait() }
+        // The changes ran out before `latest` (documents written again since it
+        // was read have moved past it): what is gathered still goes in.
+        if pending.documentCount > 0 {
+            states = try cpu.measure(.writing) { try write([(pending, bulk)], targets: targets, states: states, scattered: scattered, deferred: deferred) }
+        }
+        // Steady targets with a JavaScript reduce get their changed chunks now,
+        // outside the writes that changed their rows.
+        try cpu.measure(.writing) { try updateDeferredChunks(deferred, targets: targets, states: &states) }
+        // Nothing changed past the last document read: the indexes are current.
+        // Bulk builds get their chunks now, from all the rows in one pass.
+        guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else {
+            logIndexed()
+            return started
+        }
+        let chunks = try computeChunks(of: targets.indices.filter { !states[$0].chunksCurrent }.map { targets[$0] }, cpu: cpu)
+        try cpu.measure(.writing) { try store.environment.write(durable: false) { transaction in
+            for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
+                try checkStillThere(target, state: state, in: transaction)
+                if !state.chunksCurrent, let entries = chunks[target.tables.signature] {
+                    try transaction.clear(target.tables.chunks)
+                    try Self.writeChunks(entries, intoEmpty: target.tables.chunks, in: transaction)
+                    state.chunksCurrent = true
+                }
+                state.sequence = max(state.sequence, latest)
+                try indexes.setState(state, for: target.tables.signature, in: transaction)
+            }
+        } }
+        if total >= Self.releaseThreshold {
+            store.environment.releaseMappedPages()
+            ProcessMemory.returnFreeMemory()
+        }
+        logIndexed()
+        return started
+    }
+
+    /// Whether rows gathered for bulk targets go to the indexes now (before the
+    /// run's end): once they reach `flushBytes` — unless the documents still
+    /// to map, at the rate so far, would add so little that the flush at the
+    /// end can take everything within half a flush more. A flush just before
+    /// the last would cost a pass over each index (for keys in no order,
+    /// nearly every page of it) and spare little memory.
+    package static func flushesNow(pendingBytes: Int, pendingDocuments: Int, remainingDocuments: UInt64, flushBytes: Int) -> Bool {
+        guard pendingBytes >= flushBytes else { return false }
+        let perDocument = Double(pendingBytes) / Double(max(1, pendingDocuments))
+        return Double(pendingBytes) + perDocument * Double(remainingDocuments) > Double(flushBytes) * 1.5
+    }
+
+    /// The chunk entries of these targets' indexes (by signature), computed
+    /// from their committed rows, each index on its own read transaction and
+    /// thread, all at once.
+    private func computeChunks(of targets: [Target], cpu: IndexingCPU) throws -> [String: [StoredReductions.Entry]] {
+        let results = Mutex<[String: Result<[StoredReductions.Entry], any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: targets.count) { index in
+            let target = targets[index]
+            let entries = Result {
+                try cpu.measure(.writing) { try store.environment.read { transaction in
+                    var entries: [StoredReductions.Entry] = []
+                    try StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
+                        .computeChunks(from: transaction) { entries.append(($0, $1)) }
+                    return entries
+                } }
+            }
+            results.withLock { $0[target.tables.signature] = entries }
+        }
+        return try results.withLock { $0 }.mapValues { try $0.get() }
+    }
+
+    /// Computes the chunks holding rows that steady updates changed, for the
+    /// targets whose reducer may not run inside a write (JavaScript: a call
+    /// may take up to its timeout, and every writer of every process would
+    /// wait for it). The rows went in with their chunks marked stale (queries
+    /// walk the rows meanwhile); each index's changed chunks are computed on
+    /// a read snapshot, then put in a short write that first checks the
+    /// index's state is still the one this update committed.
+    private func updateDeferredChunks(_ deferred: DeferredChunks, targets: [Target], states: inout [ViewIndexState]) throws {
+        for (index, pending) in deferred.taken() {
+            let target = targets[index]
+            let reductions = StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
+            /// Whether the index is still as this update committed it. Builds of
+            /// an index take turns across processes (``IndexBuildLocks``), so
+            /// it differs only once another process removed it; should it
+            /// differ otherwise, the rebuild at the update's end makes its chunks.
+            func isAsCommitted(in transaction: LMDBTransaction) throws -> Bool {
+                let state = try indexes.state(target.tables.signature, in: transaction)
+                if state == nil { throw IndexRemovedError(view: target.view.path, signature: target.tables.signature) }
+                return state == pending.committed
+            }
+            let entries = try store.environment.read { transaction in
+                try isAsCommitted(in: transaction) ? try reductions.computeChanged(StoredReductions.ChangedKeys(pending.changed), from: transaction) : nil
+            }
+            guard let entries else { continue }
+            let written = try store.environment.write(durable: false) { transaction in
+                guard try isAsCommitted(in: transaction) else { return false }
+                for (key, value) in entries { try transaction.put(target.tables.chunks, key, value) }
+                var state = pending.committed
+                state.chunksCurrent = true
+                try indexes.setState(state, for: target.tables.signature, in: transaction)
+                return true
+            }
+            if written { states[index].chunksCurrent = true }
+        }
+    }
+
+    /// Steady targets whose changed chunks wait for ``updateDeferredChunks(_:targets:states:)``:
+    /// the stored keys of their changed rows, and the state last committed
+    /// for them (which the chunks are computed against).
+    private final class DeferredChunks: Sendable {
+        struct Pending: Sendable {
+            var changed: Set<[UInt8]> = []
+            var committed: ViewIndexState
+        }
+
+        private let pending = Mutex<[Int: Pending]>([:])
+
+        /// After a commit that wrote these targets' states: the changed keys
+        /// of those whose chunks wait, and the state now committed for each
+        /// target already waiting.
+        func committed(_ states: [Int: ViewIndexState], changed: [Int: [[UInt8]]]) {
+            pending.withLock { pending in
+                for (index, keys) in changed {
+                    pending[index, default: Pending(committed: states[index]!)].changed.formUnion(keys)
+                }
+                for (index, state) in states where pending[index] != nil { pending[index]!.committed = state }
+            }
+        }
+
+        /// Everything waiting, which stops waiting.
+        func taken() -> [(Int, Pending)] {
+            pending.withLock { pending in
+                defer { pending = [:] }
+                return pending.sorted { $0.key < $1.key }
+            }
+        }
+    }
+
+    /// Writes chunk entries into their emptied table. Each level's entries
+    /// come in key order (the order of the rows they were computed from) and
+    /// its key starts with the level, so level by level they go in appended;
+    /// should one come out of order, it and the rest are put.
+    private static func writeChunks(_ entries: [StoredReductions.Entry], intoEmpty table: MDB_dbi, in transaction: LMDBTransaction) throws {
+        // By level, and in the order they came within a level.
+        let order = entries.indices.sorted { (entries[$0].key.first ?? 0, $0) < (entries[$1].key.first ?? 0, $1) }
+        try transaction.withCursor(table) { cursor in
+            var appending = true
+            var previous: [UInt8] = []
+            for index in order {
+                let (key, value) = entries[index]
+                try key.withUnsafeBytes { key in
+                    appending = appending && compareBytes(key, previous) > 0
+                    try value.withUnsafeBytes { try cursor.put(key, $0, append: appending) }
+                }
+                previous = key
+            }
+        }
+    }
+
+    /// Reads the next changed documents, each as map functions see it, into
+    /// one buffer: a batch of ``batchSize`` documents, or fewer when they are
+    /// large.
+    private func readBatch(after since: UInt64, upTo latest: UInt64) throws -> DocumentBatch {
+        let batch = try store.environment.read { transaction in
+            var batch = DocumentBatch()
+            batch.sequences.reserveCapacity(batchSize)
+            batch.json.reserveCapacity(batchSize * 512)
+            try store.forEachChange(since: since, in: transaction) { sequence, id, record in
+                guard sequence <= latest else { return false }
+                batch.sequences.append(sequence)
+                batch.ids.append(id)
+                if !record.isDeleted { record.appendFullJSON(id: id, into: &batch.json) }
+                batch.jsonEnds.append(batch.json.count)
+                return batch.sequences.count < batchSize && batch.json.count < Self.batchBytes
+            }
+            return batch
+        }
+        // Read once: the documents' pages needn't stay this process's memory.
+        if batch.count >= Self.releaseThreshold { store.environment.releaseMappedPages() }
+        return batch
+    }
+
+    /// Views of one document form: the targets they belong to and their compiled map functions.
+    private typealias Group = (members: [(target: Int, function: JavaScriptFunction)], functions: [JavaScriptFunction])
+
+    /// A batch of documents whose slices the workers are mapping.
+    private struct Mapping {
+        let documents: DocumentBatch
+        /// The slices' rows, in document order.
+        let work: SharedWork<MappedBatch>
+    }
+
+    /// Starts mapping the documents on all workers, each taking the next
+    /// contiguous slice as it finishes one; a target maps only the documents
+    /// changed after its sequence.
+    private func startMapping(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64], cpu: IndexingCPU) -> Mapping {
+        let views = targets.map(\.view)
+        let collations = views.map(\.collation)
+        let includeDesign = views.map(\.includeDesign)
+        let mapSlice: @Sendable (JavaScriptContext, Range<Int>) throws -> MappedBatch = { context, slice in
+            var plain: [(target: Int, function: JavaScriptFunction)] = []
+            var sequenced: [(target: Int, function: JavaScriptFunction)] = []
+            for (index, view) in views.enumerated() {
+                let function = try context.compile(view.map, name: "\(view.designDocument)/\(view.name) map", library: view.library.map { $0.jsonText })
+                if view.localSequence { sequenced.append((index, function)) } else { plain.append((index, function)) }
+            }
+            var output = MappedBatch()
+            output.documentRows.reserveCapacity(slice.count + 1)
+            output.bytes.reserveCapacity(slice.count * 128)
+            output.rows.reserveCapacity(slice.count * views.count)
+            var fullKey: [UInt8] = []
+            var withLocalSequence: [UInt8] = []
+            var emitCounts: [UInt32] = []
+            let plainGroup: Group = (plain, plain.map(\.function))
+            let sequencedGroup: Group = (sequenced, sequenced.map(\.function))
+            // The views mapping a document are usually all of its form's, or the
+            // same few (an index already past it leaves it out): each subset is
+            // made once per slice, not per document.
+            var subsets: [[UInt64: Group]] = [[:], [:]]
+            func subset(of group: Group, form: Int, where maps: (Int) -> Bool) -> Group {
+                guard group.members.count <= 64 else {
+                    let members = group.members.filter { maps($0.target) }
+                    return (members, members.map(\.function))
+                }
+                var mask: UInt64 = 0
+                for (position, member) in group.members.enumerated() where maps(member.target) { mask |= 1 << position }
+                if mask == 0 { return ([], []) }
+                if let known = subsets[form][mask] { return known }
+                let members = group.members.indices.filter { mask & 1 << $0 != 0 }.map { group.members[$0] }
+                let made = (members: members, functions: members.map(\.function))
+                subsets[form][mask] = made
+                return made
+            }
+            try documents.json.withUnsafeBytes { json in
+              try documents.ids.bytes.withUnsafeBytes { ids in
+                /// Maps one document with the views of one form that map it (`active`)
+                /// and adds their rows.
+                func map(_ document: Int, form: Int, active: [(target: Int, function: JavaScriptFunction)],
+                         functions: [JavaScriptFunction], id: UnsafeRawBufferPointer) throws {
+                    let text = UnsafeRawBufferPointer(rebasing: json[documents.jsonRange(document)])
+                    let result: MapOutput
+                    do {
+                        if form == 1 {
+                            withLocalSequence.removeAll(keepingCapacity: true)
+                            withLocalSequence.append(contentsOf: text.dropLast())
+                            withLocalSequence.append(contentsOf: #","_local_seq":\#(documents.sequences[document])}"#.utf8)
+                            result = try withLocalSequence.withUnsafeBytes { try context.map($0, functions: functions) }
+                        } else {
+                            result = try context.map(text, functions: functions)
+                        }
+                    } catch let error as JavaScriptError where !error.kind.isEngineFailure {
+                        // The engine could not take this document (too large or too deep
+                        // to parse within its bounds): its error, not the build's.
+                        for member in active { output.errors.append((document, member.target, error)) }
+                        return
+                    }
+                    emitCounts.removeAll(keepingCapacity: true)
+                    emitCounts.append(contentsOf: repeatElement(0, count: active.count))
+                    _ = try result.forEach(
+                        rows: { function, key, value in
+                            let target = active[function].target
+                            fullKey.removeAll(keepingCapacity: true)
+                            try CollationKey.append(json: key, mode: collations[target], to: &fullKey)
+                            let encodedLength = fullKey.count
+                            IndexRow.appendFullKeySuffix(id: id, emitIndex: emitCounts[function], to: &fullKey)
+                            emitCounts[function] += 1
+                            let keyStart = output.bytes.count
+                            IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
+                            let valueStart = output.bytes.count
+                            IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength,
+                                                 keyJSON: key, valueJSON: value, to: &output.bytes)
+                            output.rows.append(MappedRow(
+                                target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
+                                valueLength: Int32(output.bytes.count - valueStart)))
+                        },
+                        failure: { function, error in
+                            // The engine's failure is the build's, not the document's: skipping
+                            // the document would leave its rows out for good.
+                            guard !error.kind.isEngineFailure else { throw error }
+                            output.errors.append((document, active[function].target, error))
+                        })
+                }
+                /// Maps one document with the views of `group` that map it: all of
+                /// them (the usual case, with no subset to look up) or some.
+                func map(_ document: Int, form: Int, group: Group, id: UnsafeRawBufferPointer, isDesign: Bool) throws {
+                    let sequence = documents.sequences[document]
+                    func maps(_ target: Int) -> Bool { sequences[target] < sequence && (!isDesign || includeDesign[target]) }
+                    if group.members.allSatisfy({ maps($0.target) }) {
+                        try map(document, form: form, active: group.members, functions: group.functions, id: id)
+                    } else {
+                        let (active, functions) = subset(of: group, form: form, where: maps)
+                        if !active.isEmpty { try map(document, form: form, active: active, functions: functions, id: id) }
+                    }
+                }
+                for document in slice {
+                    defer { output.documentRows.append(output.rows.count) }
+                    guard !documents.jsonRange(document).isEmpty else { continue }
+                    let id = UnsafeRawBufferPointer(rebasing: ids[documents.ids.range(document)])
+                    let isDesign = id.starts(with: Self.designPrefix)
+                    // Functions grouped by the document form they need: one parse per document and form.
+                    if !plain.isEmpty { try map(document, form: 0, group: plainGroup, id: id, isDesign: isDesign) }
+                    if !sequenced.isEmpty { try map(document, form: 1, group: sequencedGroup, id: id, isDesign: isDesign) }
+                }
+              }
+            }
+            return output
+        }
+        // A few changes: one worker, no fan-out. Otherwise eight slices a worker.
+        let slices = documents.count < 64 ? 1 : workers.workers.count * 8
+        let slice = (documents.count + slices - 1) / slices
+        let work = workers.startShared(pieces: slices) { piece, context in
+            let start = min(piece * slice, documents.count)
+            return try cpu.measure(.mapping) { try mapSlice(context, start..<min(start + slice, documents.count)) }
+        }
+        return Mapping(documents: documents, work: work)
+    }
+
+    private func logMapErrors(_ parts: [MappedBatch], of documents: DocumentBatch, targets: [Target]) {
+        for (index, target, error) in parts.lazy.flatMap(\.errors) {
+            let view = targets[target].view
+            logger.info("map function raised an exception; the document is skipped for this view", metadata: [
+                "doc.id": "\(documents.ids.string(index))",
+                "view.ddoc": "\(view.designDocument)", "view.name": "\(view.name)",
+                "error": "\(error)",
+            ])
+        }
+    }
+
+    /// Writes batches in one transaction, each to its targets, and returns
+    /// every target's state; sets `scattered` when a bulk target's rows went
+    /// in scattered.
+    private func write(_ jobs: [(batch: MappedBatch, targets: [Int])], targets: [Target], states: [ViewIndexState],
+                       scattered: Flag, deferred: DeferredChunks) throws -> [ViewIndexState] {
+        let written = jobs.flatMap(\.targets)
+        let result: [ViewIndexState]
+        var deferredKeys: [Int: [[UInt8]]] = [:]
+        do {
+            result = try store.environment.write(durable: false) { transaction in
+                var result = states
+                var wroteRows = false
+                deferredKeys = [:]
+                for (batch, selected) in jobs {
+                    for index in selected {
+                        try checkStillThere(targets[index], state: states[index], in: transaction)
+                        let outcome = try write(batch, to: targets[index], index: index, state: states[index], in: transaction)
+                        result[index] = outcome.state
+                        if let keys = outcome.deferred { deferredKeys[index, default: []].append(contentsOf: keys) }
+                        wroteRows = wroteRows || outcome.wroteRows
+                        if targets[index].bulk && outcome.placement.isScattered { scattered.set() }
+                    }
+                }
+                if !wroteRows, written.allSatisfy({ checkpointOnly(targets[$0], before: states[$0], after: result[$0]) }) {
+                    throw CheckpointOnly(states: result)
+                }
+                return result
+            }
+        } catch let only as CheckpointOnly {
+            // Rolled back: the checkpoints are kept in memory instead.
+            for index in written {
+                indexes.keepCheckpoint(targets[index].tables.signature, from: states[index].sequence, to: only.states[index].sequence)
+            }
+            return only.states
+        }
+        deferred.committed(Dictionary(written.map { ($0, result[$0]) }, uniquingKeysWith: { $1 }), changed: deferredKeys)
+        if jobs.contains(where: { $0.batch.documentCount >= Self.releaseThreshold }) { store.environment.releaseMappedPages() }
+        return result
+    }
+
+    /// Throws ``IndexRemovedError`` when an index this update has committed
+    /// to (or that existed when it began) has no state in `transaction`:
+    /// another process removed it meanwhile (its design document changed
+    /// there). Writing on would bring back an index holding only the rows
+    /// written from here on, under a state that claims them all.
+    private func checkStillThere(_ target: Target, state: ViewIndexState, in transaction: LMDBTransaction) throws {
+        guard target.existed || state.sequence > 0 else { return }
+        if try indexes.snapshot(target.tables.signature, in: transaction) == nil {
+            throw IndexRemovedError(view: target.view.path, signature: target.tables.signature)
+        }
+    }
+
+    /// Thrown to roll back a write that changed no index but its checkpoint.
+    private struct CheckpointOnly: Error {
+        let states: [ViewIndexState]
+    }
+
+    /// Committed checkpoints may trail by this many sequences: past it, an
+    /// update commits even when only its checkpoint moved, so that a restart
+    /// (which forgets uncommitted checkpoints) has little to map again.
+    private static let uncommittedSequences: UInt64 = 1024
+
+    /// Whether an index kept up batch by batch, whose rows the write left as
+    /// they were, changed nothing in its state but the sequence, with its
+    /// committed checkpoint recent enough to stay as it is.
+    private func checkpointOnly(_ target: Target, before: ViewIndexState, after: ViewIndexState) -> Bool {
+        var unchanged = after
+        unchanged.sequence = before.sequence
+        guard !target.bulk, unchanged == before else { return false }
+        let committed = indexes.committedSequence(target.tables.signature, current: before.sequence)
+        return after.sequence - committed <= Self.uncommittedSequences
+    }
+
+    /// Writes a batch's documents that the index hasn't seen: their old rows
+    /// out, the back index in id order, the new rows in key order (appended
+    /// past the table's last key), chunks kept up (unless bulk), the state.
+    private func write(_ batch: MappedBatch, to target: Target, index: Int, state before: ViewIndexState,
+                       in transaction: LMDBTransaction) throws -> (state: ViewIndexState, wroteRows: Bool, placement: SortedRows.Placement,
+                                                                   deferred: [[UInt8]]?) {
+        var state = before
+        var changed: [[UInt8]]? = target.bulk ? nil : []
+        var rows = SortedRows(capacity: batch.rows.count)
+        let placement = try batch.bytes.withUnsafeBytes { bytes in
+            try batch.ids.bytes.withUnsafeBytes { idBytes in
+                func id(_ document: Int) -> UnsafeRawBufferPointer {
+                    UnsafeRawBufferPointer(rebasing: idBytes[batch.ids.range(document)])
+                }
+                var documents = batch.sequences.indices.filter { batch.sequences[$0] > before.sequence }
+                documents.sort { compareBytes(id($0), id($1)) < 0 }
+                let appendsBack = try target.fresh && documents.first.map { try transaction.isAfterLastKey(target.tables.back, id($0)) } ?? false
+                var documentRows: [MappedRow] = []
+                var keys: [UnsafeRawBufferPointer] = []
+                var values: [UnsafeRawBufferPointer] = []
+                var scratch: [UInt8] = []
+                // One cursor for the back index: ids in order find their pages from the last one's.
+                try transaction.withCursor(target.tables.back) { backCursor in
+                    for document in documents {
+                        documentRows.removeAll(keepingCapacity: true)
+                        keys.removeAll(keepingCapacity: true)
+                        values.removeAll(keepingCapacity: true)
+                        for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == index {
+                            documentRows.append(row)
+                            keys.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)]))
+                            values.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.valueStart)..<Int(row.valueStart + row.valueLength)]))
+                        }
+                        if !target.fresh {
+                            // A change the view doesn't see (same rows as before) writes nothing.
+                            if try indexes.holdsRows(of: id(document), keys: keys, values: values, in: target.tables, transaction: transaction, scratch: &scratch) {
+                                continue
+                            }
+                            state.rowCount -= try indexes.removeRows(of: id(document), in: target.tables, transaction: transaction, removed: &changed)
+                        }
+                        for row in documentRows { rows.add(row) }
+                        guard !keys.isEmpty else { continue }
+                        try indexes.setBackIndex(of: id(document), keys: keys, values: values, cursor: backCursor, scratch: &scratch, append: appendsBack)
+                    }
+                }
+            }
+            rows.sort(in: bytes)
+            // A fresh index has no old rows to remove: this is the
+            // transaction's first write to its rows table.
+            return try rows.write(to: target.tables.rows, bytes: bytes, in: transaction, mayRewrite: target.fresh, changed: &changed)
+        }
+        state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > before.sequence }
+        state.rowCount += rows.entries.count
+        var deferred: [[UInt8]]?
+        if let changed {
+            let reductions = StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
+            if reductions.updatesInWrite {
+                try reductions.update(changed: changed, in: transaction)
+            } else if !changed.isEmpty {
+                // No JavaScript while holding the writer lock: the chunks holding
+                // these rows are recomputed after this commits (updateDeferredChunks).
+                try reductions.markBoundaries(changed: changed, in: transaction)
+                state.chunksCurrent = false
+                deferred = changed
+            }
+        } else {
+            state.chunksCurrent = false
+        }
+        state.sequence = max(state.sequence, batch.sequences.last!)
+        try indexes.setState(state, for: target.tables.signature, in: transaction)
+        return (state, changed.map { !$0.isEmpty } ?? true, placement, deferred)
+    }
+
+    /// A flag any thread may set, once and for good.
+    private final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+
+        var isSet: Bool { value.load(ordering: .relaxed) }
+
+        func set() { value.store(true, ordering: .relaxed) }
+    }
+}
+
+
+/// An index was removed (by another process whose design document edit left
+/// it unused) while this process was building it or about to answer from it.
+/// Queries take the design document afresh and run again; it reaches callers
+/// only when that keeps happening.
+package struct IndexRemovedError: SetteeError {
+    /// `DDOC/VIEW`.
+    package let view: String
+    package let signature: String
+
+    package var errorCode: SetteeErrorCode { .conflict }
+
+    package var description: String {
+        "the index of view \(view) (signature \(signature.prefix(12))…) was removed while in use: its design document was changed by another writer; query again"
+    }
+}

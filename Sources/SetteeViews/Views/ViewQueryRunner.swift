@@ -1,0 +1,305 @@
+import CSetteeLMDB
+import Foundation
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+
+/// Answers a query on an up-to-date index: range scans for map queries,
+/// grouping and reduction for reduce queries, documents for include_docs.
+package struct ViewQueryRunner {
+    package let store: DocumentStore
+    package let indexes: ViewIndexStore
+    package let workers: JavaScriptWorkerPool
+
+    /// Rows per call of a JavaScript reduce function before results are rereduced.
+    package var reduceChunk = 1000
+    /// Whether counts and reductions read stored chunks (when current) instead of walking every row.
+    package var storedReductions = true
+
+    package init(store: DocumentStore, indexes: ViewIndexStore, workers: JavaScriptWorkerPool) {
+        self.store = store
+        self.indexes = indexes
+        self.workers = workers
+    }
+
+    /// The query's result. With `requiringIndex` (the index was just brought
+    /// up to date, so it has a state), an index with no state was removed
+    /// since by another process: ``IndexRemovedError``, not an empty result.
+    package func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables, requiringIndex: Bool = false) throws -> ViewResult {
+        try ViewResult.collected { header, row in
+            try run(view, options, tables: tables, requiringIndex: requiringIndex, streaming: false, header: header, row: row)
+        }
+    }
+
+    /// Reads the result in one snapshot, handing over its header, then each
+    /// row as it is read. `streaming`: the header comes before the first row
+    /// (a map query counts its offset first); otherwise it may come after them,
+    /// where one walk both counts the offset and reaches the rows.
+    /// `requiringIndex`: as for ``run(_:_:tables:requiringIndex:)``.
+    package func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables, requiringIndex: Bool = false, streaming: Bool,
+             header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
+        var tables = tables
+        // The index was removed and came back under other handles since these were taken (before any row).
+        while try !run(view, options, handles: tables, requiringIndex: requiringIndex, streaming: streaming, header: header, row: row) {
+            tables = try indexes.tables(for: view.signature)
+        }
+    }
+
+    /// The query on one snapshot; false, before any row, when `tables` are
+    /// not the index's handles any more (see ``ViewIndexStore/areCurrent(_:)``).
+    private func run(_ view: ViewDefinition, _ options: ViewQueryOptions, handles tables: ViewIndexTables, requiringIndex: Bool,
+                     streaming: Bool, header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws -> Bool {
+        try store.environment.read { transaction in
+            let snapshot = try indexes.snapshot(view.signature, in: transaction)
+            if snapshot == nil && requiringIndex { throw IndexRemovedError(view: view.path, signature: view.signature) }
+            if snapshot != nil && !indexes.areCurrent(tables) { return false }
+            let state = snapshot?.state ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
+            // No state in this snapshot: the index has no rows here, and its tables are
+            // not read (a removal may have closed the handles: see ViewIndexStore.drop).
+            let scanner = IndexScanner(transaction: transaction, rows: snapshot == nil ? nil : tables.rows,
+                                       chunks: snapshot != nil && storedReductions && state.chunksCurrent ? tables.chunks : nil)
+            let updateSequence = options.updateSeq ? indexes.currentSequence(view.signature, committed: state.sequence) : nil
+            if options.reduce ?? (view.reduce != nil), let reduce = view.reduce {
+                try header(ViewResultHeader(totalRows: nil, offset: nil, updateSequence: updateSequence))
+                try reduceQuery(view, reduce: reduce, options, scanner: scanner, row: row)
+            } else {
+                // Kept for the index state once it has served a few queries.
+                let counts = scanner.chunks == nil ? nil : try snapshot?.chunkCounts {
+                    try ChunkCounts(chunks: tables.chunks, in: transaction)
+                }
+                try mapQuery(view, options, scanner: scanner, counts: counts, transaction: transaction, streaming: streaming,
+                             header: { offset in
+                                 try header(ViewResultHeader(totalRows: state.rowCount, offset: offset, updateSequence: updateSequence))
+                             }, row: row)
+            }
+            return true
+        }
+    }
+
+    // MARK: Ranges
+
+    /// The ranges to scan, in the order to scan them.
+    package func ranges(_ options: ViewQueryOptions, collation: CollationMode) -> [IndexRange] {
+        if let keys = options.keys {
+            return keys.map { exactRange(CollationKey.encode($0, mode: collation)) }
+        }
+        if let key = options.key {
+            return [exactRange(CollationKey.encode(key, mode: collation))]
+        }
+        let encodedStart = options.startKey.map { CollationKey.encode($0, mode: collation) }
+        // `key` arrives as the same start and end key: encoded once.
+        let sameKey = if let startKey = options.startKey, let endKey = options.endKey { ViewQueryOptions.identical(startKey, endKey) } else { false }
+        let encodedEnd = sameKey ? encodedStart : options.endKey.map { CollationKey.encode($0, mode: collation) }
+        let start = encodedStart.map { bound($0, docID: options.startKeyDocID) }
+        let end = encodedEnd.map { bound($0, docID: options.endKeyDocID) }
+        // `start` is where the scan begins: the lower bound ascending, the upper descending.
+        if options.descending {
+            let upper = start.map { IndexBound(bytes: $0.afterAll, inclusive: true) }
+            let lower = end.map { options.inclusiveEnd ? IndexBound(bytes: $0.first, inclusive: true) : IndexBound(bytes: $0.afterAll, inclusive: false) }
+            return [IndexRange(lower: lower, upper: upper)]
+        }
+        let lower = start.map { IndexBound(bytes: $0.first, inclusive: true) }
+        let upper = end.map { options.inclusiveEnd ? IndexBound(bytes: $0.afterAll, inclusive: true) : IndexBound(bytes: $0.first, inclusive: false) }
+        return [IndexRange(lower: lower, upper: upper)]
+    }
+
+    /// Full keys from the first row of a key (and doc id) to past its last.
+    private struct KeyBound {
+        var first: [UInt8]
+        var afterAll: [UInt8]
+    }
+
+    private func bound(_ encodedKey: [UInt8], docID: String?) -> KeyBound {
+        guard let docID else {
+            // Doc ids are UTF-8, which never holds 0xFF: past every row of this key.
+            return KeyBound(first: encodedKey, afterAll: encodedKey + [0xFF])
+        }
+        var first = encodedKey
+        var id = docID
+        id.withUTF8 { CollationKey.appendStuffed(UnsafeRawBufferPointer($0), to: &first) }
+        first.append(0)
+        return KeyBound(first: first, afterAll: first + [0xFF])
+    }
+
+    private func exactRange(_ encodedKey: [UInt8]) -> IndexRange {
+        IndexRange(lower: IndexBound(bytes: encodedKey, inclusive: true), upper: IndexBound(bytes: encodedKey + [0xFF], inclusive: true))
+    }
+
+    // MARK: Map queries
+
+    /// A map query's rows, after (`streaming`: before) its offset.
+    private func mapQuery(_ view: ViewDefinition, _ options: ViewQueryOptions, scanner: IndexScanner, counts: ChunkCounts?,
+                          transaction: LMDBTransaction, streaming: Bool,
+                          header: (_ offset: Int) throws -> Void, row emit: (consuming ViewRow) throws -> Void) throws {
+        let ranges = ranges(options, collation: view.collation)
+        var skip = options.skip
+        let limit = options.limit ?? .max
+        var taken = 0
+        // Neither the options nor the transaction are captured by `take`: copying them for each row costs.
+        let document: ((IndexRow) throws -> String)? = options.includeDocs ? { try includedDocument(for: $0, transaction: transaction) } : nil
+        // Takes a row of the result; false once `limit` rows are taken.
+        func take(_ row: IndexRow) throws -> Bool {
+            if skip > 0 {
+                skip -= 1
+                return true
+            }
+            // Handed over, not copied: a copy would retain and release each of its strings.
+            try emit(ViewRow(
+                id: row.id,
+                keyJSON: String(decoding: row.keyJSON, as: UTF8.self),
+                valueJSON: String(decoding: row.valueJSON, as: UTF8.self),
+                documentJSON: try document?(row)))
+            taken += 1
+            return taken < limit
+        }
+        if !streaming, !options.descending, ranges.count == 1, let lower = ranges[0].lower, let counts, let chunks = scanner.chunks {
+            // The kept boundaries count the rows up to the last level-1 chunk below
+            // the range; one walk from there counts the rest and reaches the range.
+            let start = try counts.lastChunk(below: .below(lower), chunks: chunks, in: transaction)
+            let passed = try scanner.scan(ranges[0], countingAfter: start?.boundary) { row in limit > 0 ? try take(row) : false }
+            try header((start?.rows ?? 0) + passed + options.skip)
+            return
+        }
+        try header(try rowsBefore(ranges.first, descending: options.descending, scanner: scanner, counts: counts) + options.skip)
+        guard limit > 0 else { return }
+        for range in ranges {
+            var more = true
+            try scanner.scan(range, descending: options.descending) { row in
+                more = try take(row)
+                return more
+            }
+            if !more { break }
+        }
+    }
+
+    /// Rows that sort before the range in the scan's direction.
+    private func rowsBefore(_ range: IndexRange?, descending: Bool, scanner: IndexScanner, counts: ChunkCounts?) throws -> Int {
+        guard let range else { return 0 }
+        var count = 0
+        let before: IndexRange
+        var start: (boundary: [UInt8], height: Int)?
+        if descending {
+            guard let upper = range.upper else { return 0 }
+            before = IndexRange(lower: IndexBound(bytes: upper.bytes, inclusive: !upper.inclusive), upper: nil)
+        } else {
+            guard let lower = range.lower else { return 0 }
+            before = .below(lower)
+            if let chunks = scanner.chunks, let (boundary, rows) = try counts?.lastChunk(below: before, chunks: chunks, in: scanner.transaction) {
+                // The kept boundaries count the rows up to the last level-1 chunk before the range: rows follow.
+                count = rows
+                start = (boundary, 0)
+            }
+        }
+        try scanner.fold(before, descending: descending, chunksWhere: { _ in true }, after: start) { item in
+            switch item {
+            case .row: count += 1
+            case .chunk(let chunk, _): count += chunk.rowCount
+            }
+            return true
+        }
+        return count
+    }
+
+    /// The emitting document, or the one named by a value `{"_id": …}` (CouchDB's linked documents).
+    private func includedDocument(for row: IndexRow, transaction: LMDBTransaction) throws -> String {
+        var id = row.id
+        if row.valueJSON.first == UInt8(ascii: "{"), case .string(let linked)? = (try? JSONParser.parse(row.valueJSON))?["_id"] {
+            id = linked
+        }
+        guard let document = try store.record(id, in: transaction), !document.isDeleted else { return "null" }
+        return document.json
+    }
+
+    // MARK: Reduce queries
+
+    private func reduceQuery(_ view: ViewDefinition, reduce: String, _ options: ViewQueryOptions, scanner: IndexScanner,
+                             row emit: (consuming ViewRow) throws -> Void) throws {
+        let grouping = options.grouping
+        let reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: reduceChunk)
+        var taken = 0
+        var skip = options.skip
+        let limit = options.limit ?? .max
+        var groupKey: [UInt8]?
+        var groupKeyJSON = "null"
+        var accumulator = reducer.makeAccumulator()
+        var done = limit == 0
+
+        func flush() throws {
+            guard accumulator.rowCount > 0 else { return }
+            let value = try reducer.finish(&accumulator)
+            accumulator = reducer.makeAccumulator()
+            if skip > 0 {
+                skip -= 1
+                return
+            }
+            try emit(ViewRow(id: nil, keyJSON: groupKeyJSON, valueJSON: value))
+            taken += 1
+            done = taken >= limit
+        }
+
+        // Whole stored chunks stand in for their rows where they lie inside one group.
+        let acceptChunk: (StoredChunk) -> Bool = { chunk in
+            guard chunk.reduction != nil else { return false }
+            switch grouping {
+            case .none: return true
+            case .exact: return chunk.firstEncodedKey.elementsEqual(chunk.lastEncodedKey)
+            case .level(let level):
+                return CollationKey.prefix(ofEncodedArray: chunk.firstEncodedKey, level: level)
+                    == CollationKey.prefix(ofEncodedArray: chunk.lastEncodedKey, level: level)
+            }
+        }
+
+        /// Starts a new group when `encodedKey` is not in the current one.
+        func enterGroup(_ encodedKey: UnsafeRawBufferPointer, keyJSON: () throws -> UnsafeRawBufferPointer) throws {
+            switch grouping {
+            case .none:
+                break
+            case .exact:
+                if groupKey == nil || compareBytes(encodedKey, groupKey!) != 0 {
+                    try flush()
+                    if done { return }
+                    groupKey = Array(encodedKey)
+                    groupKeyJSON = String(decoding: try keyJSON(), as: UTF8.self)
+                }
+            case .level(let level):
+                let prefix = CollationKey.prefix(ofEncodedArray: encodedKey, level: level)
+                if groupKey == nil || groupKey! != prefix {
+                    try flush()
+                    if done { return }
+                    groupKey = prefix
+                    groupKeyJSON = Self.truncatedKeyJSON(try keyJSON(), level: level)
+                }
+            }
+        }
+
+        for range in ranges(options, collation: view.collation) where !done {
+            try scanner.fold(range, descending: options.descending, chunksWhere: acceptChunk) { item in
+                switch item {
+                case .row(let row):
+                    try enterGroup(row.encodedKey) { row.keyJSON }
+                    if done { return false }
+                    try reducer.add(row: row, to: &accumulator)
+                case .chunk(let chunk, let boundary):
+                    if let error = chunk.reductionError() { throw error }
+                    try enterGroup(chunk.firstEncodedKey) {
+                        guard let row = try scanner.lastRow(ofChunk: boundary) else { throw StorageError(code: MDB_CORRUPTED, operation: "reading a stored chunk's last row") }
+                        return row.keyJSON
+                    }
+                    if done { return false }
+                    try reducer.add(partial: chunk.reduction!, rows: chunk.rowCount, to: &accumulator)
+                }
+                return true
+            }
+        }
+        // An empty range gives no rows, as in CouchDB (not a null reduction).
+        if !done { try flush() }
+    }
+
+    /// An array key cut to its first `level` elements; other keys unchanged.
+    package static func truncatedKeyJSON(_ keyJSON: UnsafeRawBufferPointer, level: Int) -> String {
+        guard keyJSON.first == UInt8(ascii: "["), case .array(let elements)? = try? JSONParser.parse(keyJSON) else {
+            return String(decoding: keyJSON, as: UTF8.self)
+        }
+        return JSONValue.array(Array(elements.prefix(level))).jsonText
+    }
+}

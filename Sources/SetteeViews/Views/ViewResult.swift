@@ -1,0 +1,210 @@
+import Foundation
+import SetteeCore
+import SetteeStorage
+import SetteeJavaScript
+
+/// A row of a view or `_all_docs` result. Keys, values and documents are kept
+/// as the JSON text the view produced; decode them with ``key(as:)`` and
+/// ``value(as:)``, or read them as ``JSONValue``s.
+public struct ViewRow: Sendable, Equatable {
+    /// The emitting document's id (nil for reduce rows).
+    public var id: String?
+    /// The key as JSON text.
+    public var keyJSON: String
+    /// The value as JSON text.
+    public var valueJSON: String
+    /// With `include_docs`: the document as JSON text (`null` when it is missing).
+    public var documentJSON: String?
+    /// For `_all_docs` with `keys`: `not_found` for an id with no document.
+    public var error: String?
+
+    public init(id: String?, keyJSON: String, valueJSON: String, documentJSON: String? = nil, error: String? = nil) {
+        self.id = id
+        self.keyJSON = keyJSON
+        self.valueJSON = valueJSON
+        self.documentJSON = documentJSON
+        self.error = error
+    }
+
+    /// The key as a ``JSONValue``.
+    /// - Throws: ``JSONParseError`` when the stored key is not JSON (a damaged index), never a silent `null`.
+    public var key: JSONValue {
+        get throws(JSONParseError) { try JSONParser.parse(keyJSON) }
+    }
+    /// The value as a ``JSONValue``.
+    /// - Throws: ``JSONParseError`` when the stored value is not JSON.
+    public var value: JSONValue {
+        get throws(JSONParseError) { try JSONParser.parse(valueJSON) }
+    }
+    /// With `include_docs`: the document as a ``JSONValue`` (`.null` when it is missing).
+    /// - Throws: ``JSONParseError`` when the document is not JSON.
+    public var document: JSONValue? {
+        get throws(JSONParseError) { try documentJSON.map { text throws(JSONParseError) in try JSONParser.parse(text) } }
+    }
+
+    /// The key decoded into the caller's type.
+    /// - Throws: ``CodingError`` naming the row and where the key does not fit `T`.
+    public func key<T: Decodable>(as type: T.Type) throws -> T {
+        try CodingError.decode(T.self, from: Array(keyJSON.utf8), subject: "key of \(subject)")
+    }
+
+    /// The value decoded into the caller's type.
+    /// - Throws: ``CodingError`` naming the row and where the value does not fit `T`.
+    public func value<T: Decodable>(as type: T.Type) throws -> T {
+        try CodingError.decode(T.self, from: Array(valueJSON.utf8), subject: "value of \(subject)")
+    }
+
+    /// The included document decoded into the caller's type (nil without include_docs or when missing).
+    public func document<T: Decodable>(as type: T.Type) throws -> T? {
+        guard let documentJSON, documentJSON != "null" else { return nil }
+        return try CodingError.decode(T.self, from: Array(documentJSON.utf8), subject: "document of \(subject)")
+    }
+
+    /// How errors name the row.
+    private var subject: String {
+        id.map { "the row of document \"\($0)\" (key \(keyJSON))" } ?? "the reduce row with key \(keyJSON)"
+    }
+}
+
+/// A view row with its key and value decoded into the caller's types.
+public struct DecodedViewRow<Key: Decodable & Sendable, Value: Decodable & Sendable>: Sendable {
+    /// The emitting document's id (nil for reduce rows).
+    public var id: String?
+    /// The row's key, decoded.
+    public var key: Key
+    /// The row's value, decoded.
+    public var value: Value
+    /// The row as the view produced it (its included document too, with `include_docs`).
+    public var row: ViewRow
+}
+
+extension ViewResult {
+    /// The rows with keys and values decoded into the caller's types.
+    ///
+    /// ```swift
+    /// for row in try result.decodedRows(key: String.self, value: Int.self) {
+    ///     print(row.key, row.value)
+    /// }
+    /// ```
+    /// - Throws: ``CodingError`` naming the first row that does not fit.
+    public func decodedRows<Key: Decodable & Sendable, Value: Decodable & Sendable>(
+        key: Key.Type, value: Value.Type
+    ) throws -> [DecodedViewRow<Key, Value>] {
+        try rows.map { row in
+            DecodedViewRow(id: row.id, key: try row.key(as: Key.self), value: try row.value(as: Value.self), row: row)
+        }
+    }
+}
+
+/// A view query's result, in CouchDB's shape.
+public struct ViewResult: Sendable, Equatable {
+    /// Rows in the index (map queries; nil for reduce).
+    public var totalRows: Int?
+    /// Rows before the first one returned (map queries; nil for reduce).
+    public var offset: Int?
+    /// The database sequence the index reflects, when asked for (`update_seq`).
+    public var updateSequence: UInt64?
+    public var rows: [ViewRow]
+
+    /// What the result says besides its rows.
+    public var header: ViewResultHeader {
+        ViewResultHeader(totalRows: totalRows, offset: offset, updateSequence: updateSequence)
+    }
+
+    /// CouchDB's response body: `{"total_rows":…,"offset":…,"rows":[…]}`.
+    public var json: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + rows.count * 64)
+        header.writeJSONOpening(into: &out)
+        for (index, row) in rows.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            row.writeJSON(into: &out)
+        }
+        ViewResultHeader.writeJSONClosing(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// What a query's result says besides its rows, known before the first row
+/// (see ``Database/forEachRow(_:options:progress:header:_:)``).
+public struct ViewResultHeader: Sendable, Equatable {
+    /// Rows in the index (map queries and `_all_docs`; nil for reduce).
+    public var totalRows: Int?
+    /// Rows before the first one returned (map queries; nil for reduce and for `_all_docs` with keys).
+    public var offset: Int?
+    /// The database sequence the index reflects, when asked for (`update_seq`).
+    public var updateSequence: UInt64?
+
+    public init(totalRows: Int?, offset: Int?, updateSequence: UInt64?) {
+        self.totalRows = totalRows
+        self.offset = offset
+        self.updateSequence = updateSequence
+    }
+
+    /// Writes the start of CouchDB's response body, up to the rows:
+    /// `{"total_rows":…,"offset":…,"rows":[`. Rows follow, separated by
+    /// commas (``ViewRow/writeJSON(into:)``), then ``writeJSONClosing(into:)``:
+    /// together, byte for byte ``ViewResult/json``.
+    public func writeJSONOpening(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let totalRows { out.append(contentsOf: #""total_rows":"#.utf8); out.append(contentsOf: String(totalRows).utf8); out.append(UInt8(ascii: ",")) }
+        if let offset { out.append(contentsOf: #""offset":"#.utf8); out.append(contentsOf: String(offset).utf8); out.append(UInt8(ascii: ",")) }
+        if let updateSequence {
+            out.append(contentsOf: #""update_seq":"#.utf8)
+            out.append(contentsOf: String(updateSequence).utf8)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: #""rows":["#.utf8)
+    }
+
+    /// Writes the end of CouchDB's response body, after the last row: `]}`.
+    public static func writeJSONClosing(into out: inout [UInt8]) {
+        out.append(contentsOf: "]}".utf8)
+    }
+}
+
+extension ViewRow {
+    /// Writes the row as CouchDB's response has it:
+    /// `{"id":…,"key":…,"value":…,"doc":…}` (or `{"key":…,"error":…}`).
+    public func writeJSON(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let id {
+            out.append(contentsOf: #""id":"#.utf8)
+            JSONWriter.writeString(id, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: #""key":"#.utf8)
+        out.append(contentsOf: keyJSON.utf8)
+        if let error {
+            out.append(contentsOf: #","error":"#.utf8)
+            JSONWriter.writeString(error, into: &out)
+            out.append(UInt8(ascii: "}"))
+            return
+        }
+        out.append(contentsOf: #","value":"#.utf8)
+        out.append(contentsOf: valueJSON.utf8)
+        if let documentJSON {
+            out.append(contentsOf: #","doc":"#.utf8)
+            out.append(contentsOf: documentJSON.utf8)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+extension ViewResult {
+    /// The whole result of a read that hands over its header, then its rows,
+    /// as it goes (`read` is given where to put each).
+    package static func collected(
+        _ read: (_ header: (ViewResultHeader) throws -> Void, _ row: (consuming ViewRow) throws -> Void) throws -> Void
+    ) throws -> ViewResult {
+        var result = ViewResult(totalRows: nil, offset: nil, updateSequence: nil, rows: [])
+        try read({ header in
+            result.totalRows = header.totalRows
+            result.offset = header.offset
+            result.updateSequence = header.updateSequence
+        }, { row in
+            result.rows.append(row)
+        })
+        return result
+    }
+}
