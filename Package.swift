@@ -54,7 +54,7 @@ let package = Package(
         .target(
             name: "SetteeViews",
             dependencies: [
-                "SetteeCore", "SetteeStorage", "SetteeJavaScript", "CSetteeLMDB",
+                "SetteeCore", "SetteeStorage", "CSetteeLMDB",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -69,7 +69,7 @@ let package = Package(
         // `settee couchjs`: CouchDB's query-server protocol on the JavaScript engine.
         .target(
             name: "SetteeQueryServer",
-            dependencies: ["SetteeCore", "SetteeJavaScript", "SetteeViews"]
+            dependencies: ["SetteeCore", "SetteeJavaScript"]
         ),
         .executableTarget(
             name: "SetteeCLI",

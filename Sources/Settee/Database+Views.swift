@@ -349,7 +349,7 @@ extension Database {
             try update(design.views, progress: progress)
         }
         let tables = try indexes.tables(for: view.signature)
-        var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try javaScript())
+        var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try viewFunctions())
         runner.storedReductions = storedReductions
         try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true, streaming: streaming,
                        header: header, row: row)
@@ -483,7 +483,7 @@ extension Database {
     }
 
     private func makeIndexer() throws -> ViewIndexer {
-        ViewIndexer(store: store, indexes: indexes, workers: try javaScript(), logger: logger,
+        ViewIndexer(store: store, indexes: indexes, workers: try viewFunctions(), logger: logger,
                     batchSize: max(1, options.indexBatchSize), flushBytes: options.indexBufferBytes)
     }
 }

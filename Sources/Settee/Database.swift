@@ -151,6 +151,11 @@ public final class Database: Sendable {
         try workers.pool(count: options.javaScriptWorkers, configuration: options.javaScript)
     }
 
+    /// The JavaScript workers, as the workers views run their functions on.
+    func viewFunctions() throws -> any FunctionWorkers {
+        JavaScriptFunctionWorkers(pool: try javaScript())
+    }
+
     // MARK: Documents
 
     /// Writes a document given as a JSON object. Without `_id` an id is

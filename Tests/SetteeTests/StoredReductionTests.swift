@@ -69,7 +69,7 @@ private struct ReductionFixture {
     func rebuildChunks(_ view: String) throws {
         let definition = try db.designDocument("r")!.view(view)!
         let tables = try db.indexes.tables(for: definition.signature)
-        let reducer = try definition.reduce.map { try Reducer(source: $0, view: definition, workers: try db.javaScript(), chunk: 1000) }
+        let reducer = try definition.reduce.map { try Reducer(source: $0, view: definition, workers: try db.viewFunctions(), chunk: 1000) }
         try db.environment.write { transaction in
             try StoredReductions(rows: tables.rows, chunks: tables.chunks, reducer: reducer).rebuild(in: transaction)
         }

@@ -104,17 +104,20 @@ public final class JavaScriptContext {
     /// - Throws: When the document itself could not be parsed; a function that
     ///   throws is reported in the output instead.
     package func map(_ document: UnsafeRawBufferPointer, functions: [JavaScriptFunction]) throws(JavaScriptError) -> MapOutput {
-        var output = settee_js_output()
-        let status = functions.withUnsafeBufferPointer { functions in
-            functions.withMemoryRebound(to: Int32.self) { handles in
-                settee_js_map_document(
-                    raw, handles.baseAddress, handles.count,
-                    document.baseAddress?.assumingMemoryBound(to: CChar.self), document.count,
-                    &output, &error)
-            }
+        try functions.withUnsafeBufferPointer { functions throws(JavaScriptError) in
+            try functions.withMemoryRebound(to: Int32.self) { handles throws(JavaScriptError) in try map(document, handles: handles) }
         }
+    }
+
+    /// ``map(_:functions:)`` with the functions given by their handles.
+    package func map(_ document: UnsafeRawBufferPointer, handles: UnsafeBufferPointer<Int32>) throws(JavaScriptError) -> MapOutput {
+        var output = settee_js_output()
+        let status = settee_js_map_document(
+            raw, handles.baseAddress, handles.count,
+            document.baseAddress?.assumingMemoryBound(to: CChar.self), document.count,
+            &output, &error)
         guard status == SETTEE_JS_OK else { throw JavaScriptError(error) }
-        return MapOutput(bytes: UnsafeRawBufferPointer(start: output.bytes, count: output.length), functionCount: functions.count)
+        return MapOutput(bytes: UnsafeRawBufferPointer(start: output.bytes, count: output.length), functionCount: handles.count)
     }
 
     /// Runs map functions on one document and copies what they produced.
@@ -170,14 +173,6 @@ public final class JavaScriptContext {
     public func collectGarbage() {
         settee_js_context_collect_garbage(raw)
     }
-}
-
-/// The results of ``JavaScriptContext/call(_:argumentsJSON:)``.
-public struct CallResult: Sendable {
-    /// Per function, its result as JSON text (`null` for `undefined`) or its error.
-    public var results: [Result<String, JavaScriptError>]
-    /// Messages passed to `log()` during the calls.
-    public var logs: [String]
 }
 
 /// A row passed to `emit(key, value)`, as JSON text.

@@ -89,45 +89,6 @@ public final class JavaScriptWorkerPool: Sendable {
     }
 }
 
-/// Pieces of work the workers are taking (``JavaScriptWorkerPool/startShared(pieces:_:)``).
-package final class SharedWork<T: Sendable>: Sendable {
-    fileprivate let results: ResultSlots<T>
-    fileprivate let done = DispatchGroup()
-
-    fileprivate init(count: Int) {
-        results = ResultSlots(count: count)
-    }
-
-    /// Waits for every piece and returns their results in piece order (or
-    /// throws the first piece's error).
-    package func wait() throws -> [T] {
-        done.wait()
-        return try results.values()
-    }
-}
-
-/// Results written by several threads, one slot each.
-private final class ResultSlots<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var slots: [Result<T, any Error>?]
-
-    init(count: Int) {
-        slots = Array(repeating: nil, count: count)
-    }
-
-    func set(_ index: Int, _ result: Result<T, any Error>) {
-        lock.lock()
-        slots[index] = result
-        lock.unlock()
-    }
-
-    func values() throws -> [T] {
-        lock.lock()
-        defer { lock.unlock() }
-        return try slots.map { try $0!.get() }
-    }
-}
-
 private final class TurnCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0

@@ -2,7 +2,6 @@ import CSetteeJS
 import Logging
 import SetteeCore
 import SetteeJavaScript
-import SetteeViews
 
 /// Apache CouchDB's JavaScript query server, on Settee's engine: the line
 /// protocol CouchDB speaks to `couchjs` (one JSON array per line in, one JSON

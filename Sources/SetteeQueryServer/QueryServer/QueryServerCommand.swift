@@ -1,6 +1,5 @@
 import SetteeCore
 import SetteeJavaScript
-import SetteeViews
 /// One line of the query-server protocol, `[name, argument, …]`, split into its
 /// elements' bytes without building values: documents go to the engine as the
 /// text CouchDB sent.

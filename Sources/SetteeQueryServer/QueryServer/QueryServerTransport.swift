@@ -1,6 +1,5 @@
 import SetteeCore
 import SetteeJavaScript
-import SetteeViews
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,6 +1,5 @@
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 /// A view query rejected the way CouchDB rejects it: the `error` and `reason`
 /// members of CouchDB's 400 response body, word for word.
 public struct QueryError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,7 +1,6 @@
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// CouchDB's view query parameters (`#mrargs` in `couch_mrview.hrl`).
 ///

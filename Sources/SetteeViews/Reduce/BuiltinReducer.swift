@@ -1,6 +1,5 @@
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 /// A built-in reducer, run natively with CouchDB's semantics (CouchDB 3.x,
 /// `src/couch/src/couch_query_servers.erl`). Partial results are `JSONValue`s so
 /// they can be stored and combined later (stored reductions).

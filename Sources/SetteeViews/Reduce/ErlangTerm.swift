@@ -1,6 +1,5 @@
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 /// A JSON value as CouchDB's Erlang code sees it ("EJSON"), for the few places
 /// where CouchDB's built-in reducers show an Erlang term to the user: the
 /// `_stats` error messages (`~p` and `~w` formatting) and the ordering

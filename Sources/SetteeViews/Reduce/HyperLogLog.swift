@@ -1,6 +1,5 @@
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

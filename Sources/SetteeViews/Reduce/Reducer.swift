@@ -1,7 +1,6 @@
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// Reduces a view's rows with its reduce function: a built-in, natively, or
 /// JavaScript on a worker — in chunks, whose results are then rereduced, as
@@ -15,7 +14,7 @@ package final class Reducer: Sendable {
     }
 
     private let kind: Kind
-    private let workers: JavaScriptWorkerPool
+    private let workers: any FunctionWorkers
     private let chunk: Int
     /// Whether the JavaScript function may read its keys: one that provably
     /// never does (``readsKeys(_:)``) is passed `null` for them.
@@ -38,7 +37,7 @@ package final class Reducer: Sendable {
         fileprivate var partialTexts: [String] = []
     }
 
-    package init(source: String, view: ViewDefinition, workers: JavaScriptWorkerPool, chunk: Int, cpu: IndexingCPU? = nil) throws {
+    package init(source: String, view: ViewDefinition, workers: any FunctionWorkers, chunk: Int, cpu: IndexingCPU? = nil) throws {
         if let builtin = try BuiltinReducer(source: source) {
             kind = .builtin(builtin)
             passesKeys = false
@@ -144,15 +143,15 @@ package final class Reducer: Sendable {
                 return Result { try partial(&accumulator, in: nil) }
             }
         case .javascript:
-            @Sendable func reduce(_ run: ArraySlice<Accumulator>, in context: JavaScriptContext) -> [Result<String, any Error>] {
+            @Sendable func reduce(_ run: ArraySlice<Accumulator>, in context: any FunctionRunner) -> [Result<String, any Error>] {
                 run.map { accumulator in
                     var accumulator = accumulator
                     return Result { try partial(&accumulator, in: context) }
                 }
             }
-            let pieces = min(workers.workers.count * 4, accumulators.count / Self.callsPerPiece)
+            let pieces = min(workers.count * 4, accumulators.count / Self.callsPerPiece)
             guard pieces > 1 else {
-                return try workers.nextWorker().run { context in measured { reduce(accumulators[...], in: context) } }
+                return try workers.run { context in measured { reduce(accumulators[...], in: context) } }
             }
             let size = (accumulators.count + pieces - 1) / pieces
             return try workers.runShared(pieces: pieces) { piece, context in
@@ -165,7 +164,7 @@ package final class Reducer: Sendable {
     private static let callsPerPiece = 32
 
     /// `context`: the worker's context when already on its thread.
-    private func partial(_ accumulator: inout Accumulator, in context: JavaScriptContext?) throws -> String {
+    private func partial(_ accumulator: inout Accumulator, in context: (any FunctionRunner)?) throws -> String {
         switch kind {
         case .builtin(let reducer):
             return try builtinPartial(reducer, &accumulator).jsonText
@@ -205,7 +204,7 @@ package final class Reducer: Sendable {
         }
     }
 
-    private func reduceChunk(_ accumulator: inout Accumulator, in context: JavaScriptContext? = nil) throws {
+    private func reduceChunk(_ accumulator: inout Accumulator, in context: (any FunctionRunner)? = nil) throws {
         guard case .javascript(let source, let name) = kind else { return }
         if passesKeys { accumulator.keysText.append(UInt8(ascii: "]")) }
         accumulator.valuesText.append(UInt8(ascii: "]"))
@@ -223,13 +222,13 @@ package final class Reducer: Sendable {
     /// `keysLength`: the length of the keys' JSON as CouchDB would send them
     /// (`reduce_limit` compares the output with the whole input).
     private func call(source: String, name: String, keys: String, keysLength: Int, values: String, rereduce: Bool,
-                      in context: JavaScriptContext? = nil) throws -> String {
-        func reduce(_ context: JavaScriptContext) throws -> CallResult {
+                      in context: (any FunctionRunner)? = nil) throws -> String {
+        func reduce(_ context: any FunctionRunner) throws -> CallResult {
             let function = try context.compile(source, name: name)
             return try context.reduce([function], keysJSON: keys, valuesJSON: values, rereduce: rereduce)
         }
         // On a worker already (`context`), its caller counts the time.
-        let result = try context.map(reduce) ?? workers.nextWorker().run { context in try measured { try reduce(context) } }
+        let result = try context.map(reduce) ?? workers.run { context in try measured { try reduce(context) } }
         let output = try result.results[0].get()
         // CouchDB's reduce_limit: a reduction that does not shrink is a mistake.
         let inputSize = keysLength + values.utf8.count + 3

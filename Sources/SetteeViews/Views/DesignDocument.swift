@@ -1,6 +1,5 @@
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 /// A CouchDB design document (`_design/NAME`): views whose map and reduce
 /// functions are JavaScript source, plus the CommonJS modules in `views.lib`.
 public struct DesignDocument: Sendable, Equatable {

@@ -1,6 +1,5 @@
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 /// A design document that cannot be used, with where the problem is.
 public struct DesignDocumentError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file it was loaded from, or nil for a design document in the database.

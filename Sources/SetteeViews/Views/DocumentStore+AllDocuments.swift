@@ -1,6 +1,5 @@
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 extension DocumentStore {
     /// The stored `_design/` documents (live ones).
     package func designDocumentRecords() throws -> [Document] {

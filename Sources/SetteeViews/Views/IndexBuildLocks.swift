@@ -1,7 +1,6 @@
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

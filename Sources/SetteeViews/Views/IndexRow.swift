@@ -2,7 +2,6 @@ import CSetteeLMDB
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// How a view row is stored, and its document's entry in the back index.
 ///

@@ -2,7 +2,6 @@ import CSetteeLMDB
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// Walks an index's rows in full-key order (either direction) within a range,
 /// sorting the rare groups of long keys that share a stored prefix (see

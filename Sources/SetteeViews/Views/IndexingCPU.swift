@@ -3,7 +3,6 @@ import Logging
 import Synchronization
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// The CPU time an index update spent in each stage of its pipeline, summed
 /// over the threads that ran the stage, and the process's CPU time over the

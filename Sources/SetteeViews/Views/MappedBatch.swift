@@ -1,7 +1,6 @@
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// One emitted row: which index it belongs to, and where its stored key and
 /// value lie in its batch's ``MappedBatch/bytes``.

@@ -2,7 +2,6 @@ import CSetteeLMDB
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// Rows of a ``MappedBatch`` in stored-key order, sorted without touching the
 /// batch's arrays per comparison: each entry carries eight bytes of its key

@@ -2,7 +2,6 @@ import CSetteeLMDB
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// The reduce function whose partials stored chunks keep, as the chunks see
 /// it — rows reduced into a partial, partials rereduced — whatever runs it,

@@ -1,6 +1,5 @@
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 /// One view of a design document, and the signature that versions its index.
 public struct ViewDefinition: Sendable, Equatable {
     /// The design document's id (`_design/NAME`).

@@ -3,7 +3,6 @@ import Foundation
 import Synchronization
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// Where an index stands, kept in the `views` table under its signature and
 /// committed with the rows it describes.

@@ -4,7 +4,6 @@ import Logging
 import Synchronization
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// Progress of an index build.
 public struct IndexProgress: Sendable {
@@ -53,7 +52,7 @@ public struct IndexProgress: Sendable {
 package struct ViewIndexer {
     package let store: DocumentStore
     package let indexes: ViewIndexStore
-    package let workers: JavaScriptWorkerPool
+    package let workers: any FunctionWorkers
     package let logger: Logger
     /// Changed documents per batch: what the workers map at a time.
     package var batchSize = 8192
@@ -64,7 +63,7 @@ package struct ViewIndexer {
     /// the run has found its rows in order (see ``SortedRows/Placement/isScattered``).
     package var flushBytes = 24 << 20
 
-    package init(store: DocumentStore, indexes: ViewIndexStore, workers: JavaScriptWorkerPool, logger: Logger,
+    package init(store: DocumentStore, indexes: ViewIndexStore, workers: any FunctionWorkers, logger: Logger,
                  batchSize: Int = 8192, flushBytes: Int = 24 << 20) {
         self.store = store
         self.indexes = indexes
@@ -406,7 +405,7 @@ package struct ViewIndexer {
     }
 
     /// Views of one document form: the targets they belong to and their compiled map functions.
-    private typealias Group = (members: [(target: Int, function: JavaScriptFunction)], functions: [JavaScriptFunction])
+    private typealias Group = (members: [(target: Int, function: CompiledFunction)], functions: [CompiledFunction])
 
     /// A batch of documents whose slices the workers are mapping.
     private struct Mapping {
@@ -422,9 +421,9 @@ package struct ViewIndexer {
         let views = targets.map(\.view)
         let collations = views.map(\.collation)
         let includeDesign = views.map(\.includeDesign)
-        let mapSlice: @Sendable (JavaScriptContext, Range<Int>) throws -> MappedBatch = { context, slice in
-            var plain: [(target: Int, function: JavaScriptFunction)] = []
-            var sequenced: [(target: Int, function: JavaScriptFunction)] = []
+        let mapSlice: @Sendable (any FunctionRunner, Range<Int>) throws -> MappedBatch = { context, slice in
+            var plain: [(target: Int, function: CompiledFunction)] = []
+            var sequenced: [(target: Int, function: CompiledFunction)] = []
             for (index, view) in views.enumerated() {
                 let function = try context.compile(view.map, name: "\(view.designDocument)/\(view.name) map", library: view.library.map { $0.jsonText })
                 if view.localSequence { sequenced.append((index, function)) } else { plain.append((index, function)) }
@@ -460,50 +459,51 @@ package struct ViewIndexer {
               try documents.ids.bytes.withUnsafeBytes { ids in
                 /// Maps one document with the views of one form that map it (`active`)
                 /// and adds their rows.
-                func map(_ document: Int, form: Int, active: [(target: Int, function: JavaScriptFunction)],
-                         functions: [JavaScriptFunction], id: UnsafeRawBufferPointer) throws {
+                func map(_ document: Int, form: Int, active: [(target: Int, function: CompiledFunction)],
+                         functions: [CompiledFunction], id: UnsafeRawBufferPointer) throws {
                     let text = UnsafeRawBufferPointer(rebasing: json[documents.jsonRange(document)])
-                    let result: MapOutput
+                    emitCounts.removeAll(keepingCapacity: true)
+                    emitCounts.append(contentsOf: repeatElement(0, count: active.count))
+                    func mapRows(_ text: UnsafeRawBufferPointer) throws {
+                        try context.map(
+                            text, functions: functions,
+                            row: { function, key, value in
+                                let target = active[function].target
+                                fullKey.removeAll(keepingCapacity: true)
+                                try CollationKey.append(json: key, mode: collations[target], to: &fullKey)
+                                let encodedLength = fullKey.count
+                                IndexRow.appendFullKeySuffix(id: id, emitIndex: emitCounts[function], to: &fullKey)
+                                emitCounts[function] += 1
+                                let keyStart = output.bytes.count
+                                IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
+                                let valueStart = output.bytes.count
+                                IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength,
+                                                     keyJSON: key, valueJSON: value, to: &output.bytes)
+                                output.rows.append(MappedRow(
+                                    target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
+                                    valueLength: Int32(output.bytes.count - valueStart)))
+                            },
+                            failure: { function, error in
+                                // The engine's failure is the build's, not the document's: skipping
+                                // the document would leave its rows out for good.
+                                guard !error.kind.isEngineFailure else { throw error }
+                                output.errors.append((document, active[function].target, error))
+                            })
+                    }
                     do {
                         if form == 1 {
                             withLocalSequence.removeAll(keepingCapacity: true)
                             withLocalSequence.append(contentsOf: text.dropLast())
                             withLocalSequence.append(contentsOf: #","_local_seq":\#(documents.sequences[document])}"#.utf8)
-                            result = try withLocalSequence.withUnsafeBytes { try context.map($0, functions: functions) }
+                            try withLocalSequence.withUnsafeBytes { try mapRows($0) }
                         } else {
-                            result = try context.map(text, functions: functions)
+                            try mapRows(text)
                         }
                     } catch let error as JavaScriptError where !error.kind.isEngineFailure {
                         // The engine could not take this document (too large or too deep
                         // to parse within its bounds): its error, not the build's.
                         for member in active { output.errors.append((document, member.target, error)) }
-                        return
                     }
-                    emitCounts.removeAll(keepingCapacity: true)
-                    emitCounts.append(contentsOf: repeatElement(0, count: active.count))
-                    _ = try result.forEach(
-                        rows: { function, key, value in
-                            let target = active[function].target
-                            fullKey.removeAll(keepingCapacity: true)
-                            try CollationKey.append(json: key, mode: collations[target], to: &fullKey)
-                            let encodedLength = fullKey.count
-                            IndexRow.appendFullKeySuffix(id: id, emitIndex: emitCounts[function], to: &fullKey)
-                            emitCounts[function] += 1
-                            let keyStart = output.bytes.count
-                            IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
-                            let valueStart = output.bytes.count
-                            IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength,
-                                                 keyJSON: key, valueJSON: value, to: &output.bytes)
-                            output.rows.append(MappedRow(
-                                target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
-                                valueLength: Int32(output.bytes.count - valueStart)))
-                        },
-                        failure: { function, error in
-                            // The engine's failure is the build's, not the document's: skipping
-                            // the document would leave its rows out for good.
-                            guard !error.kind.isEngineFailure else { throw error }
-                            output.errors.append((document, active[function].target, error))
-                        })
                 }
                 /// Maps one document with the views of `group` that map it: all of
                 /// them (the usual case, with no subset to look up) or some.
@@ -531,7 +531,7 @@ package struct ViewIndexer {
             return output
         }
         // A few changes: one worker, no fan-out. Otherwise eight slices a worker.
-        let slices = documents.count < 64 ? 1 : workers.workers.count * 8
+        let slices = documents.count < 64 ? 1 : workers.count * 8
         let slice = (documents.count + slices - 1) / slices
         let work = workers.startShared(pieces: slices) { piece, context in
             let start = min(piece * slice, documents.count)

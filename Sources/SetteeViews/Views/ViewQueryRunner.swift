@@ -2,21 +2,20 @@ import CSetteeLMDB
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// Answers a query on an up-to-date index: range scans for map queries,
 /// grouping and reduction for reduce queries, documents for include_docs.
 package struct ViewQueryRunner {
     package let store: DocumentStore
     package let indexes: ViewIndexStore
-    package let workers: JavaScriptWorkerPool
+    package let workers: any FunctionWorkers
 
     /// Rows per call of a JavaScript reduce function before results are rereduced.
     package var reduceChunk = 1000
     /// Whether counts and reductions read stored chunks (when current) instead of walking every row.
     package var storedReductions = true
 
-    package init(store: DocumentStore, indexes: ViewIndexStore, workers: JavaScriptWorkerPool) {
+    package init(store: DocumentStore, indexes: ViewIndexStore, workers: any FunctionWorkers) {
         self.store = store
         self.indexes = indexes
         self.workers = workers

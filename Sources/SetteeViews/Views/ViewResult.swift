@@ -1,7 +1,6 @@
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeJavaScript
 
 /// A row of a view or `_all_docs` result. Keys, values and documents are kept
 /// as the JSON text the view produced; decode them with ``key(as:)`` and

@@ -1,6 +1,3 @@
-import SetteeCore
-import SetteeStorage
-import SetteeJavaScript
 /// CouchDB's `reduce_limit`: a reduce whose output does not shrink fast enough
 /// is an error (or, in `log` mode, only logged). The query server's is set by
 /// the `reset` command's configuration (`reduce_limit`,
