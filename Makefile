@@ -8,7 +8,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo-db
 BENCH_DOCS ?= 1000000
 
-.PHONY: deps build test crash-test demo bench bench-couchjs clean
+.PHONY: deps build test crash-test demo bench bench-couchjs clean modules
 
 deps:
 	@missing=""; \
@@ -51,3 +51,7 @@ bench-couchjs: deps
 	$(SWIFT) build -c release --product settee
 	$(SWIFT) build -c release --product SetteeCouchJSBenchmark
 	"$$($(SWIFT) build -c release --show-bin-path)/SetteeCouchJSBenchmark" --docs $(COUCHJS_BENCH_DOCS)
+
+# The targets and what each depends on (the layering SwiftPM enforces).
+modules:
+	@bash Scripts/module-graph.sh | sort

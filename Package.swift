@@ -54,7 +54,7 @@ let package = Package(
         .target(
             name: "SetteeViews",
             dependencies: [
-                "SetteeCore", "SetteeStorage", "CSetteeLMDB",
+                "SetteeCore", "SetteeStorage",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

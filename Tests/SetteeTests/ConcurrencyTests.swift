@@ -137,7 +137,7 @@ extension ConcurrencyTests {
         let directory = TemporaryDirectory()
         let db = try oneWorkerDatabase(in: directory)
         try db.put(#"{"_id": "a", "n": 1}"#)
-        var handles = Set<UInt32>()
+        var handles = Set<LMDBTable>()
         for edit in 0..<40 {
             let design = #"{"_id": "_design/d", "views": {"v": {"map": "function (doc) { emit(doc.n + \#(edit), null); }"}}}"#
             try db.loadDesignDocuments(from: directory.file("d.json", contents: design))
@@ -146,7 +146,7 @@ extension ConcurrencyTests {
             handles.formUnion([tables.rows, tables.back, tables.chunks])
         }
         // Without closing, each edit would take three new handles (120 in all).
-        #expect(handles.count <= 12, "\(handles.sorted())")
+        #expect(handles.count <= 12, "\(handles.map(\.dbi).sorted())")
     }
 
     @Test("A query holding a removed index's tables reads none of them: no state in its snapshot, no rows")
@@ -286,7 +286,7 @@ private final class ReaderResults: @unchecked Sendable {
         let signature = try db.designDocument("pairs")!.view("by_n")!.signature
         let tables = try db.indexes.tables(for: signature)
         // LMDB's main table lists the named tables (handle 1).
-        let namedTables = try db.environment.read { try $0.count(1) }
+        let namedTables = try db.environment.read { try $0.count(LMDBTable(dbi: 1)) }
         try db.environment.read { transaction in
             // The reader may or may not have looked at the index before it goes.
             let before = touchedBefore ? try transaction.count(tables.rows) : 1000
@@ -315,7 +315,7 @@ private final class ReaderResults: @unchecked Sendable {
         // old handles were closed once the reader ended: they are opened anew).
         let emptied = try db.environment.openDatabases(["rows:", "back:", "chunks:"].map { $0 + signature })
         try db.environment.read { transaction throws in
-            #expect(try transaction.count(1) == namedTables + 3)
+            #expect(try transaction.count(LMDBTable(dbi: 1)) == namedTables + 3)
             for table in emptied { #expect(try transaction.count(table) == 0) }
         }
     }

@@ -3,7 +3,7 @@ import CSetteeLMDB
 
 extension LMDBTransaction {
     /// Every entry of `table` in key order, each as its key, 0xEE and its value.
-    func entries(of table: MDB_dbi) throws -> [[UInt8]] {
+    func entries(of table: LMDBTable) throws -> [[UInt8]] {
         try withCursor(table) { cursor in
             var entries: [[UInt8]] = []
             var entry = try cursor.first()

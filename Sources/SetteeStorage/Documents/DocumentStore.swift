@@ -10,11 +10,11 @@ import SetteeCore
 /// the counts of documents are kept in the table `settee` (``KeptDocumentCounts``).
 package final class DocumentStore: Sendable {
     package let environment: LMDBEnvironment
-    package let docs: MDB_dbi
-    package let seqs: MDB_dbi
+    package let docs: LMDBTable
+    package let seqs: LMDBTable
     /// The table `settee`, which holds the kept counts; nil only in a database
     /// from before the format record, opened read-only (see ``DatabaseFormat``).
-    package let metadata: MDB_dbi?
+    package let metadata: LMDBTable?
     package let logger: Logger
     /// Signalled after every committed write, for live queries and changes feeds.
     package let commits: CommitSignal

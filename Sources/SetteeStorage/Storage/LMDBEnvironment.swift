@@ -24,7 +24,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// (LMDB allows resizing only when no transaction is active in the process).
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
     private let databasesLock = NSLock()
-    private var databases: [String: MDB_dbi] = [:]
+    private var databases: [String: LMDBTable] = [:]
     private let closings = TableHandleClosings()
     /// Read transactions reset after use, renewed by the next reads: beginning
     /// one afresh allocates and zeroes room for every possible table.
@@ -488,19 +488,19 @@ package final class LMDBEnvironment: @unchecked Sendable {
 
     /// The handle of the named database in `transaction`, created on first use.
     /// Not shared with other threads: see ``openDatabases(_:)``.
-    package func database(_ name: String, in transaction: LMDBTransaction) throws(StorageError) -> MDB_dbi {
-        if let dbi = databasesLock.withLock({ databases[name] }) { return dbi }
+    package func database(_ name: String, in transaction: LMDBTransaction) throws(StorageError) -> LMDBTable {
+        if let table = databasesLock.withLock({ databases[name] }) { return table }
         var dbi = MDB_dbi()
         try check(mdb_dbi_open(transaction.txn, name, UInt32(MDB_CREATE), &dbi), "opening the table \(name) in \(path)")
-        return dbi
+        return LMDBTable(dbi: dbi)
     }
 
     /// Opens named databases in their own committed transaction, so that
     /// handles are valid for every later transaction (LMDB's rule). Handles are
     /// shared only once that transaction has committed: a reader given one
     /// earlier would fail with EINVAL.
-    package func openDatabases(_ names: [String]) throws -> [MDB_dbi] {
-        let known: [MDB_dbi]? = databasesLock.withLock {
+    package func openDatabases(_ names: [String]) throws -> [LMDBTable] {
+        let known: [LMDBTable]? = databasesLock.withLock {
             let handles = names.compactMap { databases[$0] }
             return handles.count == names.count ? handles : nil
         }
@@ -520,7 +520,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// which LMDB allows and which, committed, shares their handles as a write
     /// would: opening a database never waits for another process's write.
     /// Nil when one of them is missing (a write must create it).
-    private func openExistingDatabases(_ names: [String]) throws -> [MDB_dbi]? {
+    private func openExistingDatabases(_ names: [String]) throws -> [LMDBTable]? {
         // No write transaction of this process is open meanwhile: LMDB forbids
         // opening handles in two transactions at once.
         writeLock.lock()
@@ -537,7 +537,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
         }
         defer { pthread_rwlock_unlock(resizeLock) }
         try check(code, "beginning a read transaction on \(path)")
-        var handles: [MDB_dbi] = []
+        var handles: [LMDBTable] = []
         for name in names {
             var dbi = MDB_dbi()
             let code = mdb_dbi_open(txn, name, 0, &dbi)
@@ -553,7 +553,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
                 }
                 throw StorageError(code: code, operation: "opening the table \(name) in \(path)")
             }
-            handles.append(dbi)
+            handles.append(LMDBTable(dbi: dbi))
         }
         try check(mdb_txn_commit(txn), "opening tables in \(path)")
         return handles
@@ -564,7 +564,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     package func tableNames() throws -> [String] {
         try read { transaction in
             // LMDB's main table is handle 1 (`MAIN_DBI`), always open.
-            try transaction.withCursor(1) { cursor in
+            try transaction.withCursor(LMDBTable(dbi: 1)) { cursor in
                 var names: [String] = []
                 var entry = try cursor.first()
                 while let (key, _) = entry {
@@ -589,9 +589,9 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// emptied table is a name and an empty record in LMDB's main table,
     /// and is used again if its index comes back.
     package func emptyDatabase(_ name: String, in transaction: LMDBTransaction) throws(StorageError) {
-        let dbi = try database(name, in: transaction)
-        try check(mdb_drop(transaction.txn, dbi, 0), "emptying the table \(name) in \(path)")
-        closings.emptied(name, dbi: dbi)
+        let table = try database(name, in: transaction)
+        try check(mdb_drop(transaction.txn, table.dbi, 0), "emptying the table \(name) in \(path)")
+        closings.emptied(name, dbi: table.dbi)
         databasesLock.withLock { databases[name] = nil }
     }
 

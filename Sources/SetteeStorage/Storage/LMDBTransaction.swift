@@ -14,101 +14,101 @@ package struct LMDBTransaction {
     package var id: Int { mdb_txn_id(txn) }
 
     /// The value stored under `key`, or nil.
-    package func get(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws(StorageError) -> UnsafeRawBufferPointer? {
+    package func get(_ table: LMDBTable, _ key: UnsafeRawBufferPointer) throws(StorageError) -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
-        let code = mdb_get(txn, dbi, &k, &v)
+        let code = mdb_get(txn, table.dbi, &k, &v)
         if code == MDB_NOTFOUND { return nil }
         try check(code, "reading from \(environment.path)")
         return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
     }
 
-    package func get(_ dbi: MDB_dbi, _ key: some ContiguousBytes) throws(StorageError) -> UnsafeRawBufferPointer? {
+    package func get(_ table: LMDBTable, _ key: some ContiguousBytes) throws(StorageError) -> UnsafeRawBufferPointer? {
         let result: Result<UnsafeRawBufferPointer?, StorageError> = key.withUnsafeBytes { key in
-            Result { () throws(StorageError) in try get(dbi, key) }
+            Result { () throws(StorageError) in try get(table, key) }
         }
         return try result.get()
     }
 
-    package func put(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, append: Bool = false) throws(StorageError) {
+    package func put(_ table: LMDBTable, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, append: Bool = false) throws(StorageError) {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-        try check(mdb_put(txn, dbi, &k, &v, append ? UInt32(MDB_APPEND) : 0), "writing to \(environment.path)")
+        try check(mdb_put(txn, table.dbi, &k, &v, append ? UInt32(MDB_APPEND) : 0), "writing to \(environment.path)")
     }
 
-    package func put(_ dbi: MDB_dbi, _ key: some ContiguousBytes, _ value: some ContiguousBytes, append: Bool = false) throws(StorageError) {
+    package func put(_ table: LMDBTable, _ key: some ContiguousBytes, _ value: some ContiguousBytes, append: Bool = false) throws(StorageError) {
         let result: Result<Void, StorageError> = key.withUnsafeBytes { key in
             value.withUnsafeBytes { value in
-                Result { () throws(StorageError) in try put(dbi, key, value, append: append) }
+                Result { () throws(StorageError) in try put(table, key, value, append: append) }
             }
         }
         try result.get()
     }
 
-    /// Whether `key` sorts after every key of `dbi` (true for an empty table):
+    /// Whether `key` sorts after every key of `table` (true for an empty table):
     /// ascending keys from there on may be written with `append`.
-    package func isAfterLastKey(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws -> Bool {
-        try withCursor(dbi) { cursor in
+    package func isAfterLastKey(_ table: LMDBTable, _ key: UnsafeRawBufferPointer) throws -> Bool {
+        try withCursor(table) { cursor in
             guard let last = try cursor.last() else { return true }
             return compareBytes(key, last.key) > 0
         }
     }
 
-    package func isAfterLastKey(_ dbi: MDB_dbi, _ key: [UInt8]) throws -> Bool {
-        try key.withUnsafeBytes { try isAfterLastKey(dbi, $0) }
+    package func isAfterLastKey(_ table: LMDBTable, _ key: [UInt8]) throws -> Bool {
+        try key.withUnsafeBytes { try isAfterLastKey(table, $0) }
     }
 
     /// Deletes `key`; returns whether it existed.
     @discardableResult
-    package func delete(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws(StorageError) -> Bool {
+    package func delete(_ table: LMDBTable, _ key: UnsafeRawBufferPointer) throws(StorageError) -> Bool {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-        let code = mdb_del(txn, dbi, &k, nil)
+        let code = mdb_del(txn, table.dbi, &k, nil)
         if code == MDB_NOTFOUND { return false }
         try check(code, "deleting from \(environment.path)")
         return true
     }
 
     @discardableResult
-    package func delete(_ dbi: MDB_dbi, _ key: some ContiguousBytes) throws(StorageError) -> Bool {
+    package func delete(_ table: LMDBTable, _ key: some ContiguousBytes) throws(StorageError) -> Bool {
         let result: Result<Bool, StorageError> = key.withUnsafeBytes { key in
-            Result { () throws(StorageError) in try delete(dbi, key) }
+            Result { () throws(StorageError) in try delete(table, key) }
         }
         return try result.get()
     }
 
-    /// A cursor over `dbi`, closed when `body` returns.
-    package func withCursor<T>(_ dbi: MDB_dbi, _ body: (inout LMDBCursor) throws -> T) throws -> T {
+    /// A cursor over `table`, closed when `body` returns.
+    package func withCursor<T>(_ table: LMDBTable, _ body: (inout LMDBCursor) throws -> T) throws -> T {
         var cursor: OpaquePointer?
-        try check(mdb_cursor_open(txn, dbi, &cursor), "reading from \(environment.path)")
+        try check(mdb_cursor_open(txn, table.dbi, &cursor), "reading from \(environment.path)")
         defer { mdb_cursor_close(cursor) }
         var wrapped = LMDBCursor(cursor: cursor!, path: environment.path)
         return try body(&wrapped)
     }
 
-    /// Removes every entry of `dbi`, keeping the table.
-    package func clear(_ dbi: MDB_dbi) throws(StorageError) {
-        try check(mdb_drop(txn, dbi, 0), "clearing a table of \(environment.path)")
+    /// Removes every entry of `table`, keeping the table.
+    package func clear(_ table: LMDBTable) throws(StorageError) {
+        try check(mdb_drop(txn, table.dbi, 0), "clearing a table of \(environment.path)")
     }
 
-    /// Number of entries in `dbi`.
-    package func count(_ dbi: MDB_dbi) throws(StorageError) -> Int {
-        try statistics(dbi).ms_entries
+    /// Number of entries in `table`.
+    package func count(_ table: LMDBTable) throws(StorageError) -> Int {
+        try statistics(table).ms_entries
     }
 
-    /// Leaf pages of `dbi` (the pages its entries are on).
-    package func leafPages(_ dbi: MDB_dbi) throws(StorageError) -> Int {
-        try statistics(dbi).ms_leaf_pages
+    /// Leaf pages of `table` (the pages its entries are on).
+    package func leafPages(_ table: LMDBTable) throws(StorageError) -> Int {
+        try statistics(table).ms_leaf_pages
     }
 
-    /// Bytes of pages used by `dbi`.
-    package func bytes(_ dbi: MDB_dbi) throws(StorageError) -> Int {
-        let stat = try statistics(dbi)
+    /// Bytes of pages used by `table`.
+    package func bytes(_ table: LMDBTable) throws(StorageError) -> Int {
+        let stat = try statistics(table)
         return Int(stat.ms_psize) * (stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages)
     }
 
-    private func statistics(_ dbi: MDB_dbi) throws(StorageError) -> MDB_stat {
+    private func statistics(_ table: LMDBTable) throws(StorageError) -> MDB_stat {
         var stat = MDB_stat()
-        try check(mdb_stat(txn, dbi, &stat), "reading the size of a table of \(environment.path)")
+        try check(mdb_stat(txn, table.dbi, &stat), "reading the size of a table of \(environment.path)")
         return stat
     }
 }

@@ -42,6 +42,11 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
 
     /// A record of the database that is not what Settee wrote: too short for
     /// its layout, or not JSON where JSON belongs.
+    /// A damaged index or record found while doing `operation`.
+    package static func damaged(_ operation: String, explanation: String? = nil) -> StorageError {
+        StorageError(code: MDB_CORRUPTED, operation: operation, explanation: explanation)
+    }
+
     package static func damagedRecord(_ what: String, in path: String, _ problem: String) -> StorageError {
         StorageError(code: MDB_CORRUPTED, operation: "reading \(what) in \(path)",
                      explanation: "the database is damaged: \(problem)")

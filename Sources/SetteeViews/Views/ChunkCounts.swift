@@ -1,4 +1,3 @@
-import CSetteeLMDB
 import Foundation
 import Synchronization
 import SetteeCore
@@ -26,7 +25,7 @@ package final class ChunkCounts: Sendable {
     private let slots: Mutex<[Boundaries?]>
 
     /// Reads the top level's chunks (its last chunk, which has no boundary, is left out).
-    package init(chunks: MDB_dbi, in transaction: LMDBTransaction) throws {
+    package init(chunks: LMDBTable, in transaction: LMDBTransaction) throws {
         let top = try transaction.withCursor(chunks) { cursor in
             try Boundaries(level: Self.level, after: nil, before: nil, rowsBefore: 0, cursor: cursor)
         }
@@ -38,7 +37,7 @@ package final class ChunkCounts: Sendable {
     /// boundary and the rows up to it, or nil when the index's first chunk
     /// already reaches past. `transaction` must see the state these were read
     /// from.
-    package func lastChunk(below range: IndexRange, chunks: MDB_dbi, in transaction: LMDBTransaction) throws -> (boundary: [UInt8], rows: Int)? {
+    package func lastChunk(below range: IndexRange, chunks: LMDBTable, in transaction: LMDBTransaction) throws -> (boundary: [UInt8], rows: Int)? {
         let slot = top.count(below: range)
         let fine = try slots.withLock { slots in
             if let fine = slots[slot] { return fine }

@@ -1,4 +1,3 @@
-import CSetteeLMDB
 import Foundation
 import SetteeCore
 import SetteeStorage
@@ -62,7 +61,7 @@ package struct IndexRow {
     }
 
     private static func damage(_ problem: String) -> StorageError {
-        StorageError(code: MDB_CORRUPTED, operation: "reading a row of a view index",
+        StorageError.damaged("reading a row of a view index",
                      explanation: "the database is damaged: a view index row does not decode (\(problem))")
     }
 
@@ -170,7 +169,7 @@ package struct IndexRow {
         var offset = 0
         while offset < entry.count {
             let length = readVarint(entry, at: &offset)
-            guard offset + length <= entry.count else { throw StorageError(code: MDB_CORRUPTED, operation: "reading a view's back index") }
+            guard offset + length <= entry.count else { throw StorageError.damaged("reading a view's back index") }
             fullKey.removeAll(keepingCapacity: true)
             fullKey.append(contentsOf: UnsafeRawBufferPointer(rebasing: entry[offset..<offset + length]))
             offset += length

@@ -1,4 +1,3 @@
-import CSetteeLMDB
 import Foundation
 import SetteeCore
 import SetteeStorage
@@ -14,9 +13,9 @@ package struct IndexScanner {
     package let transaction: LMDBTransaction
     /// The rows table; nil when the index has no rows in this snapshot (no
     /// state): nothing is read then.
-    package let rows: MDB_dbi?
+    package let rows: LMDBTable?
     /// The index's chunk table, when its chunks reflect the rows.
-    package var chunks: MDB_dbi?
+    package var chunks: LMDBTable?
 
     /// What a fold hands over: a row, or a stored chunk of rows.
     package enum Item {

@@ -1,4 +1,3 @@
-import CSetteeLMDB
 import Foundation
 import SetteeCore
 import SetteeStorage
@@ -87,7 +86,7 @@ extension SortedRows {
     /// up per write). Returns how the rows went in, and whether they were
     /// scattered (see ``Placement/isScattered``).
     @discardableResult
-    package func write(to table: MDB_dbi, bytes: UnsafeRawBufferPointer, in transaction: LMDBTransaction,
+    package func write(to table: LMDBTable, bytes: UnsafeRawBufferPointer, in transaction: LMDBTransaction,
                mayRewrite: Bool, changed: inout [[UInt8]]?) throws -> Placement {
         guard let first = entries.first, let base = bytes.baseAddress else { return .append }
         func key(_ entry: Entry) -> UnsafeRawBufferPointer {
@@ -195,7 +194,7 @@ extension SortedRows {
     /// sample of neighbouring new keys, the share with a key of the table
     /// between them, times the rows. A rewrite is chosen when inserting them
     /// would touch at least half of the table's leaf pages.
-    private func estimatedPlaces(among table: MDB_dbi, in transaction: LMDBTransaction,
+    private func estimatedPlaces(among table: LMDBTable, in transaction: LMDBTransaction,
                                  key: (Entry) -> UnsafeRawBufferPointer) throws -> Double {
         guard entries.count > 1 else { return Double(entries.count) }
         let pairs = entries.count - 1

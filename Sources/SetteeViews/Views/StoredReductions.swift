@@ -1,4 +1,3 @@
-import CSetteeLMDB
 import Foundation
 import SetteeCore
 import SetteeStorage
@@ -51,8 +50,8 @@ package struct StoredReductions {
     /// first byte is a collation tag.
     package static let tailKey: [UInt8] = [0xFF]
 
-    package let rows: MDB_dbi
-    package let chunks: MDB_dbi
+    package let rows: LMDBTable
+    package let chunks: LMDBTable
     /// The view's reduce function; nil when only row counts are kept (map-only
     /// views, and `_approx_count_distinct`, whose partials are too large to
     /// store every 32 rows).
@@ -421,7 +420,7 @@ package struct StoredChunk {
         self.value = value
         guard value.count >= Self.headerSize, firstLength <= value.count - Self.headerSize,
               lastLength <= value.count - Self.headerSize - firstLength else {
-            throw StorageError(code: MDB_CORRUPTED, operation: "reading a stored reduction of a view index",
+            throw StorageError.damaged("reading a stored reduction of a view index",
                                explanation: "the database is damaged: a view index's stored chunk is \(value.count) bytes, shorter than its header and keys")
         }
     }

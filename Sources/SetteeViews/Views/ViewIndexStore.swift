@@ -1,4 +1,3 @@
-import CSetteeLMDB
 import Foundation
 import Synchronization
 import SetteeCore
@@ -86,16 +85,16 @@ package final class IndexSnapshot: Sendable {
 /// the rows' stored chunk reductions.
 package struct ViewIndexTables: Sendable, Equatable {
     package let signature: String
-    package let rows: MDB_dbi
-    package let back: MDB_dbi
-    package let chunks: MDB_dbi
+    package let rows: LMDBTable
+    package let back: LMDBTable
+    package let chunks: LMDBTable
 }
 
 /// View indexes in LMDB, one per signature. Knows rows, not JavaScript.
 package final class ViewIndexStore: Sendable {
     package let environment: LMDBEnvironment
     /// signature → ``ViewIndexState`` as JSON.
-    package let states: MDB_dbi
+    package let states: LMDBTable
     /// Tables by signature, and each index's state as last read (with the
     /// bytes it was parsed from): queries neither reopen nor reparse them.
     private let tablesCache = Mutex<[String: ViewIndexTables]>([:])

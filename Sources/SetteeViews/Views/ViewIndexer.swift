@@ -1,4 +1,3 @@
-import CSetteeLMDB
 import Foundation
 import Logging
 import Synchronization
@@ -364,7 +363,7 @@ package struct ViewIndexer {
     /// come in key order (the order of the rows they were computed from) and
     /// its key starts with the level, so level by level they go in appended;
     /// should one come out of order, it and the rest are put.
-    private static func writeChunks(_ entries: [StoredReductions.Entry], intoEmpty table: MDB_dbi, in transaction: LMDBTransaction) throws {
+    private static func writeChunks(_ entries: [StoredReductions.Entry], intoEmpty table: LMDBTable, in transaction: LMDBTransaction) throws {
         // By level, and in the order they came within a level.
         let order = entries.indices.sorted { (entries[$0].key.first ?? 0, $0) < (entries[$1].key.first ?? 0, $1) }
         try transaction.withCursor(table) { cursor in

@@ -1,4 +1,3 @@
-import CSetteeLMDB
 import Foundation
 import SetteeCore
 import SetteeStorage
@@ -281,7 +280,7 @@ package struct ViewQueryRunner {
                 case .chunk(let chunk, let boundary):
                     if let error = chunk.reductionError() { throw error }
                     try enterGroup(chunk.firstEncodedKey) {
-                        guard let row = try scanner.lastRow(ofChunk: boundary) else { throw StorageError(code: MDB_CORRUPTED, operation: "reading a stored chunk's last row") }
+                        guard let row = try scanner.lastRow(ofChunk: boundary) else { throw StorageError.damaged("reading a stored chunk's last row") }
                         return row.keyJSON
                     }
                     if done { return false }
