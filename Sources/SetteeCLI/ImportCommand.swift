@@ -57,6 +57,7 @@ struct ImportCommand: ParsableCommand {
 
 extension ProgressBar {
     func update(_ progress: ImportProgress) {
-        update(done: progress.imported + progress.rejected, fraction: progress.totalBytes.map { Double(progress.bytesRead) / Double(max($0, 1)) })
+        // The share committed: what is read runs a transaction ahead of it.
+        update(done: progress.imported + progress.rejected, fraction: progress.fractionCommitted)
     }
 }
