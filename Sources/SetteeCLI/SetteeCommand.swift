@@ -14,6 +14,7 @@ struct SetteeCommand: AsyncParsableCommand {
             Results are JSON on standard output; errors go to standard error with a non-zero exit status: \
             1 when a command failed, 2 when it finished but refused some of its input (import, index).
             """,
+        version: SetteeVersion.current,
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
             ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self,
