@@ -23,6 +23,22 @@ struct SetteeCommand: AsyncParsableCommand {
 
     // Declared here too so `--db` may come before the subcommand, as in `settee --db PATH import FILE`.
     @OptionGroup var database: DatabaseOptions
+
+    /// Runs the command the arguments name, lone boolean query options
+    /// given their value first (``BooleanQueryFlags``).
+    static func main() async {
+        let arguments = BooleanQueryFlags.expand(Array(CommandLine.arguments.dropFirst()))
+        do {
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// Options every database command takes.
