@@ -181,8 +181,10 @@ struct IndexCommand: ParsableCommand {
                 })))
             }
             printJSON(.object(report))
-            for problem in skipped { printError("settee: skipped a design document that cannot be used: \(problem)") }
-            if !skipped.isEmpty { throw ExitCode(ExitStatus.someRejected) }
+            if !skipped.isEmpty {
+                ErrorReport.printSkipped(skipped)
+                throw ExitCode(ExitStatus.someRejected)
+            }
         }
     }
 }

@@ -89,6 +89,74 @@ struct CommandLineQueryOptionTests {
         }
         let refused = try fixture.run(["--db", fixture.db, "all-docs", "--group"])
         #expect(refused.exitStatus == 64)
-        #expect(refused.standardError.contains("Unknown option '--group'"), "\(refused.standardError)")
+        #expect(try JSONValue(parsing: refused.standardError)["reason"] == "Unknown option '--group'", "\(refused.standardError)")
+    }
+}
+
+@Suite("The settee tool's errors and usage")
+struct CommandLineErrorTests {
+    /// The single JSON object a failed command printed on standard error.
+    private func report(_ outcome: ChildProcess.Outcome, sourceLocation: SourceLocation = #_sourceLocation) throws -> JSONValue {
+        let lines = outcome.standardError.split(separator: "\n")
+        #expect(lines.count == 1, "one line: \(outcome.standardError)", sourceLocation: sourceLocation)
+        let report = try JSONValue(parsing: outcome.standardError)
+        #expect(report["error"]?.stringValue != nil && report["reason"]?.stringValue != nil, "\(report)", sourceLocation: sourceLocation)
+        return report
+    }
+
+    @Test("Every command reports an error as one JSON object on standard error and exits non-zero: design load, get, info, a bad option")
+    func errorsAreJSON() throws {
+        let fixture = try CommandLineFixture(documents: 1)
+        let broken = fixture.directory.file("broken.json", contents: #"""
+            {"_id": "_design/broken", "views": {
+              "v": {"map": "function (doc) {\n  emit(doc._id\n}"}}}
+            """#)
+        let load = try fixture.run(["--db", fixture.db, "design", "load", broken.path])
+        #expect(load.exitStatus == 1)
+        let loadReport = try report(load)
+        #expect(loadReport["error"] == "invalid_design_document", "\(loadReport)")
+        let problem = loadReport["problems"]?[0]
+        #expect(problem?["file"] == .string(broken.path), "\(loadReport)")
+        #expect(problem?["id"] == "_design/broken", "\(loadReport)")
+        #expect(problem?["view"] == "v", "\(loadReport)")
+        #expect(problem?["line"]?.doubleValue != nil, "\(loadReport)")
+
+        let missing = try fixture.run(["--db", fixture.db, "get", "nope"])
+        #expect(missing.exitStatus == 1)
+        #expect(try report(missing) == ["error": "not_found", "reason": "missing", "id": "nope"] as JSONValue)
+
+        let noDatabase = try fixture.run(["--db", fixture.directory.url.appendingPathComponent("none").path, "info"])
+        #expect(noDatabase.exitStatus == 1)
+        #expect(try report(noDatabase)["error"] == "not_found", "\(noDatabase.standardError)")
+
+        let badOption = try fixture.run(["--db", fixture.db, "query", "numbers/by_n", "--limt", "1"])
+        #expect(badOption.exitStatus == 64)
+        let usage = try report(badOption)
+        #expect(usage["error"] == "bad_request")
+        #expect(usage["reason"] == "Unknown option '--limt'. Did you mean '--limit'?", "\(usage)")
+        #expect(usage["usage"]?.stringValue?.hasPrefix("settee query [<options>] --db <path> <view>") == true, "\(usage)")
+
+        let badQuery = try fixture.run(["--db", fixture.db, "query", "numbers/by_n", "--reduce"])
+        #expect(badQuery.exitStatus == 1)
+        #expect(try report(badQuery) == ["error": "query_parse_error", "reason": "Reduce is invalid for map-only views."] as JSONValue)
+    }
+
+    @Test("The usage line shows --db as required by the commands that need it, and not on couchjs")
+    func databaseRequiredInUsage() throws {
+        let fixture = try CommandLineFixture(documents: 0)
+        for command in [["info"], ["query"], ["design", "load"], ["all-docs"], ["import"]] {
+            let help = try fixture.run(command + ["--help"])
+            let usage = help.standardOutput.split(separator: "\n").first { $0.hasPrefix("USAGE:") } ?? ""
+            // ArgumentParser writes a long usage line as `[<options>]` and the required ones.
+            #expect(usage.hasPrefix("USAGE: settee \(command.joined(separator: " ")) "), "\(usage)")
+            #expect(usage.contains(" --db <path>") && !usage.contains("[--db"), "\(usage)")
+        }
+        #expect(try !fixture.run(["couchjs", "--help"]).standardOutput.contains("--db"))
+        let missing = try fixture.run(["info"])
+        #expect(missing.exitStatus == 64)
+        #expect(try report(missing)["reason"] == "Missing expected argument '--db <path>'", "\(missing.standardError)")
+        // The database options may still come before the subcommand.
+        #expect(try fixture.run(["--db", fixture.db, "--busy-timeout", "2", "info"]).exitStatus == 0)
+        #expect(try fixture.run(["--db=\(fixture.db)", "-v", "design", "load", fixture.directory.url.appendingPathComponent("numbers.json").path]).exitStatus == 0)
     }
 }

@@ -25,4 +25,14 @@ struct MissingNamedViewTests {
         #expect(error.description == #"not_found: missing_named_view (document "_design/people"): no view "by_nmae"; did you mean "by_name", "by_age", "count"?"#)
         #expect(try #require(throws: DocumentError.self) { try db.query("people/COUNT") }.suggestions.first == "count")
     }
+
+    @Test("settee query prints the view and the suggestions with CouchDB's error and reason")
+    func commandLine() throws {
+        let fixture = try CommandLineFixture(documents: 0)
+        let outcome = try fixture.run(["--db", fixture.db, "query", "numbers/by_m"])
+        #expect(outcome.exitStatus == 1)
+        let report = try JSONValue(parsing: outcome.standardError)
+        #expect(report == ["error": "not_found", "reason": "missing_named_view", "id": "_design/numbers", "view": "by_m",
+                           "suggestions": ["by_n", "count"]], "\(outcome.standardError)")
+    }
 }
