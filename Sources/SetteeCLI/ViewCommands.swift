@@ -4,7 +4,8 @@ import Settee
 
 struct DesignCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "design", abstract: "Manage design documents.", subcommands: [DesignLoadCommand.self])
+        commandName: "design", abstract: "Manage design documents.",
+        subcommands: [DesignLoadCommand.self, DesignListCommand.self, DesignShowCommand.self, DesignDeleteCommand.self])
 }
 
 struct DesignLoadCommand: ParsableCommand {
