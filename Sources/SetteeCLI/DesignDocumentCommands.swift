@@ -49,7 +49,7 @@ struct DesignShowCommand: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Argument(help: "The design document: NAME or _design/NAME.")
+    @Argument(help: "The design document: NAME or _design/NAME.", completion: .custom(ShellCompletion.designDocuments))
     var designDocument: String
 
     func run() throws {
@@ -72,7 +72,7 @@ struct DesignDeleteCommand: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Argument(help: "The design document: NAME or _design/NAME.")
+    @Argument(help: "The design document: NAME or _design/NAME.", completion: .custom(ShellCompletion.designDocuments))
     var designDocument: String
 
     @Option(help: "The revision to delete; by default the current one.")

@@ -102,7 +102,7 @@ struct QueryCommand: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var query: ViewQueryParameters
 
-    @Argument(help: "The view, as DESIGN/VIEW.")
+    @Argument(help: "The view, as DESIGN/VIEW.", completion: .custom(ShellCompletion.views))
     var view: String
 
     func run() throws {

@@ -23,7 +23,7 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The folder of .json design documents to watch.")
     var design: String
 
-    @Option(name: .long, help: "Also print this view's (DESIGN/VIEW) result whenever it changes.")
+    @Option(name: .long, help: "Also print this view's (DESIGN/VIEW) result whenever it changes.", completion: .custom(ShellCompletion.views))
     var query: String?
 
     func run() async throws {
