@@ -334,7 +334,7 @@ extension Database {
             (design, revision) = (try designDocumentCache.parsed(document), document.revision)
         }
         guard let view = design.view(viewName) else {
-            throw DocumentError(.notFound, "missing_named_view", id: design.id)
+            throw DocumentError.missingNamedView(viewName, in: design)
         }
         let validated = try options.validated(viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
         // A design document written with put() was never compiled: say so with its id and view, not mid-indexing.

@@ -45,10 +45,16 @@ struct ImportCommand: ParsableCommand {
                 "seconds": .number((seconds * 1000).rounded() / 1000),
                 "docs_per_second": .number(seconds > 0 ? (Double(report.imported) / seconds).rounded() : 0),
             ])
-            for rejection in report.rejected.prefix(20) {
-                printError("settee: rejected \(rejection)")
+            if !report.rejected.isEmpty {
+                // The first twenty, as in the report on standard output, which lists them all.
+                printError(JSONValue.object([
+                    ("error", "documents_rejected"),
+                    ("reason", .string("\(report.rejected.count) of \(report.imported + report.rejected.count) documents were rejected; "
+                                       + "the others were written")),
+                    ("rejected_count", .number(Double(report.rejected.count))),
+                    ("rejected", .array(Array(rejected.prefix(20)))),
+                ]).jsonText)
             }
-            if report.rejected.count > 20 { printError("settee: … and \(report.rejected.count - 20) more rejected") }
             // A script must not take a partial import for a whole one.
             if !report.rejected.isEmpty { throw ExitCode(ExitStatus.someRejected) }
         }
@@ -57,6 +63,7 @@ struct ImportCommand: ParsableCommand {
 
 extension ProgressBar {
     func update(_ progress: ImportProgress) {
-        update(done: progress.imported + progress.rejected, fraction: progress.totalBytes.map { Double(progress.bytesRead) / Double(max($0, 1)) })
+        // The share committed: what is read runs a transaction ahead of it.
+        update(done: progress.imported + progress.rejected, fraction: progress.fractionCommitted)
     }
 }

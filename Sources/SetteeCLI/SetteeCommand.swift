@@ -9,25 +9,68 @@ struct SetteeCommand: AsyncParsableCommand {
         commandName: "settee",
         abstract: "CouchDB-style documents and JavaScript views, embedded.",
         discussion: """
-            Every command works on the database directory given with --db (created when missing by commands that write; \
-            commands that only read say there is no database). \
-            Results are JSON on standard output; errors go to standard error with a non-zero exit status: \
-            1 when a command failed, 2 when it finished but refused some of its input (import, index).
+            Every command but couchjs works on the database directory given with --db (created when missing by \
+            commands that write; commands that only read say there is no database). The database options may come \
+            before the subcommand too: settee --db PATH import FILE. \
+            Results are JSON on standard output; an error is one JSON object on standard error \
+            ({"error": …, "reason": …}, as CouchDB answers) with a non-zero exit status: 1 when a command failed, \
+            2 when it finished but refused some of its input (import, index), 64 when its arguments are wrong.
             """,
+        version: SetteeVersion.current,
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
             ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self,
             VerifyCommand.self, WatchCommand.self, CouchJSCommand.self,
         ])
 
-    // Declared here too so `--db` may come before the subcommand, as in `settee --db PATH import FILE`.
-    @OptionGroup var database: DatabaseOptions
+    /// Runs the command the arguments name. Database options written before
+    /// the subcommand are moved after it (``LeadingDatabaseOptions``) and lone
+    /// boolean query options are given their value (``BooleanQueryFlags``)
+    /// first; an error parsing the arguments is reported as one JSON object
+    /// on standard error, as every other error is, with exit status 64.
+    static func main() async {
+        let arguments = BooleanQueryFlags.expand(LeadingDatabaseOptions.moveAfterSubcommand(Array(CommandLine.arguments.dropFirst())))
+        do {
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(reportingUsageError: error)
+        }
+    }
+
+    /// Exits as ArgumentParser would, except that an error is printed as one
+    /// JSON object: a usage error (a missing, unknown or invalid argument) as
+    /// `{"error":"bad_request","reason":…,"usage":…}`, any other as
+    /// ``reportingErrors(_:)`` prints it.
+    private static func exit(reportingUsageError error: any Error) -> Never {
+        let status = exitCode(for: error)
+        // Help, --version, completion scripts and errors a command has already reported.
+        guard status != .success, !(error is ExitCode) else { exit(withError: error) }
+        guard status == .validationFailure else {
+            ErrorReport.print(error)
+            Foundation.exit(status.rawValue)
+        }
+        let full = fullMessage(for: error)
+        var report: [(key: String, value: JSONValue)] = [("error", "bad_request"), ("reason", .string(message(for: error)))]
+        if let usage = full.range(of: "Usage: ") {
+            let text = full[usage.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
+                .prefix { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("See '") }
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+            report.append(("usage", .string(text)))
+        }
+        printError(JSONValue.object(report).jsonText)
+        Foundation.exit(status.rawValue)
+    }
 }
 
 /// Options every database command takes.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .long, help: "The database directory (created when missing by commands that write).")
-    var db: String?
+    @Option(name: .long, help: ArgumentHelp("The database directory (created when missing by commands that write).", valueName: "path"))
+    var db: String
 
     @Flag(name: .shortAndLong, help: "Log what the engine does to standard error.")
     var verbose = false
@@ -63,7 +106,6 @@ struct DatabaseOptions: ParsableArguments {
     /// Opens the database; `creating: false` (commands that only read) fails
     /// when there is none rather than creating an empty one.
     func open(creating: Bool = true) throws -> Database {
-        guard let db else { throw ValidationError("Missing expected option '--db <path>'") }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = verbose ? .info : .warning
@@ -88,26 +130,17 @@ enum ExitStatus {
     static let someRejected: Int32 = 2
 }
 
-/// Runs a command body, turning Settee's errors into a message on standard
-/// error and exit status 1.
+/// Runs a command body, turning Settee's errors into one JSON object on
+/// standard error (``ErrorReport``) and exit status 1.
 func reportingErrors(_ body: () throws -> Void) throws {
     do {
         try body()
-    } catch let error as DocumentError {
-        printError(JSONValue.object([("error", .string(error.code.rawValue)), ("reason", .string(error.reason))] + (error.id.map { [("id", JSONValue.string($0))] } ?? [])).jsonText)
-        throw ExitCode(1)
-    } catch let error as QueryError {
-        printError(JSONValue.object([("error", .string(error.error)), ("reason", .string(error.reason))]).jsonText)
-        throw ExitCode(1)
-    } catch let error as DesignDocumentErrors {
-        for problem in error.errors { printError("settee: \(problem)") }
-        throw ExitCode(1)
     } catch let error as ExitCode {
         throw error
     } catch let error as ValidationError {
         throw error
     } catch {
-        printError("settee: \(error)")
+        ErrorReport.print(error)
         throw ExitCode(1)
     }
 }

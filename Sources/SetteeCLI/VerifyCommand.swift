@@ -27,9 +27,16 @@ struct VerifyCommand: ParsableCommand {
                 "unlisted_problems": .number(Double(report.unlistedProblems)),
             ])
             if !report.isIntact {
-                printError("settee: \(report.problems.count + report.unlistedProblems) problem(s) found; the database is damaged")
+                ErrorReport.print(DatabaseDamage(problems: report.problems.count + report.unlistedProblems))
                 throw ExitCode(1)
             }
         }
     }
+}
+
+/// What `verify` reports on standard error when it finds problems (listed on standard output).
+struct DatabaseDamage: SetteeError {
+    var problems: Int
+    var errorCode: SetteeErrorCode { .databaseDamaged }
+    var description: String { "\(problems) problem(s) found; the database is damaged" }
 }

@@ -4,7 +4,8 @@ import Settee
 
 struct DesignCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "design", abstract: "Manage design documents.", subcommands: [DesignLoadCommand.self])
+        commandName: "design", abstract: "Manage design documents.",
+        subcommands: [DesignLoadCommand.self, DesignListCommand.self, DesignShowCommand.self, DesignDeleteCommand.self])
 }
 
 struct DesignLoadCommand: ParsableCommand {
@@ -43,33 +44,35 @@ struct DesignLoadCommand: ParsableCommand {
     }
 }
 
-/// One option per CouchDB view parameter, under its CouchDB name, each taking
-/// its value as in CouchDB's query string.
+/// One option per CouchDB view parameter, under its CouchDB name (and the
+/// same name in kebab case: `--group-level`, `--include-docs`), each taking
+/// its value as in CouchDB's query string. A boolean parameter standing
+/// alone means true (``BooleanQueryFlags``).
 struct ViewQueryParameters: ParsableArguments {
-    @Option(name: .customLong("key"), help: "Only rows with this key (JSON).") var key: String?
-    @Option(name: .customLong("keys"), help: "Only rows with these keys, in this order (a JSON array).") var keys: String?
-    @Option(name: .customLong("startkey"), help: "Rows from this key (JSON).") var startkey: String?
-    @Option(name: .customLong("start_key"), help: "Same as --startkey.") var startKey: String?
-    @Option(name: .customLong("endkey"), help: "Rows up to this key (JSON).") var endkey: String?
-    @Option(name: .customLong("end_key"), help: "Same as --endkey.") var endKey: String?
-    @Option(name: .customLong("startkey_docid"), help: "Among rows with the start key, from this document id.") var startkeyDocID: String?
-    @Option(name: .customLong("start_key_doc_id"), help: "Same as --startkey_docid.") var startKeyDocID: String?
-    @Option(name: .customLong("endkey_docid"), help: "Among rows with the end key, up to this document id.") var endkeyDocID: String?
-    @Option(name: .customLong("end_key_doc_id"), help: "Same as --endkey_docid.") var endKeyDocID: String?
-    @Option(name: .customLong("inclusive_end"), help: "Whether the end key's rows are included (true).") var inclusiveEnd: String?
-    @Option(name: .customLong("descending"), help: "Reverse order (false).") var descending: String?
-    @Option(name: .customLong("limit"), help: "At most this many rows.") var limit: String?
-    @Option(name: .customLong("skip"), help: "Skip this many rows first (0).") var skip: String?
-    @Option(name: .customLong("group"), help: "Group the reduction by key (false).") var group: String?
-    @Option(name: .customLong("group_level"), help: "Group array keys by their first N elements.") var groupLevel: String?
-    @Option(name: .customLong("reduce"), help: "Use the reduce function (true when the view has one).") var reduce: String?
-    @Option(name: .customLong("include_docs"), help: "Include each row's document (false).") var includeDocs: String?
-    @Option(name: .customLong("conflicts"), help: "Include conflicts with include_docs (false).") var conflicts: String?
-    @Option(name: .customLong("update_seq"), help: "Include the index's update_seq (false).") var updateSeq: String?
-    @Option(name: .customLong("update"), help: "Update the index first: true, false or lazy (after answering).") var update: String?
-    @Option(name: .customLong("stale"), help: "ok (= update=false) or update_after (= update=lazy).") var stale: String?
-    @Option(name: .customLong("stable"), help: "Accepted for compatibility (true/false).") var stable: String?
-    @Option(name: .customLong("sorted"), help: "Accepted for compatibility (true/false).") var sorted: String?
+    @Option(name: .couchDB("key"), help: "Only rows with this key (JSON).") var key: String?
+    @Option(name: .couchDB("keys"), help: "Only rows with these keys, in this order (a JSON array).") var keys: String?
+    @Option(name: .couchDB("startkey"), help: "Rows from this key (JSON).") var startkey: String?
+    @Option(name: .couchDB("start_key"), help: "Same as --startkey.") var startKey: String?
+    @Option(name: .couchDB("endkey"), help: "Rows up to this key (JSON).") var endkey: String?
+    @Option(name: .couchDB("end_key"), help: "Same as --endkey.") var endKey: String?
+    @Option(name: .couchDB("startkey_docid"), help: "Among rows with the start key, from this document id.") var startkeyDocID: String?
+    @Option(name: .couchDB("start_key_doc_id"), help: "Same as --startkey_docid.") var startKeyDocID: String?
+    @Option(name: .couchDB("endkey_docid"), help: "Among rows with the end key, up to this document id.") var endkeyDocID: String?
+    @Option(name: .couchDB("end_key_doc_id"), help: "Same as --endkey_docid.") var endKeyDocID: String?
+    @Option(name: .couchDB("inclusive_end"), help: ArgumentHelp("Whether the end key's rows are included (true).", valueName: "true|false")) var inclusiveEnd: String?
+    @Option(name: .couchDB("descending"), help: ArgumentHelp("Reverse order (false).", valueName: "true|false")) var descending: String?
+    @Option(name: .couchDB("limit"), help: "At most this many rows.") var limit: String?
+    @Option(name: .couchDB("skip"), help: "Skip this many rows first (0).") var skip: String?
+    @Option(name: .couchDB("group"), help: ArgumentHelp("Group the reduction by key (false).", valueName: "true|false")) var group: String?
+    @Option(name: .couchDB("group_level"), help: "Group array keys by their first N elements.") var groupLevel: String?
+    @Option(name: .couchDB("reduce"), help: ArgumentHelp("Use the reduce function (true when the view has one).", valueName: "true|false")) var reduce: String?
+    @Option(name: .couchDB("include_docs"), help: ArgumentHelp("Include each row's document (false).", valueName: "true|false")) var includeDocs: String?
+    @Option(name: .couchDB("conflicts"), help: ArgumentHelp("Include conflicts with include_docs (false).", valueName: "true|false")) var conflicts: String?
+    @Option(name: .couchDB("update_seq"), help: ArgumentHelp("Include the index's update_seq (false).", valueName: "true|false")) var updateSeq: String?
+    @Option(name: .couchDB("update"), help: ArgumentHelp("Update the index first: true, false or lazy (after answering).", valueName: "true|false|lazy")) var update: String?
+    @Option(name: .couchDB("stale"), help: "ok (= update=false) or update_after (= update=lazy).") var stale: String?
+    @Option(name: .couchDB("stable"), help: ArgumentHelp("Accepted for compatibility (true/false).", valueName: "true|false")) var stable: String?
+    @Option(name: .couchDB("sorted"), help: ArgumentHelp("Accepted for compatibility (true/false).", valueName: "true|false")) var sorted: String?
 
     var parameters: [(name: String, value: String)] {
         let all: [(String, String?)] = [
@@ -90,14 +93,16 @@ struct QueryCommand: ParsableCommand {
         abstract: "Query a view (DDOC/VIEW) with CouchDB's parameters; prints CouchDB's response JSON.",
         discussion: """
             Values are written as in CouchDB's query string: --startkey '"a"' --keys '[1,2]' --group_level 2 \
-            --descending true --include_docs true --reduce false. The view's index is brought up to date first \
-            (unless --update false or --stale ok); a progress bar shows on standard error while it builds.
+            --reduce false. A boolean parameter alone means true (--descending, --include_docs, --group); \
+            each parameter also takes its kebab-case name (--group-level, --include-docs, --start-key). \
+            The view's index is brought up to date first (unless --update false or --stale ok); a progress bar \
+            shows on standard error while it builds.
             """)
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var query: ViewQueryParameters
 
-    @Argument(help: "The view, as DESIGN/VIEW.")
+    @Argument(help: "The view, as DESIGN/VIEW.", completion: .custom(ShellCompletion.views))
     var view: String
 
     func run() throws {
@@ -120,10 +125,10 @@ struct QueryCommand: ParsableCommand {
 
 struct AllDocsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "all-docs", abstract: "List documents by id, as CouchDB's _all_docs, with the same parameters as query.")
+        commandName: "all-docs", abstract: "List documents by id, as CouchDB's _all_docs, with the parameters of query that apply to it.")
 
     @OptionGroup var database: DatabaseOptions
-    @OptionGroup var query: ViewQueryParameters
+    @OptionGroup var query: AllDocsQueryParameters
 
     func run() throws {
         try reportingErrors {
@@ -177,8 +182,10 @@ struct IndexCommand: ParsableCommand {
                 })))
             }
             printJSON(.object(report))
-            for problem in skipped { printError("settee: skipped a design document that cannot be used: \(problem)") }
-            if !skipped.isEmpty { throw ExitCode(ExitStatus.someRejected) }
+            if !skipped.isEmpty {
+                ErrorReport.printSkipped(skipped)
+                throw ExitCode(ExitStatus.someRejected)
+            }
         }
     }
 }

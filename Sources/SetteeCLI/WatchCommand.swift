@@ -23,7 +23,7 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The folder of .json design documents to watch.")
     var design: String
 
-    @Option(name: .long, help: "Also print this view's (DESIGN/VIEW) result whenever it changes.")
+    @Option(name: .long, help: "Also print this view's (DESIGN/VIEW) result whenever it changes.", completion: .custom(ShellCompletion.views))
     var query: String?
 
     func run() async throws {
@@ -48,7 +48,7 @@ struct WatchCommand: AsyncParsableCommand {
 
     private static func watch(_ db: Database, _ folder: URL, loaded: AsyncStream<Void>.Continuation) async throws {
         for try await reload in db.watchDesignDocuments(in: folder) {
-            for error in reload.errors { printError("settee: \(error)") }
+            for error in reload.errors { ErrorReport.print(error) }
             printLine([
                 "loaded": .array(reload.loaded.map { loaded in
                     ["file": .string(loaded.file), "id": .string(loaded.designDocument.id),
@@ -109,7 +109,7 @@ struct WatchCommand: AsyncParsableCommand {
                         // Stored design documents the watched folder does not hold (written with put):
                         // the others are indexed, and watching goes on.
                         bar.finish()
-                        for problem in error.errors { printError("settee: skipped a design document that cannot be used: \(problem)") }
+                        ErrorReport.printSkipped(error.errors)
                     }
                     bar.finish()
                 })

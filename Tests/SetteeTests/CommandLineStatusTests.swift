@@ -16,7 +16,10 @@ struct CommandLineStatusTests {
         #expect(report["ok"] == .bool(false))
         #expect(report["imported"] == .number(2))
         #expect(report["rejected"]?.arrayValue?.first?["line"] == .number(2))
-        #expect(outcome.standardError.contains("line 2"), "\(outcome.standardError)")
+        // One JSON object on standard error, naming each rejected document by its line.
+        let refusal = try JSONValue(parsing: outcome.standardError)
+        #expect(refusal["error"] == "documents_rejected", "\(outcome.standardError)")
+        #expect(refusal["rejected"]?.arrayValue?.first?["line"] == .number(2), "\(outcome.standardError)")
         #expect(try settee.run(["--db", db, "get", "b"], in: directory.url).exitStatus == 0)
 
         let clean = directory.file("clean.ndjson", contents: #"{"_id":"c"}"# + "\n")

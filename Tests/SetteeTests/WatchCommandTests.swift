@@ -91,7 +91,8 @@ struct WatchCommandTests {
 
         try Data(design("emit(doc._id null)").utf8).write(to: file)
         let error = try #require(await errors.next())
-        #expect(error.hasPrefix("settee: \(file.path):1, _design/notes, view \"all\", map, line 2, column "))
+        let problem = try JSONValue(parsing: error)["problems"]?[0]
+        #expect(problem?["description"]?.stringValue?.hasPrefix("\(file.path):1, _design/notes, view \"all\", map, line 2, column ") == true, "\(error)")
         let refused = try JSONValue(parsing: try #require(await output.next()))
         #expect(refused["loaded"] == [])
         #expect(refused["errors"]?.arrayValue?.count == 1)

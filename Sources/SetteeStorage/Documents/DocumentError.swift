@@ -29,6 +29,12 @@ public struct DocumentError: Error, Sendable, Equatable, CustomStringConvertible
     public var reason: String
     /// The document's id, when it is known.
     public var id: String?
+    /// For CouchDB's `missing_named_view`: the view asked for, which the
+    /// design document ``id`` does not have.
+    public var view: String?
+    /// For `missing_named_view`: the design document's views nearest to
+    /// ``view`` (a likely misspelling first), at most three.
+    public var suggestions: [String] = []
 
     public init(_ code: Code, _ reason: String, id: String? = nil) {
         self.code = code
@@ -38,7 +44,12 @@ public struct DocumentError: Error, Sendable, Equatable, CustomStringConvertible
 
     public var description: String {
         let subject = id.map { " (document \"\($0)\")" } ?? ""
-        return "\(code.rawValue): \(reason)\(subject)"
+        var text = "\(code.rawValue): \(reason)\(subject)"
+        if let view {
+            text += ": no view \"\(view)\""
+            if !suggestions.isEmpty { text += "; did you mean " + suggestions.map { "\"\($0)\"" }.joined(separator: ", ") + "?" }
+        }
+        return text
     }
 
     package static func conflict(_ id: String) -> DocumentError {

@@ -25,13 +25,26 @@ public struct ImportRejection: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Progress of a running import.
+/// Progress of a running import, reported as each write transaction commits.
 public struct ImportProgress: Sendable {
+    /// Bytes read from the input so far, which runs ahead of what is written:
+    /// the next transaction's documents are read while one commits.
     public var bytesRead: Int
+    /// Bytes of the input up to the end of the last document written or
+    /// rejected: the part of the input the import is done with.
+    public var bytesCommitted: Int
     /// The input's size, when known (a file, not a pipe).
     public var totalBytes: Int?
+    /// Documents written so far.
     public var imported: Int
+    /// Documents rejected so far.
     public var rejected: Int
+
+    /// The share of the input the import is done with (``bytesCommitted``
+    /// of ``totalBytes``), when the input's size is known.
+    public var fractionCommitted: Double? {
+        totalBytes.map { Double(bytesCommitted) / Double(max($0, 1)) }
+    }
 }
 
 /// Streams documents from NDJSON (one document per line) or from a JSON array
@@ -76,6 +89,14 @@ package struct DocumentImporter {
         let largest = store.sizeLimits.largest
         var splitter = ArraySplitter(largest: largest)
         var line = 1  // line number of buffer[0]
+        // Where buffer[0] is in the input, and where the scan of the buffer began in memory:
+        // together they place each accepted document in the input.
+        var bufferOffset = 0
+        var scanBase: UnsafeRawPointer?
+        // The input offset just past the last document accepted into the batch, and past the
+        // last one of the batch being written.
+        var acceptedEnd = 0
+        var committedEnd = 0
         // Whether buffer[0] is in the middle of a line refused as too large.
         var skippingLine = false
         func refuseTooLarge(line: Int, bytes: Int) {
@@ -86,7 +107,7 @@ package struct DocumentImporter {
         // Batches are written on a background thread while the next one is read
         // and validated; `inFlight` is the batch being written.
         let writer = BackgroundJob<[Result<WriteResult, DocumentError>]>(label: "settee.import.writer")
-        var inFlight: (edits: [(line: Int, edit: DocumentEdit)], rejections: [ImportRejection])?
+        var inFlight: (edits: [(line: Int, edit: DocumentEdit)], rejections: [ImportRejection], inputEnd: Int)?
         // Never return (or throw) while a batch is still being written.
         defer { if inFlight != nil { _ = try? writer.wait() } }
 
@@ -104,7 +125,8 @@ package struct DocumentImporter {
                 }
             }
             report.rejected += rejections.sorted { $0.line < $1.line }
-            progress(ImportProgress(bytesRead: report.bytesRead, totalBytes: totalBytes, imported: report.imported, rejected: report.rejected.count))
+            committedEnd = max(committedEnd, written.inputEnd)
+            progress(ImportProgress(bytesRead: report.bytesRead, bytesCommitted: committedEnd, totalBytes: totalBytes, imported: report.imported, rejected: report.rejected.count))
         }
 
         func flush() throws {
@@ -128,10 +150,13 @@ package struct DocumentImporter {
             let check = check
             let batchEdits = edits.map(\.edit)
             writer.start { try store.write(batchEdits, checking: check) }
-            inFlight = (edits, rejections)
+            inFlight = (edits, rejections, acceptedEnd)
         }
 
         func accept(_ document: UnsafeRawBufferPointer, line: Int) throws {
+            if let scanBase, let start = document.baseAddress {
+                acceptedEnd = bufferOffset + scanBase.distance(to: start) + document.count
+            }
             batchDocuments.append((line, batch.count..<batch.count + document.count))
             batch.append(contentsOf: document)
             if batchDocuments.count >= self.batchDocuments || batch.count >= batchBytes { try flush() }
@@ -151,6 +176,8 @@ package struct DocumentImporter {
             }
             var consumed = 0
             try buffer.withUnsafeBytes { bytes in
+                scanBase = bytes.baseAddress
+                defer { scanBase = nil }
                 switch format {
                 case .lines:
                     var start = 0
@@ -197,7 +224,10 @@ package struct DocumentImporter {
                     break
                 }
             }
-            if consumed > 0 { buffer.removeFirst(consumed) }
+            if consumed > 0 {
+                buffer.removeFirst(consumed)
+                bufferOffset += consumed
+            }
         }
         try flush()
         try collectWritten()
