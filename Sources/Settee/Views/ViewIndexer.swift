@@ -423,6 +423,7 @@ struct ViewIndexer {
             var fullKey: [UInt8] = []
             var withLocalSequence: [UInt8] = []
             var emitCounts: [UInt32] = []
+            var equalKeyScratch: [Int] = []
             let plainGroup: Group = (plain, plain.map(\.function))
             let sequencedGroup: Group = (sequenced, sequenced.map(\.function))
             // The views mapping a document are usually all of its form's, or the
@@ -468,6 +469,8 @@ struct ViewIndexer {
                     }
                     emitCounts.removeAll(keepingCapacity: true)
                     emitCounts.append(contentsOf: repeatElement(0, count: active.count))
+                    let firstRow = output.rows.count
+                    defer { output.orderEqualKeysByValue(fromRow: firstRow, scratch: &equalKeyScratch) }
                     _ = try result.forEach(
                         rows: { function, key, value in
                             let target = active[function].target

@@ -60,7 +60,9 @@ struct ViewQueryRunner {
                 }
                 try mapQuery(view, options, scanner: scanner, counts: counts, transaction: transaction, streaming: streaming,
                              header: { offset in
-                                 try header(ViewResultHeader(totalRows: state.rowCount, offset: offset, updateSequence: updateSequence))
+                                 // fabric_view_map: the offset plus skip, at most total_rows.
+                                 try header(ViewResultHeader(totalRows: state.rowCount, offset: min(offset, state.rowCount),
+                                                             updateSequence: updateSequence))
                              }, row: row)
             }
             return true
@@ -69,29 +71,43 @@ struct ViewQueryRunner {
 
     // MARK: Ranges
 
-    /// The ranges to scan, in the order to scan them.
+    /// The ranges to scan, in the order to scan them: one per key of `keys`
+    /// (reversed when descending, as `fabric_view_map:go/8` reverses them), each
+    /// bounded by the doc ids and `inclusive_end` as a `startkey`…`endkey` range
+    /// of that key is (`couch_mrview_util:key_opts/2`); otherwise the one range.
     func ranges(_ options: ViewQueryOptions, collation: CollationMode) -> [IndexRange] {
         if let keys = options.keys {
-            return keys.map { exactRange(CollationKey.encode($0, mode: collation)) }
+            let ordered = options.descending ? Array(keys.reversed()) : keys
+            return ordered.map { key in
+                let encoded = CollationKey.encode(key, mode: collation)
+                return range(start: encoded, end: encoded, options)
+            }
         }
         if let key = options.key {
-            return [exactRange(CollationKey.encode(key, mode: collation))]
+            let encoded = CollationKey.encode(key, mode: collation)
+            return [range(start: encoded, end: encoded, options)]
         }
         let encodedStart = options.startKey.map { CollationKey.encode($0, mode: collation) }
         // `key` arrives as the same start and end key: encoded once.
         let sameKey = if let startKey = options.startKey, let endKey = options.endKey { ViewQueryOptions.identical(startKey, endKey) } else { false }
         let encodedEnd = sameKey ? encodedStart : options.endKey.map { CollationKey.encode($0, mode: collation) }
+        return [range(start: encodedStart, end: encodedEnd, options)]
+    }
+
+    /// The range from the encoded start key to the encoded end key (nil: open), with the
+    /// options' doc ids, direction and `inclusive_end`.
+    private func range(start encodedStart: [UInt8]?, end encodedEnd: [UInt8]?, _ options: ViewQueryOptions) -> IndexRange {
         let start = encodedStart.map { bound($0, docID: options.startKeyDocID) }
         let end = encodedEnd.map { bound($0, docID: options.endKeyDocID) }
         // `start` is where the scan begins: the lower bound ascending, the upper descending.
         if options.descending {
             let upper = start.map { IndexBound(bytes: $0.afterAll, inclusive: true) }
             let lower = end.map { options.inclusiveEnd ? IndexBound(bytes: $0.first, inclusive: true) : IndexBound(bytes: $0.afterAll, inclusive: false) }
-            return [IndexRange(lower: lower, upper: upper)]
+            return IndexRange(lower: lower, upper: upper)
         }
         let lower = start.map { IndexBound(bytes: $0.first, inclusive: true) }
         let upper = end.map { options.inclusiveEnd ? IndexBound(bytes: $0.afterAll, inclusive: true) : IndexBound(bytes: $0.first, inclusive: false) }
-        return [IndexRange(lower: lower, upper: upper)]
+        return IndexRange(lower: lower, upper: upper)
     }
 
     /// Full keys from the first row of a key (and doc id) to past its last.
@@ -110,10 +126,6 @@ struct ViewQueryRunner {
         id.withUTF8 { CollationKey.appendStuffed(UnsafeRawBufferPointer($0), to: &first) }
         first.append(0)
         return KeyBound(first: first, afterAll: first + [0xFF])
-    }
-
-    private func exactRange(_ encodedKey: [UInt8]) -> IndexRange {
-        IndexRange(lower: IndexBound(bytes: encodedKey, inclusive: true), upper: IndexBound(bytes: encodedKey + [0xFF], inclusive: true))
     }
 
     // MARK: Map queries
@@ -151,9 +163,27 @@ struct ViewQueryRunner {
             try header((start?.rows ?? 0) + passed + options.skip)
             return
         }
-        try header(try rowsBefore(ranges.first, descending: options.descending, scanner: scanner, counts: counts) + options.skip)
+        // CouchDB's offset is the position of the first row its folds reach (before
+        // skipping), or, when no key of `keys` has rows, of the last key's range
+        // (couch_mrview:map_fold/3 and /5): the ranges before the first with rows are empty.
+        var first = 0
+        if ranges.count > 1 {
+            first = ranges.count - 1
+            for (index, range) in ranges.enumerated().dropLast() {
+                var found = false
+                try scanner.scan(range, descending: options.descending) { _ in
+                    found = true
+                    return false
+                }
+                if found {
+                    first = index
+                    break
+                }
+            }
+        }
+        try header(try rowsBefore(ranges.isEmpty ? nil : ranges[first], descending: options.descending, scanner: scanner, counts: counts) + options.skip)
         guard limit > 0 else { return }
-        for range in ranges {
+        for range in ranges[first...] {
             var more = true
             try scanner.scan(range, descending: options.descending) { row in
                 more = try take(row)
@@ -264,22 +294,35 @@ struct ViewQueryRunner {
         }
 
         for range in ranges(options, collation: view.collation) where !done {
+            // The stored key of the last row or chunk handed over (in the memory map): an ascending
+            // fold's next chunk begins after it.
+            var previous: UnsafeRawBufferPointer?
             try scanner.fold(range, descending: options.descending, chunksWhere: acceptChunk) { item in
                 switch item {
                 case .row(let row):
                     try enterGroup(row.encodedKey) { row.keyJSON }
                     if done { return false }
                     try reducer.add(row: row, to: &accumulator)
+                    previous = row.storedKey
                 case .chunk(let chunk, let boundary):
                     if let error = chunk.reductionError() { throw error }
+                    // A group's key is the first the fold reaches in it (couch_btree:reduce_stream_kv_node2/8):
+                    // descending, the chunk's last row; ascending, its first.
                     try enterGroup(chunk.firstEncodedKey) {
-                        guard let row = try scanner.lastRow(ofChunk: boundary) else { throw StorageError(code: MDB_CORRUPTED, operation: "reading a stored chunk's last row") }
-                        return row.keyJSON
+                        let first = options.descending ? try scanner.lastRow(ofChunk: boundary) : try scanner.firstRow(after: previous, in: range)
+                        guard let first else { throw StorageError(code: MDB_CORRUPTED, operation: "reading a stored chunk's first row") }
+                        return first.keyJSON
                     }
                     if done { return false }
                     try reducer.add(partial: chunk.reduction!, rows: chunk.rowCount, to: &accumulator)
+                    previous = boundary
                 }
                 return true
+            }
+            // Each key of `keys` is folded on its own (couch_mrview:red_fold/4): its groups end with it.
+            if options.keys != nil, !done {
+                try flush()
+                groupKey = nil
             }
         }
         // An empty range gives no rows, as in CouchDB (not a null reduction).
