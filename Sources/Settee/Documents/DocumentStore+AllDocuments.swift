@@ -29,7 +29,7 @@ extension DocumentStore {
     /// every node and finds it in one descent; LMDB keeps none, so a query
     /// that starts far into the ids costs that walk, and one without a start
     /// key none.
-    func forEachDocumentRow(_ options: ViewQueryOptions, header: (ViewResultHeader) throws -> Void,
+    func forEachDocumentRow(_ options: ValidatedViewQuery, header: (ViewResultHeader) throws -> Void,
                             row emit: (consuming ViewRow) throws -> Void) throws {
         try environment.read { transaction in
             let updateSequence = options.updateSeq ? try lastSequence(in: transaction) : nil
@@ -55,7 +55,7 @@ extension DocumentStore {
                                documentJSON: options.includeDocs ? record.document(id: text).json : nil)
             }
 
-            if let keys = options.keys ?? options.key.map({ [$0] }) {
+            if let keys = options.keys {
                 // One row per requested key, in the order given (reversed when descending); CouchDB
                 // reports missing and deleted ones too, and no offset (fabric_view_all_docs:go/5).
                 try header(ViewResultHeader(totalRows: try counts(in: transaction).live, offset: nil, updateSequence: updateSequence,

@@ -16,7 +16,7 @@ struct ViewQueryRunner {
     /// The query's result. With `requiringIndex` (the index was just brought
     /// up to date, so it has a state), an index with no state was removed
     /// since by another process: ``IndexRemovedError``, not an empty result.
-    func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables, requiringIndex: Bool = false) throws -> ViewResult {
+    func run(_ view: ViewDefinition, _ options: ValidatedViewQuery, tables: ViewIndexTables, requiringIndex: Bool = false) throws -> ViewResult {
         try ViewResult.collected { header, row in
             try run(view, options, tables: tables, requiringIndex: requiringIndex, streaming: false, header: header, row: row)
         }
@@ -27,7 +27,7 @@ struct ViewQueryRunner {
     /// (a map query counts its offset first); otherwise it may come after them,
     /// where one walk both counts the offset and reaches the rows.
     /// `requiringIndex`: as for ``run(_:_:tables:requiringIndex:)``.
-    func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables, requiringIndex: Bool = false, streaming: Bool,
+    func run(_ view: ViewDefinition, _ options: ValidatedViewQuery, tables: ViewIndexTables, requiringIndex: Bool = false, streaming: Bool,
              header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
         var tables = tables
         // The index was removed and came back under other handles since these were taken (before any row).
@@ -38,7 +38,7 @@ struct ViewQueryRunner {
 
     /// The query on one snapshot; false, before any row, when `tables` are
     /// not the index's handles any more (see ``ViewIndexStore/areCurrent(_:)``).
-    private func run(_ view: ViewDefinition, _ options: ViewQueryOptions, handles tables: ViewIndexTables, requiringIndex: Bool,
+    private func run(_ view: ViewDefinition, _ options: ValidatedViewQuery, handles tables: ViewIndexTables, requiringIndex: Bool,
                      streaming: Bool, header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws -> Bool {
         try store.environment.read { transaction in
             let snapshot = try indexes.snapshot(view.signature, in: transaction)
@@ -50,7 +50,7 @@ struct ViewQueryRunner {
             let scanner = IndexScanner(transaction: transaction, rows: snapshot == nil ? nil : tables.rows,
                                        chunks: snapshot != nil && storedReductions && state.chunksCurrent ? tables.chunks : nil)
             let updateSequence = options.updateSeq ? indexes.currentSequence(view.signature, committed: state.sequence) : nil
-            if options.reduce ?? (view.reduce != nil), let reduce = view.reduce {
+            if options.reduce, let reduce = view.reduce {
                 try header(ViewResultHeader(totalRows: nil, offset: nil, updateSequence: updateSequence))
                 try reduceQuery(view, reduce: reduce, options, scanner: scanner, row: row)
             } else {
@@ -75,17 +75,13 @@ struct ViewQueryRunner {
     /// (reversed when descending, as `fabric_view_map:go/8` reverses them), each
     /// bounded by the doc ids and `inclusive_end` as a `startkey`…`endkey` range
     /// of that key is (`couch_mrview_util:key_opts/2`); otherwise the one range.
-    func ranges(_ options: ViewQueryOptions, collation: CollationMode) -> [IndexRange] {
+    func ranges(_ options: ValidatedViewQuery, collation: CollationMode) -> [IndexRange] {
         if let keys = options.keys {
             let ordered = options.descending ? Array(keys.reversed()) : keys
             return ordered.map { key in
                 let encoded = CollationKey.encode(key, mode: collation)
                 return range(start: encoded, end: encoded, options)
             }
-        }
-        if let key = options.key {
-            let encoded = CollationKey.encode(key, mode: collation)
-            return [range(start: encoded, end: encoded, options)]
         }
         let encodedStart = options.startKey.map { CollationKey.encode($0, mode: collation) }
         // `key` arrives as the same start and end key: encoded once.
@@ -96,7 +92,7 @@ struct ViewQueryRunner {
 
     /// The range from the encoded start key to the encoded end key (nil: open), with the
     /// options' doc ids, direction and `inclusive_end`.
-    private func range(start encodedStart: [UInt8]?, end encodedEnd: [UInt8]?, _ options: ViewQueryOptions) -> IndexRange {
+    private func range(start encodedStart: [UInt8]?, end encodedEnd: [UInt8]?, _ options: ValidatedViewQuery) -> IndexRange {
         let start = encodedStart.map { bound($0, docID: options.startKeyDocID) }
         let end = encodedEnd.map { bound($0, docID: options.endKeyDocID) }
         // `start` is where the scan begins: the lower bound ascending, the upper descending.
@@ -131,7 +127,7 @@ struct ViewQueryRunner {
     // MARK: Map queries
 
     /// A map query's rows, after (`streaming`: before) its offset.
-    private func mapQuery(_ view: ViewDefinition, _ options: ViewQueryOptions, scanner: IndexScanner, counts: ChunkCounts?,
+    private func mapQuery(_ view: ViewDefinition, _ options: ValidatedViewQuery, scanner: IndexScanner, counts: ChunkCounts?,
                           transaction: LMDBTransaction, streaming: Bool,
                           header: (_ offset: Int) throws -> Void, row emit: (consuming ViewRow) throws -> Void) throws {
         let ranges = ranges(options, collation: view.collation)
@@ -233,7 +229,7 @@ struct ViewQueryRunner {
 
     // MARK: Reduce queries
 
-    private func reduceQuery(_ view: ViewDefinition, reduce: String, _ options: ViewQueryOptions, scanner: IndexScanner,
+    private func reduceQuery(_ view: ViewDefinition, reduce: String, _ options: ValidatedViewQuery, scanner: IndexScanner,
                              row emit: (consuming ViewRow) throws -> Void) throws {
         let grouping = options.grouping
         let reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: reduceChunk)
