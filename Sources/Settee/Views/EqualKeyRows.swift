@@ -21,6 +21,19 @@ extension MappedBatch {
                 return try? IndexRow(storedKey: UnsafeRawBufferPointer(rebasing: base[Int(row.keyStart)..<Int(row.valueStart)]),
                                      value: UnsafeRawBufferPointer(rebasing: base[Int(row.valueStart)..<Int(row.valueStart + row.valueLength)]))
             }
+            // Most documents emit different keys: with a few rows, a look at each pair settles it.
+            if rows.count - start <= 16 {
+                var shared = false
+                search: for a in start..<rows.count {
+                    for b in a + 1..<rows.count where rows[a].target == rows[b].target {
+                        if let rowA = row(a), let rowB = row(b), compareBytes(rowA.keyJSON, rowB.keyJSON) == 0 {
+                            shared = true
+                            break search
+                        }
+                    }
+                }
+                if !shared { return }
+            }
             // Rows by view, then key JSON (the same key gives the same text), then emit order.
             scratch.removeAll(keepingCapacity: true)
             scratch.append(contentsOf: start..<rows.count)
