@@ -85,8 +85,17 @@ struct CouchDBQuerySemanticsTests {
             documents: [#"{"_id": "a"}"#])
         #expect(try fixture.query("dups", [("key", #""k""#)]).rows.map(\.valueJSON) == [#"null"#, #""crayon!""#, #""crayon!""#, #""multiple values!""#])
         #expect(try fixture.query("dups", [("key", #""k""#), ("skip", "1"), ("limit", "2")]).rows.map(\.valueJSON) == [#""crayon!""#, #""crayon!""#])
+        // couch_mrview_util:fold/4 expands a key's values in that order whichever way the query walks.
+        try fixture.db.put(#"{"_id": "b"}"#)
+        let descending = try fixture.query("dups", [("key", #""k""#), ("descending", "true")]).rows
+        #expect(descending.map(\.id) == ["b", "b", "b", "b", "a", "a", "a", "a"])
+        #expect(descending.map(\.valueJSON) == [#"null"#, #""crayon!""#, #""crayon!""#, #""multiple values!""#,
+                                                #"null"#, #""crayon!""#, #""crayon!""#, #""multiple values!""#])
+        #expect(try fixture.query("dups", [("key", #""k""#), ("descending", "true"), ("skip", "1"), ("limit", "2")]).rows.map(\.valueJSON)
+                == [#""crayon!""#, #""crayon!""#])
+        #expect(try fixture.query("dups", [("descending", "true"), ("limit", "1")]).rows.map(\.valueJSON) == [#"null"#])
         // Erlang's order: numbers, then the atoms false, null, true, then objects (tuples), then arrays (lists), then strings.
-        #expect(try fixture.query("dups", [("key", #""j""#)]).rows.map(\.valueJSON) == ["1", "2", "false", "true", #"{"a":1}"#, "[1]"])
+        #expect(try fixture.query("dups", [("key", #""j""#), ("endkey_docid", "a")]).rows.map(\.valueJSON) == ["1", "2", "false", "true", #"{"a":1}"#, "[1]"])
     }
 
     // fabric_view_all_docs:go/5 sends `{offset, null}` with `keys`.

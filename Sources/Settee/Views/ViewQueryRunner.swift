@@ -179,14 +179,38 @@ struct ViewQueryRunner {
         }
         try header(try rowsBefore(ranges.isEmpty ? nil : ranges[first], descending: options.descending, scanner: scanner, counts: counts) + options.skip)
         guard limit > 0 else { return }
+        // Descending, one document's rows under one key still come in value order, as CouchDB
+        // expands them (couch_mrview_util:fold/4, expand_dups/2): each such run is handed over
+        // reversed. Its rows point into the memory map; the array's room is reused.
+        var run: [IndexRow] = []
+        func handOverRun() throws -> Bool {
+            defer { run.removeAll(keepingCapacity: true) }
+            for row in run.reversed() where try !take(row) { return false }
+            return true
+        }
         for range in ranges[first...] {
             var more = true
             try scanner.scan(range, descending: options.descending) { row in
-                more = try take(row)
-                return more
+                guard options.descending else {
+                    more = try take(row)
+                    return more
+                }
+                if let last = run.last, !Self.sameKeyAndDocument(last, row) {
+                    more = try handOverRun()
+                    if !more { return false }
+                }
+                run.append(row)
+                return true
             }
+            if more && !run.isEmpty { more = try handOverRun() }
             if !more { break }
         }
+    }
+
+    /// Whether two rows are one document's under one key: their full keys differ at most in the emit index.
+    private static func sameKeyAndDocument(_ a: IndexRow, _ b: IndexRow) -> Bool {
+        let (x, y) = (a.fullKey, b.fullKey)
+        return x.count == y.count && memcmp(x.baseAddress!, y.baseAddress!, x.count - 4) == 0
     }
 
     /// Rows that sort before the range in the scan's direction.
