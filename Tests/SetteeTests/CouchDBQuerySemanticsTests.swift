@@ -141,6 +141,9 @@ struct CouchDBQuerySemanticsTests {
         #expect(result.rows.count == 1 && result.rows[0].error == "not_found" && result.rows[0].keyJSON == #""""#)
         #expect(try fixture.db.document("") == nil)
         #expect(try fixture.db.document(String(repeating: "x", count: 600)) == nil)
+        let db = fixture.directory.url.appendingPathComponent("db").path
+        let outcome = try SetteeExecutable.find().run(["--db", db, "get", ""], in: fixture.directory.url)
+        #expect(outcome.standardError.contains(#"{"error":"not_found","reason":"missing","id":""}"#), "\(outcome.standardError)")
     }
 
     // fabric_view_map:handle_message/3 ({meta, …}): offset is min(total_rows, offset + skip).
