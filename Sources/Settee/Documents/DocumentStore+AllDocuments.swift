@@ -85,6 +85,7 @@ extension DocumentStore {
             // couch_mrview_util:all_docs_key_opts/2: the start and end keys, else the start and end doc
             // ids, bound the ids. A bound that is not a string sorts before every id in the id B-tree
             // (Erlang's term order puts binaries last): the lowest bound there is.
+            // nil: no bound; .some(nil): below every id; .some(id): that id.
             func bound(_ key: JSONValue?, _ docID: String?) -> [UInt8]?? {
                 guard let key else { return docID.map { .some(Array($0.utf8)) } }
                 guard case .string(let id) = key else { return .some(nil) }
