@@ -336,7 +336,7 @@ extension Database {
         guard let view = design.view(viewName) else {
             throw DocumentError.missingNamedView(viewName, in: design)
         }
-        let validated = try options.validated(viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
+        let validated = try ValidatedViewQuery(view: options, viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
         // A design document written with put() was never compiled: say so with its id and view, not mid-indexing.
         if !designDocumentCache.isChecked(id, revision: revision) {
             // One stored under a higher limit is refused too: each process would parse and compile it whole.
@@ -427,7 +427,7 @@ extension Database {
     /// `offset` with a start key counts the live documents before it, reading
     /// their records.
     public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
-        let validated = try options.validatedForAllDocs()
+        let validated = try ValidatedViewQuery(allDocuments: options)
         return try ViewResult.collected { header, row in try store.forEachDocumentRow(validated, header: header, row: row) }
     }
 
@@ -438,7 +438,7 @@ extension Database {
     /// writers). Memory stays the same however many rows there are.
     public func forEachDocumentRow(options: ViewQueryOptions = ViewQueryOptions(), header: (ViewResultHeader) throws -> Void = { _ in },
                                    _ body: (ViewRow) throws -> Void) throws {
-        let validated = try options.validatedForAllDocs()
+        let validated = try ValidatedViewQuery(allDocuments: options)
         try store.forEachDocumentRow(validated, header: header, row: { try body($0) })
     }
 

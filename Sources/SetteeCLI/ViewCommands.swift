@@ -83,7 +83,27 @@ struct ViewQueryParameters: ParsableArguments {
             ("reduce", reduce), ("include_docs", includeDocs), ("conflicts", conflicts), ("update_seq", updateSeq),
             ("update", update), ("stale", stale), ("stable", stable), ("sorted", sorted),
         ]
-        return all.compactMap { name, value in value.map { (name: name, value: $0) } }
+        let given = all.compactMap { name, value in value.map { (name: name, value: $0) } }
+        return Self.inCommandLineOrder(given, arguments: CommandLine.arguments)
+    }
+
+    /// The parameters in the order their options were given (each at its last
+    /// occurrence, the one whose value it holds): CouchDB applies query
+    /// parameters in order, a later `key`, `keys`, `startkey` or `endkey`
+    /// replacing an earlier one's bounds.
+    static func inCommandLineOrder(_ parameters: [(name: String, value: String)], arguments: [String]) -> [(name: String, value: String)] {
+        let options = arguments.prefix { $0 != "--" }
+        /// Where the parameter was last given, under its CouchDB name or its kebab-case one.
+        func position(_ name: String) -> Int {
+            let spellings = Set([name, BooleanQueryFlags.kebabCase(name)])
+            return options.lastIndex { word in
+                spellings.contains { word == "--" + $0 || word.hasPrefix("--" + $0 + "=") }
+            } ?? Int.max
+        }
+        return parameters.enumerated()
+            .map { (position: position($0.element.name), index: $0.offset, parameter: $0.element) }
+            .sorted { ($0.position, $0.index) < ($1.position, $1.index) }
+            .map(\.parameter)
     }
 }
 

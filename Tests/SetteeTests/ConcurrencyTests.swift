@@ -197,7 +197,7 @@ extension ConcurrencyTests {
     /// A plain query of `view` run with these table handles.
     private func query(_ view: ViewDefinition, tables: ViewIndexTables, in db: Database) throws -> ViewResult {
         let runner = ViewQueryRunner(store: db.store, indexes: db.indexes, workers: try db.viewFunctions())
-        return try runner.run(view, try ViewQueryOptions().validated(viewHasReduce: false) { CollationKey.compare($0, $1, mode: view.collation) },
+        return try runner.run(view, try ValidatedViewQuery(view: ViewQueryOptions(), viewHasReduce: false) { CollationKey.compare($0, $1, mode: view.collation) },
                               tables: tables)
     }
 

@@ -85,7 +85,8 @@ struct StreamedResultTests {
             rows.append(row)
         })
         let found = try #require(header)
-        return ViewResult(totalRows: found.totalRows, offset: found.offset, updateSequence: found.updateSequence, rows: rows)
+        return ViewResult(totalRows: found.totalRows, offset: found.offset, updateSequence: found.updateSequence, rows: rows,
+                          writesNullOffset: found.writesNullOffset)
     }
 
     @Test("forEachRow, forEachDocumentRow and forEachChange hand over what query, allDocuments and changes return, for every kind of option")

@@ -80,10 +80,18 @@ struct WriterLockTests {
         }
         putter.start()
         let processStart = ContinuousClock.now
-        let processPut = try quickestProcessPut("process")
+        // A loaded machine (the rest of the suite runs alongside) can delay a
+        // process start by more than the bound: a pair that lost time slices
+        // is tried again while the reduce still runs (each call takes seconds,
+        // so a put waiting for the writer lock would wait that long every time).
+        var processPut = try quickestProcessPut("process")
         while progress.threadPut.withLock({ $0 }) == nil && ContinuousClock.now - processStart < .seconds(30) { Thread.sleep(forTimeInterval: 0.01) }
         // Both puts finished while the update was still reducing.
         #expect(!progress.updateDone)
+        for attempt in 1..<4 where processPut - idle >= .milliseconds(100) && !progress.updateDone {
+            let again = try quickestProcessPut("process\(attempt)-")
+            if !progress.updateDone { processPut = min(processPut, again) }
+        }
         // Meanwhile a query not waiting for the update reduces exactly: from the
         // chunks before the update, or by walking the rows while they are stale.
         let before = (0..<300).reduce(0, +)

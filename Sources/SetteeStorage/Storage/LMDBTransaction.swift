@@ -18,7 +18,8 @@ package struct LMDBTransaction {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
         let code = mdb_get(txn, table.dbi, &k, &v)
-        if code == MDB_NOTFOUND { return nil }
+        // A key LMDB cannot hold (empty, or past its size limit) is one no table has.
+        if code == MDB_NOTFOUND || code == MDB_BAD_VALSIZE { return nil }
         try check(code, "reading from \(environment.path)")
         return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
     }

@@ -31,7 +31,7 @@ extension DocumentStore {
     /// every node and finds it in one descent; LMDB keeps none, so a query
     /// that starts far into the ids costs that walk, and one without a start
     /// key none.
-    package func forEachDocumentRow(_ options: ViewQueryOptions, header: (ViewResultHeader) throws -> Void,
+    package func forEachDocumentRow(_ options: ValidatedViewQuery, header: (ViewResultHeader) throws -> Void,
                             row emit: (consuming ViewRow) throws -> Void) throws {
         try environment.read { transaction in
             let updateSequence = options.updateSeq ? try lastSequence(in: transaction) : nil
@@ -57,10 +57,12 @@ extension DocumentStore {
                                documentJSON: options.includeDocs ? record.document(id: text).json : nil)
             }
 
-            if let keys = options.keys ?? options.key.map({ [$0] }) {
-                // One row per requested key, in the order given; CouchDB reports missing and deleted ones too.
-                try header(ViewResultHeader(totalRows: try counts(in: transaction).live, offset: nil, updateSequence: updateSequence))
-                for key in keys {
+            if let keys = options.keys {
+                // One row per requested key, in the order given (reversed when descending); CouchDB
+                // reports missing and deleted ones too, and no offset (fabric_view_all_docs:go/5).
+                try header(ViewResultHeader(totalRows: try counts(in: transaction).live, offset: nil, updateSequence: updateSequence,
+                                            writesNullOffset: true))
+                for key in options.descending ? Array(keys.reversed()) : keys {
                     guard case .string(let id) = key else {
                         if try !take(ViewRow(id: nil, keyJSON: key.jsonText, valueJSON: "null", error: "not_found")) { return }
                         continue
@@ -82,16 +84,34 @@ extension DocumentStore {
                 return
             }
 
-            let start = options.startKey?.stringValue.map { Array($0.utf8) }
-            let end = options.endKey?.stringValue.map { Array($0.utf8) }
+            // couch_mrview_util:all_docs_key_opts/2: the start and end keys, else the start and end doc
+            // ids, bound the ids. A bound that is not a string sorts before every id in the id B-tree
+            // (Erlang's term order puts binaries last): the lowest bound there is.
+            // nil: no bound; .some(nil): below every id; .some(id): that id.
+            func bound(_ key: JSONValue?, _ docID: String?) -> [UInt8]?? {
+                guard let key else { return docID.map { .some(Array($0.utf8)) } }
+                guard case .string(let id) = key else { return .some(nil) }
+                return .some(Array(id.utf8))
+            }
+            let startBound = bound(options.startKey, options.startKeyDocID)
+            let endBound = bound(options.endKey, options.endKeyDocID)
+            // Below every id where the scan begins (ascending) or ends (descending): no bound there.
+            let start: [UInt8]? = startBound.flatMap { $0 }
+            let end: [UInt8]? = endBound.flatMap { $0 }
+            // Below every id where the scan begins (descending) or ends (ascending): nothing matches.
+            let matchesNothing = options.descending ? startBound == .some(nil) : endBound == .some(nil)
             /// Whether `key` comes before the start key in the scan's direction.
             func beforeStart(_ key: UnsafeRawBufferPointer) -> Bool {
+                if options.descending && startBound == .some(nil) { return true }
                 guard let start else { return false }
                 return options.descending ? compareBytes(key, start) > 0 : compareBytes(key, start) < 0
             }
             // First the header: the kept count, and the live documents before the start key.
+            let total = try counts(in: transaction).live
             var offset = 0
-            if start != nil {
+            if options.descending && startBound == .some(nil) {
+                offset = total
+            } else if start != nil {
                 try transaction.withCursor(docs) { cursor in
                     var entry = options.descending ? try cursor.last() : try cursor.first()
                     while let (key, value) = entry, beforeStart(key) {
@@ -100,8 +120,9 @@ extension DocumentStore {
                     }
                 }
             }
-            try header(ViewResultHeader(totalRows: try counts(in: transaction).live, offset: offset + options.skip, updateSequence: updateSequence))
-            guard limit > 0 else { return }
+            // fabric_view_all_docs: the offset plus skip, at most total_rows.
+            try header(ViewResultHeader(totalRows: total, offset: min(total, offset + options.skip), updateSequence: updateSequence))
+            guard limit > 0, !matchesNothing else { return }
             // Then the rows, from the start key to the end key.
             try transaction.withCursor(docs) { cursor in
                 var entry: LMDBCursor.Entry?

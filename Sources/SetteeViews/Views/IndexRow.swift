@@ -6,7 +6,9 @@ import SetteeStorage
 ///
 /// Key: the row's *full key* — `collation(key) ‖ stuffed(doc id) ‖ 0x00 ‖ u32 emit
 /// index` — whose byte order is the view's order (ties by doc id, then by emit
-/// order, so a doc emitting the same key twice keeps two rows). LMDB keys stop at
+/// index, so a doc emitting the same key twice keeps two rows; the emit indexes
+/// of such rows go by value, as CouchDB orders them: see
+/// ``MappedBatch/orderEqualKeysByValue(fromRow:scratch:)``). LMDB keys stop at
 /// 511 bytes: a full key of 480 bytes or more is stored as its first 480 bytes
 /// followed by a hash of the whole, and the whole goes into the value. Rows whose
 /// stored keys share those 480 bytes are few and adjacent; readers sort them by
@@ -24,7 +26,8 @@ package struct IndexRow {
     package static let prefixLength = 480
     /// The layout of values and back-index entries, part of every view's
     /// signature: indexes of another layout are rebuilt, never misread.
-    package static let format = 2
+    /// (3: one document's rows under the same key ordered by value.)
+    package static let format = 3
 
     /// The stored LMDB key and value.
     package let storedKey: UnsafeRawBufferPointer

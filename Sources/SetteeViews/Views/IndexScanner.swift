@@ -33,6 +33,28 @@ package struct IndexScanner {
         return try transaction.get(rows, boundary).map { try IndexRow(storedKey: boundary, value: $0) }
     }
 
+    /// The first row of `range` after the stored key `previous` (nil: the range's first
+    /// row): where a chunk an ascending fold hands over after `previous` begins.
+    package func firstRow(after previous: UnsafeRawBufferPointer?, in range: IndexRange) throws -> IndexRow? {
+        guard let rows else { return nil }
+        return try transaction.withCursor(rows) { cursor in
+            var entry: LMDBCursor.Entry?
+            if let previous {
+                entry = try cursor.seek(atOrAfter: Array(previous) + [0])
+            } else if let lower = range.lower {
+                entry = try cursor.seek(atOrAfter: Array(lower.bytes.prefix(IndexRow.prefixLength)))
+            } else {
+                entry = try cursor.first()
+            }
+            while let current = entry {
+                let row = try IndexRow(storedKey: current.key, value: current.value)
+                if range.isAboveLower(row.fullKey) { return row }
+                entry = try cursor.next()
+            }
+            return nil
+        }
+    }
+
     /// Calls `body` for each row in `range`, ascending or descending, until it returns false.
     package func scan(_ range: IndexRange, descending: Bool, _ body: (IndexRow) throws -> Bool) throws {
         try fold(range, descending: descending, chunksWhere: nil) { item in

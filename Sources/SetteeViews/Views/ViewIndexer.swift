@@ -434,6 +434,7 @@ package struct ViewIndexer {
             var fullKey: [UInt8] = []
             var withLocalSequence: [UInt8] = []
             var emitCounts: [UInt32] = []
+            var equalKeyScratch: [Int] = []
             let plainGroup: Group = (plain, plain.map(\.function))
             let sequencedGroup: Group = (sequenced, sequenced.map(\.function))
             // The views mapping a document are usually all of its form's, or the
@@ -463,6 +464,8 @@ package struct ViewIndexer {
                     let text = UnsafeRawBufferPointer(rebasing: json[documents.jsonRange(document)])
                     emitCounts.removeAll(keepingCapacity: true)
                     emitCounts.append(contentsOf: repeatElement(0, count: active.count))
+                    let firstRow = output.rows.count
+                    defer { output.orderEqualKeysByValue(fromRow: firstRow, scratch: &equalKeyScratch) }
                     func mapRows(_ text: UnsafeRawBufferPointer) throws {
                         try context.map(
                             text, functions: functions,

@@ -23,7 +23,7 @@ package struct ViewQueryRunner {
     /// The query's result. With `requiringIndex` (the index was just brought
     /// up to date, so it has a state), an index with no state was removed
     /// since by another process: ``IndexRemovedError``, not an empty result.
-    package func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables, requiringIndex: Bool = false) throws -> ViewResult {
+    package func run(_ view: ViewDefinition, _ options: ValidatedViewQuery, tables: ViewIndexTables, requiringIndex: Bool = false) throws -> ViewResult {
         try ViewResult.collected { header, row in
             try run(view, options, tables: tables, requiringIndex: requiringIndex, streaming: false, header: header, row: row)
         }
@@ -34,7 +34,7 @@ package struct ViewQueryRunner {
     /// (a map query counts its offset first); otherwise it may come after them,
     /// where one walk both counts the offset and reaches the rows.
     /// `requiringIndex`: as for ``run(_:_:tables:requiringIndex:)``.
-    package func run(_ view: ViewDefinition, _ options: ViewQueryOptions, tables: ViewIndexTables, requiringIndex: Bool = false, streaming: Bool,
+    package func run(_ view: ViewDefinition, _ options: ValidatedViewQuery, tables: ViewIndexTables, requiringIndex: Bool = false, streaming: Bool,
              header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
         var tables = tables
         // The index was removed and came back under other handles since these were taken (before any row).
@@ -45,7 +45,7 @@ package struct ViewQueryRunner {
 
     /// The query on one snapshot; false, before any row, when `tables` are
     /// not the index's handles any more (see ``ViewIndexStore/areCurrent(_:)``).
-    private func run(_ view: ViewDefinition, _ options: ViewQueryOptions, handles tables: ViewIndexTables, requiringIndex: Bool,
+    private func run(_ view: ViewDefinition, _ options: ValidatedViewQuery, handles tables: ViewIndexTables, requiringIndex: Bool,
                      streaming: Bool, header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws -> Bool {
         try store.environment.read { transaction in
             let snapshot = try indexes.snapshot(view.signature, in: transaction)
@@ -57,7 +57,7 @@ package struct ViewQueryRunner {
             let scanner = IndexScanner(transaction: transaction, rows: snapshot == nil ? nil : tables.rows,
                                        chunks: snapshot != nil && storedReductions && state.chunksCurrent ? tables.chunks : nil)
             let updateSequence = options.updateSeq ? indexes.currentSequence(view.signature, committed: state.sequence) : nil
-            if options.reduce ?? (view.reduce != nil), let reduce = view.reduce {
+            if options.reduce, let reduce = view.reduce {
                 try header(ViewResultHeader(totalRows: nil, offset: nil, updateSequence: updateSequence))
                 try reduceQuery(view, reduce: reduce, options, scanner: scanner, row: row)
             } else {
@@ -67,7 +67,9 @@ package struct ViewQueryRunner {
                 }
                 try mapQuery(view, options, scanner: scanner, counts: counts, transaction: transaction, streaming: streaming,
                              header: { offset in
-                                 try header(ViewResultHeader(totalRows: state.rowCount, offset: offset, updateSequence: updateSequence))
+                                 // fabric_view_map: the offset plus skip, at most total_rows.
+                                 try header(ViewResultHeader(totalRows: state.rowCount, offset: min(offset, state.rowCount),
+                                                             updateSequence: updateSequence))
                              }, row: row)
             }
             return true
@@ -76,29 +78,39 @@ package struct ViewQueryRunner {
 
     // MARK: Ranges
 
-    /// The ranges to scan, in the order to scan them.
-    package func ranges(_ options: ViewQueryOptions, collation: CollationMode) -> [IndexRange] {
+    /// The ranges to scan, in the order to scan them: one per key of `keys`
+    /// (reversed when descending, as `fabric_view_map:go/8` reverses them), each
+    /// bounded by the doc ids and `inclusive_end` as a `startkey`…`endkey` range
+    /// of that key is (`couch_mrview_util:key_opts/2`); otherwise the one range.
+    package func ranges(_ options: ValidatedViewQuery, collation: CollationMode) -> [IndexRange] {
         if let keys = options.keys {
-            return keys.map { exactRange(CollationKey.encode($0, mode: collation)) }
-        }
-        if let key = options.key {
-            return [exactRange(CollationKey.encode(key, mode: collation))]
+            let ordered = options.descending ? Array(keys.reversed()) : keys
+            return ordered.map { key in
+                let encoded = CollationKey.encode(key, mode: collation)
+                return range(start: encoded, end: encoded, options)
+            }
         }
         let encodedStart = options.startKey.map { CollationKey.encode($0, mode: collation) }
         // `key` arrives as the same start and end key: encoded once.
         let sameKey = if let startKey = options.startKey, let endKey = options.endKey { ViewQueryOptions.identical(startKey, endKey) } else { false }
         let encodedEnd = sameKey ? encodedStart : options.endKey.map { CollationKey.encode($0, mode: collation) }
+        return [range(start: encodedStart, end: encodedEnd, options)]
+    }
+
+    /// The range from the encoded start key to the encoded end key (nil: open), with the
+    /// options' doc ids, direction and `inclusive_end`.
+    private func range(start encodedStart: [UInt8]?, end encodedEnd: [UInt8]?, _ options: ValidatedViewQuery) -> IndexRange {
         let start = encodedStart.map { bound($0, docID: options.startKeyDocID) }
         let end = encodedEnd.map { bound($0, docID: options.endKeyDocID) }
         // `start` is where the scan begins: the lower bound ascending, the upper descending.
         if options.descending {
             let upper = start.map { IndexBound(bytes: $0.afterAll, inclusive: true) }
             let lower = end.map { options.inclusiveEnd ? IndexBound(bytes: $0.first, inclusive: true) : IndexBound(bytes: $0.afterAll, inclusive: false) }
-            return [IndexRange(lower: lower, upper: upper)]
+            return IndexRange(lower: lower, upper: upper)
         }
         let lower = start.map { IndexBound(bytes: $0.first, inclusive: true) }
         let upper = end.map { options.inclusiveEnd ? IndexBound(bytes: $0.afterAll, inclusive: true) : IndexBound(bytes: $0.first, inclusive: false) }
-        return [IndexRange(lower: lower, upper: upper)]
+        return IndexRange(lower: lower, upper: upper)
     }
 
     /// Full keys from the first row of a key (and doc id) to past its last.
@@ -119,14 +131,10 @@ package struct ViewQueryRunner {
         return KeyBound(first: first, afterAll: first + [0xFF])
     }
 
-    private func exactRange(_ encodedKey: [UInt8]) -> IndexRange {
-        IndexRange(lower: IndexBound(bytes: encodedKey, inclusive: true), upper: IndexBound(bytes: encodedKey + [0xFF], inclusive: true))
-    }
-
     // MARK: Map queries
 
     /// A map query's rows, after (`streaming`: before) its offset.
-    private func mapQuery(_ view: ViewDefinition, _ options: ViewQueryOptions, scanner: IndexScanner, counts: ChunkCounts?,
+    private func mapQuery(_ view: ViewDefinition, _ options: ValidatedViewQuery, scanner: IndexScanner, counts: ChunkCounts?,
                           transaction: LMDBTransaction, streaming: Bool,
                           header: (_ offset: Int) throws -> Void, row emit: (consuming ViewRow) throws -> Void) throws {
         let ranges = ranges(options, collation: view.collation)
@@ -158,16 +166,58 @@ package struct ViewQueryRunner {
             try header((start?.rows ?? 0) + passed + options.skip)
             return
         }
-        try header(try rowsBefore(ranges.first, descending: options.descending, scanner: scanner, counts: counts) + options.skip)
+        // CouchDB's offset is the position of the first row its folds reach (before
+        // skipping), or, when no key of `keys` has rows, of the last key's range
+        // (couch_mrview:map_fold/3 and /5): the ranges before the first with rows are empty.
+        var first = 0
+        if ranges.count > 1 {
+            first = ranges.count - 1
+            for (index, range) in ranges.enumerated().dropLast() {
+                var found = false
+                try scanner.scan(range, descending: options.descending) { _ in
+                    found = true
+                    return false
+                }
+                if found {
+                    first = index
+                    break
+                }
+            }
+        }
+        try header(try rowsBefore(ranges.isEmpty ? nil : ranges[first], descending: options.descending, scanner: scanner, counts: counts) + options.skip)
         guard limit > 0 else { return }
-        for range in ranges {
+        // Descending, one document's rows under one key still come in value order, as CouchDB
+        // expands them (couch_mrview_util:fold/4, expand_dups/2): each such run is handed over
+        // reversed. Its rows point into the memory map; the array's room is reused.
+        var run: [IndexRow] = []
+        func handOverRun() throws -> Bool {
+            defer { run.removeAll(keepingCapacity: true) }
+            for row in run.reversed() where try !take(row) { return false }
+            return true
+        }
+        for range in ranges[first...] {
             var more = true
             try scanner.scan(range, descending: options.descending) { row in
-                more = try take(row)
-                return more
+                guard options.descending else {
+                    more = try take(row)
+                    return more
+                }
+                if let last = run.last, !Self.sameKeyAndDocument(last, row) {
+                    more = try handOverRun()
+                    if !more { return false }
+                }
+                run.append(row)
+                return true
             }
+            if more && !run.isEmpty { more = try handOverRun() }
             if !more { break }
         }
+    }
+
+    /// Whether two rows are one document's under one key: their full keys differ at most in the emit index.
+    private static func sameKeyAndDocument(_ a: IndexRow, _ b: IndexRow) -> Bool {
+        let (x, y) = (a.fullKey, b.fullKey)
+        return x.count == y.count && memcmp(x.baseAddress!, y.baseAddress!, x.count - 4) == 0
     }
 
     /// Rows that sort before the range in the scan's direction.
@@ -210,7 +260,7 @@ package struct ViewQueryRunner {
 
     // MARK: Reduce queries
 
-    private func reduceQuery(_ view: ViewDefinition, reduce: String, _ options: ViewQueryOptions, scanner: IndexScanner,
+    private func reduceQuery(_ view: ViewDefinition, reduce: String, _ options: ValidatedViewQuery, scanner: IndexScanner,
                              row emit: (consuming ViewRow) throws -> Void) throws {
         let grouping = options.grouping
         let reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: reduceChunk)
@@ -271,22 +321,35 @@ package struct ViewQueryRunner {
         }
 
         for range in ranges(options, collation: view.collation) where !done {
+            // The stored key of the last row or chunk handed over (in the memory map): an ascending
+            // fold's next chunk begins after it.
+            var previous: UnsafeRawBufferPointer?
             try scanner.fold(range, descending: options.descending, chunksWhere: acceptChunk) { item in
                 switch item {
                 case .row(let row):
                     try enterGroup(row.encodedKey) { row.keyJSON }
                     if done { return false }
                     try reducer.add(row: row, to: &accumulator)
+                    previous = row.storedKey
                 case .chunk(let chunk, let boundary):
                     if let error = chunk.reductionError() { throw error }
+                    // A group's key is the first the fold reaches in it (couch_btree:reduce_stream_kv_node2/8):
+                    // descending, the chunk's last row; ascending, its first.
                     try enterGroup(chunk.firstEncodedKey) {
-                        guard let row = try scanner.lastRow(ofChunk: boundary) else { throw StorageError.damaged("reading a stored chunk's last row") }
-                        return row.keyJSON
+                        let first = options.descending ? try scanner.lastRow(ofChunk: boundary) : try scanner.firstRow(after: previous, in: range)
+                        guard let first else { throw StorageError.damaged("reading a stored chunk's first row") }
+                        return first.keyJSON
                     }
                     if done { return false }
                     try reducer.add(partial: chunk.reduction!, rows: chunk.rowCount, to: &accumulator)
+                    previous = boundary
                 }
                 return true
+            }
+            // Each key of `keys` is folded on its own (couch_mrview:red_fold/4): its groups end with it.
+            if options.keys != nil, !done {
+                try flush()
+                groupKey = nil
             }
         }
         // An empty range gives no rows, as in CouchDB (not a null reduction).

@@ -104,10 +104,12 @@ public struct ViewResult: Sendable, Equatable {
     /// The database sequence the index reflects, when asked for (`update_seq`).
     public var updateSequence: UInt64?
     public var rows: [ViewRow]
+    /// Whether ``json`` says `"offset":null` (see ``ViewResultHeader/writesNullOffset``).
+    public var writesNullOffset = false
 
     /// What the result says besides its rows.
     public var header: ViewResultHeader {
-        ViewResultHeader(totalRows: totalRows, offset: offset, updateSequence: updateSequence)
+        ViewResultHeader(totalRows: totalRows, offset: offset, updateSequence: updateSequence, writesNullOffset: writesNullOffset)
     }
 
     /// CouchDB's response body: `{"total_rows":…,"offset":…,"rows":[…]}`.
@@ -133,11 +135,16 @@ public struct ViewResultHeader: Sendable, Equatable {
     public var offset: Int?
     /// The database sequence the index reflects, when asked for (`update_seq`).
     public var updateSequence: UInt64?
+    /// Whether the response body says `"offset":null` when ``offset`` is nil, as CouchDB's
+    /// `_all_docs` with `keys` does (`fabric_view_all_docs`); otherwise a nil offset is left out
+    /// (reduce queries).
+    public var writesNullOffset: Bool
 
-    public init(totalRows: Int?, offset: Int?, updateSequence: UInt64?) {
+    public init(totalRows: Int?, offset: Int?, updateSequence: UInt64?, writesNullOffset: Bool = false) {
         self.totalRows = totalRows
         self.offset = offset
         self.updateSequence = updateSequence
+        self.writesNullOffset = writesNullOffset
     }
 
     /// Writes the start of CouchDB's response body, up to the rows:
@@ -148,6 +155,7 @@ public struct ViewResultHeader: Sendable, Equatable {
         out.append(UInt8(ascii: "{"))
         if let totalRows { out.append(contentsOf: #""total_rows":"#.utf8); out.append(contentsOf: String(totalRows).utf8); out.append(UInt8(ascii: ",")) }
         if let offset { out.append(contentsOf: #""offset":"#.utf8); out.append(contentsOf: String(offset).utf8); out.append(UInt8(ascii: ",")) }
+        else if writesNullOffset { out.append(contentsOf: #""offset":null,"#.utf8) }
         if let updateSequence {
             out.append(contentsOf: #""update_seq":"#.utf8)
             out.append(contentsOf: String(updateSequence).utf8)
@@ -201,6 +209,7 @@ extension ViewResult {
             result.totalRows = header.totalRows
             result.offset = header.offset
             result.updateSequence = header.updateSequence
+            result.writesNullOffset = header.writesNullOffset
         }, { row in
             result.rows.append(row)
         })
