@@ -72,7 +72,6 @@ package struct ViewIndexer {
         self.flushBytes = flushBytes
     }
 
-    private static let designPrefix = Array("_design/".utf8)
     /// Bytes of document JSON after which a batch ends early (large documents).
     private static let batchBytes = 32 << 20
     /// Batches and writes this large release the memory map's pages they
@@ -171,7 +170,8 @@ package struct ViewIndexer {
         // The next batch of documents is read while this one maps.
         let reader = BackgroundJob<DocumentBatch>(label: "settee.index.reader")
         // The batch being mapped: the next one is queued behind it on the workers.
-        var mapping: Mapping?
+        let mapStage = MapStage(views: targets.map(\.view), workers: workers, cpu: cpu)
+        var mapping: MapStage.Mapping?
         // Never return (or throw) while a batch is still being read, mapped or written.
         defer {
             if reader.isBusy { _ = try? reader.wait() }
@@ -182,11 +182,11 @@ package struct ViewIndexer {
         var ahead: DocumentBatch? = total <= batchSize ? try cpu.measure(.reading) { try readBatch(after: since, upTo: latest) } : nil
         if ahead == nil { reader.start { [self] in try cpu.measure(.reading) { try readBatch(after: since, upTo: latest) } } }
         /// The next batch read, its mapping started, and the one after it being read.
-        func startNext() throws -> Mapping? {
+        func startNext() throws -> MapStage.Mapping? {
             let documents = try ahead.take() ?? (reader.isBusy ? reader.wait() : DocumentBatch())
             guard let last = documents.sequences.last else { return nil }
             if last < latest { reader.start { [self] in try cpu.measure(.reading) { try readBatch(after: last, upTo: latest) } } }
-            return startMapping(documents, targets: targets, since: startSequences, cpu: cpu)
+            return mapStage.start(documents, since: startSequences)
         }
         mapping = try startNext()
         while let current = mapping {
@@ -401,145 +401,6 @@ package struct ViewIndexer {
         // Read once: the documents' pages needn't stay this process's memory.
         if batch.count >= Self.releaseThreshold { store.environment.releaseMappedPages() }
         return batch
-    }
-
-    /// Views of one document form: the targets they belong to and their compiled map functions.
-    private typealias Group = (members: [(target: Int, function: CompiledFunction)], functions: [CompiledFunction])
-
-    /// A batch of documents whose slices the workers are mapping.
-    private struct Mapping {
-        let documents: DocumentBatch
-        /// The slices' rows, in document order.
-        let work: SharedWork<MappedBatch>
-    }
-
-    /// Starts mapping the documents on all workers, each taking the next
-    /// contiguous slice as it finishes one; a target maps only the documents
-    /// changed after its sequence.
-    private func startMapping(_ documents: DocumentBatch, targets: [Target], since sequences: [UInt64], cpu: IndexingCPU) -> Mapping {
-        let views = targets.map(\.view)
-        let collations = views.map(\.collation)
-        let includeDesign = views.map(\.includeDesign)
-        let mapSlice: @Sendable (any FunctionRunner, Range<Int>) throws -> MappedBatch = { context, slice in
-            var plain: [(target: Int, function: CompiledFunction)] = []
-            var sequenced: [(target: Int, function: CompiledFunction)] = []
-            for (index, view) in views.enumerated() {
-                let function = try context.compile(view.map, name: "\(view.designDocument)/\(view.name) map", library: view.library.map { $0.jsonText })
-                if view.localSequence { sequenced.append((index, function)) } else { plain.append((index, function)) }
-            }
-            var output = MappedBatch()
-            output.documentRows.reserveCapacity(slice.count + 1)
-            output.bytes.reserveCapacity(slice.count * 128)
-            output.rows.reserveCapacity(slice.count * views.count)
-            var fullKey: [UInt8] = []
-            var withLocalSequence: [UInt8] = []
-            var emitCounts: [UInt32] = []
-            var equalKeyScratch: [Int] = []
-            let plainGroup: Group = (plain, plain.map(\.function))
-            let sequencedGroup: Group = (sequenced, sequenced.map(\.function))
-            // The views mapping a document are usually all of its form's, or the
-            // same few (an index already past it leaves it out): each subset is
-            // made once per slice, not per document.
-            var subsets: [[UInt64: Group]] = [[:], [:]]
-            func subset(of group: Group, form: Int, where maps: (Int) -> Bool) -> Group {
-                guard group.members.count <= 64 else {
-                    let members = group.members.filter { maps($0.target) }
-                    return (members, members.map(\.function))
-                }
-                var mask: UInt64 = 0
-                for (position, member) in group.members.enumerated() where maps(member.target) { mask |= 1 << position }
-                if mask == 0 { return ([], []) }
-                if let known = subsets[form][mask] { return known }
-                let members = group.members.indices.filter { mask & 1 << $0 != 0 }.map { group.members[$0] }
-                let made = (members: members, functions: members.map(\.function))
-                subsets[form][mask] = made
-                return made
-            }
-            try documents.json.withUnsafeBytes { json in
-              try documents.ids.bytes.withUnsafeBytes { ids in
-                /// Maps one document with the views of one form that map it (`active`)
-                /// and adds their rows.
-                func map(_ document: Int, form: Int, active: [(target: Int, function: CompiledFunction)],
-                         functions: [CompiledFunction], id: UnsafeRawBufferPointer) throws {
-                    let text = UnsafeRawBufferPointer(rebasing: json[documents.jsonRange(document)])
-                    emitCounts.removeAll(keepingCapacity: true)
-                    emitCounts.append(contentsOf: repeatElement(0, count: active.count))
-                    let firstRow = output.rows.count
-                    defer { output.orderEqualKeysByValue(fromRow: firstRow, scratch: &equalKeyScratch) }
-                    func mapRows(_ text: UnsafeRawBufferPointer) throws {
-                        try context.map(
-                            text, functions: functions,
-                            row: { function, key, value in
-                                let target = active[function].target
-                                fullKey.removeAll(keepingCapacity: true)
-                                try CollationKey.append(json: key, mode: collations[target], to: &fullKey)
-                                let encodedLength = fullKey.count
-                                IndexRow.appendFullKeySuffix(id: id, emitIndex: emitCounts[function], to: &fullKey)
-                                emitCounts[function] += 1
-                                let keyStart = output.bytes.count
-                                IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
-                                let valueStart = output.bytes.count
-                                IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength,
-                                                     keyJSON: key, valueJSON: value, to: &output.bytes)
-                                output.rows.append(MappedRow(
-                                    target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
-                                    valueLength: Int32(output.bytes.count - valueStart)))
-                            },
-                            failure: { function, error in
-                                // The engine's failure is the build's, not the document's: skipping
-                                // the document would leave its rows out for good.
-                                guard !error.kind.isEngineFailure else { throw error }
-                                output.errors.append((document, active[function].target, error))
-                            })
-                    }
-                    do {
-                        if form == 1 {
-                            withLocalSequence.removeAll(keepingCapacity: true)
-                            withLocalSequence.append(contentsOf: text.dropLast())
-                            withLocalSequence.append(contentsOf: #","_local_seq":\#(documents.sequences[document])}"#.utf8)
-                            try withLocalSequence.withUnsafeBytes { try mapRows($0) }
-                        } else {
-                            try mapRows(text)
-                        }
-                    } catch let error as JavaScriptError where !error.kind.isEngineFailure {
-                        // The engine could not take this document (too large or too deep
-                        // to parse within its bounds): its error, not the build's.
-                        for member in active { output.errors.append((document, member.target, error)) }
-                    }
-                }
-                /// Maps one document with the views of `group` that map it: all of
-                /// them (the usual case, with no subset to look up) or some.
-                func map(_ document: Int, form: Int, group: Group, id: UnsafeRawBufferPointer, isDesign: Bool) throws {
-                    let sequence = documents.sequences[document]
-                    func maps(_ target: Int) -> Bool { sequences[target] < sequence && (!isDesign || includeDesign[target]) }
-                    if group.members.allSatisfy({ maps($0.target) }) {
-                        try map(document, form: form, active: group.members, functions: group.functions, id: id)
-                    } else {
-                        let (active, functions) = subset(of: group, form: form, where: maps)
-                        if !active.isEmpty { try map(document, form: form, active: active, functions: functions, id: id) }
-                    }
-                }
-                for document in slice {
-                    defer { output.documentRows.append(output.rows.count) }
-                    guard !documents.jsonRange(document).isEmpty else { continue }
-                    let id = UnsafeRawBufferPointer(rebasing: ids[documents.ids.range(document)])
-                    let isDesign = id.starts(with: Self.designPrefix)
-                    // Functions grouped by the document form they need: one parse per document and form.
-                    if !plain.isEmpty { try map(document, form: 0, group: plainGroup, id: id, isDesign: isDesign) }
-                    if !sequenced.isEmpty { try map(document, form: 1, group: sequencedGroup, id: id, isDesign: isDesign) }
-                }
-              }
-            }
-            return output
-        }
-        // A few changes: one worker, no fan-out. Otherwise eight slices a worker.
-        let slices = documents.count < 64 ? 1 : workers.count * 8
-        let slice = (documents.count + slices - 1) / slices
-        let work = workers.startShared(pieces: slices) { piece, context in
-            let start = min(piece * slice, documents.count)
-            return try cpu.measure(.mapping) { try mapSlice(context, start..<min(start + slice, documents.count)) }
-        }
-        return Mapping(documents: documents, work: work)
     }
 
     private func logMapErrors(_ parts: [MappedBatch], of documents: DocumentBatch, targets: [Target]) {
