@@ -452,6 +452,34 @@ struct StorageTrustTests {
         }
     }
 
+    @Test("A damaged row of a view index: the query fails with database_damaged naming the view and its index")
+    func damagedIndexRowNamesTheView() throws {
+        let directory = TemporaryDirectory()
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        for n in 0..<20 { try db.put(#"{"_id": "doc\#(n)", "n": \#(n)}"#) }
+        try db.loadDesignDocuments(from: directory.file("app.json", contents: #"""
+            {"_id": "_design/app", "views": {"by_n": {"map": "function (doc) { emit(doc.n, doc._id); }"}}}
+            """#))
+        _ = try db.query("app/by_n", options: ViewQueryOptions(parameters: []))
+        let signature = try #require(try db.viewInfo().first?.signature)
+        let tables = try db.indexes.tables(for: signature)
+        try db.environment.write { transaction in
+            try transaction.withCursor(tables.rows) { cursor in
+                let (key, _) = try #require(try cursor.first())
+                try transaction.put(tables.rows, Array(key), [0xFF, 0xFF, 0xFF] as [UInt8])
+            }
+        }
+        do {
+            _ = try db.query("app/by_n", options: ViewQueryOptions(parameters: [("update", "false")]))
+            Issue.record("a damaged row was read without an error")
+        } catch let error as StorageError {
+            #expect(error.errorCode == .databaseDamaged)
+            #expect(error.description.contains("app/by_n") && error.description.contains(signature), "\(error)")
+        }
+    }
+
     @Test("Database.verify: rows whose bytes are garbage, a changes entry naming a missing document, each reported in words without trapping")
     func verifyGarbage() throws {
         let directory = TemporaryDirectory()

@@ -82,3 +82,12 @@ extension JSONValue {
         }
     }
 }
+
+extension StorageError {
+    /// The damage found while reading `view`'s index, saying which view and index.
+    package func naming(_ view: ViewDefinition) -> StorageError {
+        var error = self
+        error.operation += " (the index of view \(view.path), signature \(view.signature))"
+        return error
+    }
+}

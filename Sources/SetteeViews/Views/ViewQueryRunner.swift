@@ -37,9 +37,13 @@ package struct ViewQueryRunner {
     package func run(_ view: ViewDefinition, _ options: ValidatedViewQuery, tables: ViewIndexTables, requiringIndex: Bool = false, streaming: Bool,
              header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
         var tables = tables
-        // The index was removed and came back under other handles since these were taken (before any row).
-        while try !run(view, options, handles: tables, requiringIndex: requiringIndex, streaming: streaming, header: header, row: row) {
-            tables = try indexes.tables(for: view.signature)
+        do {
+            // The index was removed and came back under other handles since these were taken (before any row).
+            while try !run(view, options, handles: tables, requiringIndex: requiringIndex, streaming: streaming, header: header, row: row) {
+                tables = try indexes.tables(for: view.signature)
+            }
+        } catch let error as StorageError where error.isDamage {
+            throw error.naming(view)
         }
     }
 
