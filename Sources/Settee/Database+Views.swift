@@ -295,21 +295,36 @@ extension Database {
     private func query(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                        progress: (IndexProgress) -> Void, storedReductions: Bool, streaming: Bool,
                        header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
+        try retryingWhenIndexRemoved {
+            try queryOnce(designDocument: name, view: viewName, options: options, progress: progress,
+                          storedReductions: storedReductions, streaming: streaming, header: header, row: row)
+        }
+    }
+
+    /// Runs `body` again, from the design documents as they are then, when
+    /// another process removed an index it was using (by editing a design
+    /// document): up to five times in all.
+    private func retryingWhenIndexRemoved<T>(_ body: () throws -> T) throws -> T {
         var attempts = 0
         while true {
             do {
-                return try queryOnce(designDocument: name, view: viewName, options: options, progress: progress,
-                                     storedReductions: storedReductions, streaming: streaming, header: header, row: row)
+                return try body()
             } catch let error as IndexRemovedError {
                 attempts += 1
-                guard attempts < Self.queryAttempts else { throw error }
-                logger.info("the index was removed while the query used it; querying again", metadata: ["view": "\(error.view)"])
+                guard attempts < 5 else { throw error }
+                logger.info("an index was removed while in use; starting again", metadata: ["view": "\(error.view)"])
             }
         }
     }
 
-    /// How many times a query starts again when its index is removed under it.
-    private static var queryAttempts: Int { 5 }
+    /// Compiles a stored design document's functions, once per revision: one
+    /// written with put() was never compiled, and its errors are said with its
+    /// id and view, not mid-indexing.
+    private func checkOnce(_ design: DesignDocument, revision: Revision) throws {
+        guard !designDocumentCache.isChecked(design.id, revision: revision) else { return }
+        try check(design, file: nil)
+        designDocumentCache.markChecked(design.id, revision: revision)
+    }
 
     /// One run of a query: the design document as it is now, its index
     /// brought up to date (unless told otherwise), the answer.
@@ -337,12 +352,10 @@ extension Database {
             throw DocumentError.missingNamedView(viewName, in: design)
         }
         let validated = try ValidatedViewQuery(view: options, viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
-        // A design document written with put() was never compiled: say so with its id and view, not mid-indexing.
         if !designDocumentCache.isChecked(id, revision: revision) {
             // One stored under a higher limit is refused too: each process would parse and compile it whole.
             if let bytes = designDocumentCache.bodyBytes(id, revision: revision) { try checkStoredDesignDocumentSize(bytes, id: id) }
-            try check(design, file: nil)
-            designDocumentCache.markChecked(id, revision: revision)
+            try checkOnce(design, revision: revision)
         }
         if validated.update == .true {
             // All views of the design document share one pass over the changes.
@@ -366,15 +379,14 @@ extension Database {
     /// - Throws: ``DesignDocumentErrors`` naming each design document left
     ///   out and why, after the others' indexes are up to date.
     public func updateIndexes(progress: (IndexProgress) -> Void = { _ in }) throws {
-        var attempts = 0
-        while true {
+        let unusable = try retryingWhenIndexRemoved {
             var usable: [DesignDocument] = []
             var unusable: [DesignDocumentError] = []
             for record in try store.designDocumentRecords() {
                 do {
                     try checkStoredDesignDocumentSize(record.body.count, id: record.id)
                     let design = try designDocumentCache.parsed(record)
-                    try check(design, file: nil)
+                    try checkOnce(design, revision: record.revision)
                     usable.append(design)
                 } catch var error as DesignDocumentError {
                     if error.designDocument == nil { error.designDocument = record.id }
@@ -385,17 +397,10 @@ extension Database {
                     unusable.append(DesignDocumentError(designDocument: record.id, reason: "\(error.code.rawValue): \(error.reason)"))
                 }
             }
-            do {
-                try update(usable.flatMap(\.views), progress: progress)
-            } catch let error as IndexRemovedError {
-                // Another process changed a design document: build what they hold now.
-                attempts += 1
-                guard attempts < Self.queryAttempts else { throw error }
-                continue
-            }
-            if !unusable.isEmpty { throw DesignDocumentErrors(errors: unusable) }
-            return
+            try update(usable.flatMap(\.views), progress: progress)
+            return unusable
         }
+        if !unusable.isEmpty { throw DesignDocumentErrors(errors: unusable) }
     }
 
     /// Brings these views' indexes up to date. A new index (an edited view,
