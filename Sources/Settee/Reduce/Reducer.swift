@@ -25,6 +25,7 @@ final class Reducer: Sendable {
     struct Accumulator: Sendable {
         fileprivate(set) var rowCount = 0
         fileprivate var keys: [JSONValue] = []
+        fileprivate var ids: [String] = []
         fileprivate var values: [JSONValue] = []
         fileprivate var partials: [JSONValue] = []
         fileprivate var keysText: [UInt8] = []
@@ -56,11 +57,18 @@ final class Reducer: Sendable {
     }
 
     /// Whether the reduce function is JavaScript (its calls run on a worker).
-    /// Only a JavaScript reduce uses the ids given to ``add(key:id:value:to:)``:
-    /// callers may pass an empty one otherwise.
     var isJavaScript: Bool {
         if case .javascript = kind { return true }
         return false
+    }
+
+    /// Whether the reducer uses the ids given to ``add(key:id:value:to:)``
+    /// (JavaScript, `_first` and `_last`): callers may pass an empty one otherwise.
+    var readsIDs: Bool {
+        switch kind {
+        case .javascript: true
+        case .builtin(let reducer): reducer.readsIDs
+        }
     }
 
     func makeAccumulator() -> Accumulator {
@@ -76,7 +84,11 @@ final class Reducer: Sendable {
             case .approximateCountDistinct: accumulator.keys.append(try JSONParser.parse(key))
             // _count reads neither keys nor values: `chunkRows` counts them.
             case .count: break
-            case .sum, .stats: accumulator.values.append(try JSONParser.parse(value))
+            case .sum, .stats, .top, .bottom: accumulator.values.append(try JSONParser.parse(value))
+            case .first, .last:
+                accumulator.keys.append(try JSONParser.parse(key))
+                accumulator.ids.append(String(decoding: id, as: UTF8.self))
+                accumulator.values.append(try JSONParser.parse(value))
             }
             if accumulator.chunkRows >= chunk { try reduceRows(reducer, &accumulator) }
         case .javascript:
@@ -186,9 +198,10 @@ final class Reducer: Sendable {
         if case .count = reducer {
             accumulator.partials.append(.number(Double(accumulator.chunkRows)))
         } else {
-            accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, values: accumulator.values) })
+            accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, ids: accumulator.ids, values: accumulator.values) })
         }
         accumulator.keys.removeAll(keepingCapacity: true)
+        accumulator.ids.removeAll(keepingCapacity: true)
         accumulator.values.removeAll(keepingCapacity: true)
         accumulator.chunkRows = 0
     }
