@@ -29,6 +29,7 @@ public final class WriteBatch {
 
     func apply(_ edit: DocumentEdit) throws -> WriteResult {
         precondition(isOpen, "A WriteBatch is used only inside the closure of Database.write.")
+        try edit.checkDesignDocument()
         let result = try store.apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch, countChange: &countChange)
         sequence += 1
         if result.id.hasPrefix("_design/") { designDocumentIDs.append(result.id) }
