@@ -307,12 +307,33 @@ bool compileSource(settee_js_context *context, const settee_js_context::Source &
     options.setFileAndLine(compiled.name.c_str(), 1);
     JS::SourceText<mozilla::Utf8Unit> text;
     JS::RootedValue value(cx);
-    if (!text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) ||
-        !JS::Evaluate(cx, options, text, &value) || !drainReactions(context)) {
+    bool evaluated = text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) &&
+                     JS::Evaluate(cx, options, text, &value);
+    // Helpers declared before the function: `value` is then a factory taking `require`.
+    bool rewritten = false;
+    if (!evaluated &&
+        evaluateWithAnonymousFunction(cx, compiled.text, compiled.name.c_str(), &value) == AnonymousFunctionRewrite::evaluated) {
+        evaluated = rewritten = true;
+    }
+    if (!evaluated || !drainReactions(context)) {
         Failure failure = takeFailure(context, uint32_t(prefix.size()));
         settee_js_status status = failure.status == SETTEE_JS_RUNTIME_ERROR ? SETTEE_JS_COMPILE_ERROR : failure.status;
         setError(context, error, status, failure.message, failure.line, failure.column, failure.stack);
         return false;
+    }
+    if (rewritten && !compiled.hasLibrary) {
+        // The factory's `require` parameter must not hide the realm's own.
+        JS::RootedValue require(cx);
+        JS::RootedValue factory(cx, value);
+        JS::RootedObject global(cx, sandbox);
+        if (!JS_GetProperty(cx, global, "require", &require) ||
+            !JS::Call(cx, JS::UndefinedHandleValue, factory, JS::HandleValueArray(require), &value) ||
+            !drainReactions(context)) {
+            Failure failure = takeFailure(context, 0);
+            setError(context, error, SETTEE_JS_COMPILE_ERROR, failure.message, failure.line, failure.column,
+                     failure.stack);
+            return false;
+        }
     }
     if (compiled.hasLibrary) {
         // Bind `require` to this function's own module tree and cache.

@@ -690,3 +690,28 @@ struct QueryServerProtocolTests {
         #expect(lines.last == #"[[["big",1]]]"#)
     }
 }
+
+/// CouchDB 3.5 behaviours of couchjs that `settee couchjs` matches
+/// (share/server/*.js of CouchDB 3.5.0, as built into its main.js).
+@Suite("Query server: CouchDB 3.5's couchjs")
+struct QueryServerCouchJSFidelityTests {
+    /// share/server/60/rewrite_fun.js: the last function declaration, when it
+    /// has no name, becomes the function; helpers and variables may come first.
+    @Test("Functions with helpers or variables declared before them compile, in add_fun, reduce and shows")
+    func helpersBeforeTheFunction() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function helper(x){return x*2;}\nfunction(doc){emit(doc._id, helper(doc.n));}"]
+            true
+            > ["add_fun", "var k=10; function(doc){ emit(k, null); }"]
+            true
+            > ["map_doc", {"_id": "a", "n": 4}]
+            [[["a",8]],[[10,null]]]
+            > ["reduce", ["function twice(v){return v*2;}\nfunction(keys, values){return twice(sum(values));}"], [[["a","a"],1],[["b","b"],2]]]
+            [true,[6]]
+            > ["ddoc", "new", "_design/h", {"_id": "_design/h", "shows": {"s": "var greeting = 'hi ';\nfunction(doc, req) { return greeting + doc.name; }"}}]
+            true
+            > ["ddoc", "_design/h", ["shows", "s"], [{"name": "ann"}, {}]]
+            ["resp",{"body":"hi ann"}]
+            """#)
+    }
+}
