@@ -11,6 +11,30 @@ namespace settee::engine {
 const JSClass kGlobalClass = {"global", JSCLASS_GLOBAL_FLAGS, &JS::DefaultGlobalClassOps};
 
 
+// CouchDB's `error_to_json` (share/server/util.js), which its `emit` applies
+// to the value: an object with `stack`, `name` and `message` (an Error, from
+// any realm) becomes `{error: name, message: message}`; JSON.stringify would
+// make an Error `{}`.
+static bool errorToJSON(JSContext *cx, JS::MutableHandleValue value) {
+    JS::RootedObject object(cx, &value.toObject());
+    if (JS::IsCallable(object)) return true;
+    bool has = false;
+    // `message` first: plain data rarely has one, so one lookup is the usual cost.
+    for (const char *name : {"message", "name", "stack"}) {
+        if (!JS_HasProperty(cx, object, name, &has)) return false;
+        if (!has) return true;
+    }
+    JS::RootedValue name(cx), message(cx);
+    JS::RootedObject json(cx, JS_NewPlainObject(cx));
+    if (!json || !JS_GetProperty(cx, object, "name", &name) || !JS_GetProperty(cx, object, "message", &message) ||
+        !JS_DefineProperty(cx, json, "error", name, JSPROP_ENUMERATE) ||
+        !JS_DefineProperty(cx, json, "message", message, JSPROP_ENUMERATE)) {
+        return false;
+    }
+    value.setObject(*json);
+    return true;
+}
+
 static bool nativeEmit(JSContext *cx, unsigned argc, JS::Value *vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
     settee_js_context *context = contextOf(cx);
@@ -20,10 +44,13 @@ static bool nativeEmit(JSContext *cx, unsigned argc, JS::Value *vp) {
     }
     ByteBuffer &out = *context->emitTarget;
     size_t mark = out.size();
+    JS::RootedValue value(cx, args.get(1));
+    if (value.isObject() && !errorToJSON(cx, &value)) return false;
     for (unsigned i = 0; i < 2; i++) {
         size_t lengthAt = out.size();
         out.appendU32(0);
-        if (!settee::writeJSON(cx, args.get(i), out)) {
+        // Key and value are elements 0 and 1 of CouchDB's `[key, value]` row (what their toJSON is passed).
+        if (!settee::writeJSON(cx, i == 0 ? args.get(0) : JS::HandleValue(value), out, i)) {
             out.truncate(mark);
             return false;
         }

@@ -715,3 +715,19 @@ struct QueryServerCouchJSFidelityTests {
             """#)
     }
 }
+
+extension QueryServerCouchJSFidelityTests {
+    /// share/server/views.js: `emit` applies util.js's `error_to_json` to the
+    /// value; rows and reductions are written by JSON.stringify.
+    @Test("map_doc and reduce write values as couchjs's JSON.stringify does")
+    func serialisation() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function(doc){ var k = {toJSON: function (key) { return 'key=' + key; }}; emit(k, new Error('boom')); emit(1, k); emit(2, {toJSON: function () { return {toJSON: function () { return 'inner'; }, v: 1}; }}); }"]
+            true
+            > ["map_doc", {"_id": "a"}]
+            [[["key=0",{"error":"Error","message":"boom"}],[1,"key=1"],[2,{"v":1}]]]
+            > ["reduce", ["function(){ return 1; }", "function(){ return {toJSON: function (key) { return 'r' + key; }}; }"], [[["a","a"],1]]]
+            [true,[1,"r1"]]
+            """#)
+    }
+}
