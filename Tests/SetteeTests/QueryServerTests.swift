@@ -731,3 +731,22 @@ extension QueryServerCouchJSFidelityTests {
             """#)
     }
 }
+
+extension QueryServerCouchJSFidelityTests {
+    /// share/server/loop.js, state.js, views.js and dreyfus.js: a map
+    /// function's sandbox has `index` (Dreyfus.index), which collects into
+    /// index_doc's results, not map_doc's; emit() collects into map_doc's.
+    @Test("index() adds no row to map_doc, emit() no field to index_doc")
+    func searchGlobalsInViews() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function(doc){ index('f', 'v'); emit(doc._id, 1); }"]
+            true
+            > ["map_doc", {"_id": "x"}]
+            [[["x",1]]]
+            > ["index_doc", {"_id": "x"}]
+            [[["f","v",{}]]]
+            > ["map_doc", {"_id": "y"}]
+            [[["y",1]]]
+            """#)
+    }
+}

@@ -36,7 +36,7 @@ public final class QueryServer {
     private var library = "null"
     private var reduceLimit = ReduceLimit()
     /// Which search plugin `index()` serves now ("dreyfus" until told otherwise).
-    private var indexMode = "dreyfus"
+    private var indexMode = "map"
     private let indexModeSetter: JavaScriptFunction
     private var response: [UInt8] = []
 
@@ -156,9 +156,11 @@ public final class QueryServer {
         }
         let output: MapOutput
         do {
-            if let indexMode, indexMode != self.indexMode {
-                _ = try context.call([indexModeSetter], argumentsJSON: JSONValue.array([.string(indexMode)]).jsonText)
-                self.indexMode = indexMode
+            // index() adds nothing to map_doc's rows, emit() nothing to index_doc's fields.
+            let mode = indexMode ?? "map"
+            if mode != self.indexMode {
+                _ = try context.call([indexModeSetter], argumentsJSON: JSONValue.array([.string(mode)]).jsonText)
+                self.indexMode = mode
             }
             output = try context.map(document, functions: mapFunctions)
         } catch {
