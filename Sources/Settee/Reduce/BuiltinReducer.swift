@@ -144,8 +144,21 @@ package enum BuiltinReducer: Sendable, Hashable {
 
     /// `reduce(keys:values:)`, throwing where CouchDB fails the reduce instead of
     /// returning a value.
-    package func checkedReduce(keys: [JSONValue], ids: [String] = [], values: [JSONValue]) throws(BuiltinReduceFailure) -> JSONValue {
+    ///
+    /// `keysSize`: for `_sum`'s overflow check, the size of the rows' keys and
+    /// doc ids as Erlang terms, when the caller measured them instead of
+    /// passing `keys` and `ids`.
+    package func checkedReduce(keys: [JSONValue], ids: [String] = [], values: [JSONValue],
+                               keysSize: Int? = nil) throws(BuiltinReduceFailure) -> JSONValue {
         switch self {
+        case .sum:
+            return BuiltinSum.checkOverflow(try BuiltinSum.sumRows(values)) {
+                let keysSize = keysSize ?? zip(keys, ids + Array(repeating: "", count: max(0, keys.count - ids.count))).reduce(0) {
+                    $0 + ErlangExternalSize.encoded($1.0) + $1.1.utf8.count
+                }
+                let rows = values.reduce(keysSize) { $0 + ErlangExternalSize.reduceRow(key: 0, idBytes: 0, value: ErlangExternalSize.encoded($1)) }
+                return ErlangExternalSize.rowList(count: values.count, rows: rows)
+            }
         case .first, .last:
             return BuiltinRank.firstOrLast(last: self == .last, keys: keys, ids: ids, values: values)
         case .top(let n):
@@ -154,8 +167,6 @@ package enum BuiltinReducer: Sendable, Hashable {
             return BuiltinRank.ranked(values, n: n, descending: false)
         case .count:
             return .number(Double(values.count))
-        case .sum:
-            return try BuiltinSum.sumRows(values)
         case .stats:
             return try BuiltinStats.stats(values)
         case .approximateCountDistinct:
@@ -168,9 +179,15 @@ package enum BuiltinReducer: Sendable, Hashable {
     /// `rereduce(_:)`, throwing where CouchDB fails the rereduce.
     package func checkedRereduce(_ partials: [JSONValue]) throws(BuiltinReduceFailure) -> JSONValue {
         switch self {
-        case .count, .sum:
-            // CouchDB rereduces _count with _sum's code.
+        case .count:
+            // CouchDB rereduces _count with _sum's code (without its overflow check).
             return try BuiltinSum.sumRows(partials)
+        case .sum:
+            return BuiltinSum.checkOverflow(try BuiltinSum.sumRows(partials)) {
+                ErlangExternalSize.rowList(count: partials.count, rows: partials.reduce(0) {
+                    $0 + ErlangExternalSize.rereduceRow(value: ErlangExternalSize.encoded($1))
+                })
+            }
         case .stats:
             return try BuiltinStats.stats(partials)
         case .approximateCountDistinct:
@@ -270,6 +287,26 @@ enum BuiltinSum {
         case invalidValue(cause: JSONValue)
         /// An Erlang error that `builtin_sum_rows` does not catch.
         case crash(BuiltinReduceFailure)
+    }
+
+    /// `check_sum_overflow/3`: a sum that does not shrink fast enough
+    /// (``ReduceLimit/builtinSum``) becomes CouchDB's error value
+    /// `{"error":"builtin_reduce_error","reason":"Reduce output must shrink more rapidly: …"}`.
+    /// `inputSize` (the reduce's input as an Erlang term) is measured only
+    /// when the sum is large enough to matter.
+    static func checkOverflow(_ sum: JSONValue, inputSize: () -> Int) -> JSONValue {
+        switch sum {
+        case .array, .object: break
+        default: return sum
+        }
+        let outputSize = ErlangExternalSize.term(sum)
+        guard outputSize > Int(ReduceLimit.builtinSum.threshold ?? 0) else { return sum }
+        let input = inputSize()
+        guard ReduceLimit.builtinSum.isExceeded(inputLength: input, outputLength: outputSize) else { return sum }
+        return .object([
+            (key: "error", value: .string("builtin_reduce_error")),
+            (key: "reason", value: .string(ReduceLimit.overflowMessage(inputSize: input, outputSize: outputSize))),
+        ])
     }
 
     /// Folds `sum_values` over the values from the integer 0. The first error

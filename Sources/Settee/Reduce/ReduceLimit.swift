@@ -28,6 +28,22 @@ struct ReduceLimit: Equatable {
         return limit
     }()
 
+    /// `_sum`'s own check (`check_sum_overflow/3` in couch_query_servers.erl),
+    /// on sizes measured as Erlang terms (``ErlangExternalSize``): a sum of
+    /// more than 4,906 bytes that is more than half its input becomes an error.
+    static let builtinSum: ReduceLimit = {
+        var limit = ReduceLimit()
+        limit.mode = .error
+        limit.threshold = 4906
+        limit.ratio = 2
+        return limit
+    }()
+
+    /// The message of a reduction that does not shrink fast enough, CouchDB's words.
+    static func overflowMessage(inputSize: Int, outputSize: Int) -> String {
+        "Reduce output must shrink more rapidly: input size: \(inputSize) output size: \(outputSize)"
+    }
+
     /// Reads the `reset` configuration object; a missing or partial one turns
     /// the check off, as in CouchDB (comparisons with `undefined` are false).
     init(configuration: JSONValue?) {

@@ -26,6 +26,9 @@ final class Reducer: Sendable {
         fileprivate(set) var rowCount = 0
         fileprivate var keys: [JSONValue] = []
         fileprivate var ids: [String] = []
+        /// For `_sum`'s overflow check: the rows' keys and ids as Erlang terms,
+        /// estimated from the keys' JSON text (the keys are not parsed, nor the ids read).
+        fileprivate var keysSize = 0
         fileprivate var values: [JSONValue] = []
         fileprivate var partials: [JSONValue] = []
         fileprivate var keysText: [UInt8] = []
@@ -84,7 +87,10 @@ final class Reducer: Sendable {
             case .approximateCountDistinct: accumulator.keys.append(try JSONParser.parse(key))
             // _count reads neither keys nor values: `chunkRows` counts them.
             case .count: break
-            case .sum, .stats, .top, .bottom: accumulator.values.append(try JSONParser.parse(value))
+            case .sum:
+                accumulator.values.append(try JSONParser.parse(value))
+                accumulator.keysSize += key.count + 3
+            case .stats, .top, .bottom: accumulator.values.append(try JSONParser.parse(value))
             case .first, .last:
                 accumulator.keys.append(try JSONParser.parse(key))
                 accumulator.ids.append(String(decoding: id, as: UTF8.self))
@@ -198,8 +204,10 @@ final class Reducer: Sendable {
         if case .count = reducer {
             accumulator.partials.append(.number(Double(accumulator.chunkRows)))
         } else {
-            accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, ids: accumulator.ids, values: accumulator.values) })
+            accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, ids: accumulator.ids, values: accumulator.values,
+                                                                                                            keysSize: accumulator.keysSize) })
         }
+        accumulator.keysSize = 0
         accumulator.keys.removeAll(keepingCapacity: true)
         accumulator.ids.removeAll(keepingCapacity: true)
         accumulator.values.removeAll(keepingCapacity: true)
