@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Reduces a view's rows with its reduce function: a built-in, natively, or
 /// JavaScript on a worker — in chunks, whose results are then rereduced, as
@@ -20,6 +21,8 @@ final class Reducer: Sendable {
     /// The index update whose chunks this reducer computes: its JavaScript
     /// calls count there as reducing time.
     private let cpu: IndexingCPU?
+    /// Where a JavaScript reduce function's exceptions are logged.
+    private let logger: Logger?
 
     /// Rows being reduced into one value.
     struct Accumulator: Sendable {
@@ -39,7 +42,9 @@ final class Reducer: Sendable {
         fileprivate var partialTexts: [String] = []
     }
 
-    init(source: String, view: ViewDefinition, workers: JavaScriptWorkerPool, chunk: Int, cpu: IndexingCPU? = nil) throws {
+    init(source: String, view: ViewDefinition, workers: JavaScriptWorkerPool, chunk: Int, cpu: IndexingCPU? = nil,
+         logger: Logger? = nil) throws {
+        self.logger = logger
         if let builtin = try BuiltinReducer(source: source) {
             kind = .builtin(builtin)
             passesKeys = false
@@ -248,7 +253,19 @@ final class Reducer: Sendable {
         }
         // On a worker already (`context`), its caller counts the time.
         let result = try context.map(reduce) ?? workers.nextWorker().run { context in try measured { try reduce(context) } }
-        let output = try result.results[0].get()
+        let output: String
+        switch result.results[0] {
+        case .success(let text):
+            output = text
+        case .failure(let error):
+            // As CouchDB's views.js (runReduce, handleViewError): an exception is
+            // logged and the reduction is null; only a fatal one fails the query.
+            guard Self.reducesToNull(error) else { throw error }
+            logger?.info("reduce function raised an exception; its reduction is null", metadata: [
+                "view": "\(name)", "error": "function raised exception \(error.message)",
+            ])
+            output = "null"
+        }
         // CouchDB's reduce_limit: a reduction that does not shrink is a mistake.
         let inputSize = keysLength + values.utf8.count + 3
         if ReduceLimit.couchDBDefault.isExceeded(inputLength: inputSize, outputLength: output.utf8.count) {
@@ -256,6 +273,14 @@ final class Reducer: Sendable {
                              reason: "Reduce output must shrink more rapidly: input size: \(inputSize) output size: \(output.utf8.count)")
         }
         return output
+    }
+
+    /// Whether CouchDB's `handleViewError` only logs this exception: any
+    /// thrown value except `"fatal_error"`, `["fatal", …]` and an InternalError
+    /// (too much recursion). Timeouts and memory exhaustion fail the query.
+    static func reducesToNull(_ error: JavaScriptError) -> Bool {
+        guard error.kind == .runtime else { return false }
+        return error.message != "fatal_error" && !error.message.hasPrefix(#"["fatal""#) && !error.message.hasPrefix("InternalError: ")
     }
 
     // MARK: Reading the source

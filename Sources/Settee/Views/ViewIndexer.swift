@@ -120,7 +120,7 @@ struct ViewIndexer {
             let pending = Int(latest - min(latest, state.sequence))
             var reducer: Reducer?
             if let reduce = view.reduce, view.builtinReducer != .approximateCountDistinct {
-                reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: 1000, cpu: cpu)
+                reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: 1000, cpu: cpu, logger: logger)
             }
             targets.append(Target(
                 view: view, tables: tables, reducer: reducer, fresh: state.rowCount == 0,

@@ -206,7 +206,7 @@ struct ViewQueryRunner {
     private func reduceQuery(_ view: ViewDefinition, reduce: String, _ options: ViewQueryOptions, scanner: IndexScanner,
                              row emit: (consuming ViewRow) throws -> Void) throws {
         let grouping = options.grouping
-        let reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: reduceChunk)
+        let reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: reduceChunk, logger: store.logger)
         var taken = 0
         var skip = options.skip
         let limit = options.limit ?? .max
