@@ -750,3 +750,26 @@ extension QueryServerCouchJSFidelityTests {
             """#)
     }
 }
+
+extension QueryServerCouchJSFidelityTests {
+    /// CouchDB 3.5 resets with `{"reduce_limit": true, "timeout": 5000}`
+    /// (couch_proc_manager.erl `get_proc_config/0`); its views.js `runReduce`
+    /// then fails output over 4,096 characters that is more than half the
+    /// input, naming no context.
+    @Test("reduce_limit as CouchDB 3.5 configures it: 4,096 characters, ratio 2")
+    func reduceLimit35() throws {
+        let grow = "function(k, v) { var s = ''; for (var i = 0; i < 420; i++) s += 'xxxxxxxxxx'; return s; }"
+        try expectConversation(#"""
+            > ["reset", {"reduce_limit": true, "timeout": 5000}]
+            true
+            > ["reduce", ["\#(grow)"], [[[1, "a"], 1]]]
+            ["error","reduce_overflow_error","Reduce output must shrink more rapidly: input size: 33 output size: 4204"]
+            > ["rereduce", ["\#(grow)"], [1, 2]]
+            ["error","reduce_overflow_error","Reduce output must shrink more rapidly: input size: 26 output size: 4204"]
+            > ["reset", {"reduce_limit": false, "timeout": 5000}]
+            true
+            > ["rereduce", ["function(k, v) { return sum(v); }"], [1, 2]]
+            [true,[3]]
+            """#)
+    }
+}

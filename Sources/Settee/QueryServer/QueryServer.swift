@@ -277,7 +277,9 @@ public final class QueryServer {
             let inputLength = Self.utf16Length(command.line) - sources.reduce(0) { $0 + $1.utf16.count }
             let outputLength = Self.utf16Length(reductions)
             if reduceLimit.isExceeded(inputLength: inputLength, outputLength: outputLength) {
-                let message = "Reduce output must shrink more rapidly: input size: \(inputLength) output size: \(outputLength) context: \(Self.contextText((try? command.value(2)) ?? nil))"
+                var message = ReduceLimit.overflowMessage(inputSize: inputLength, outputSize: outputLength)
+                // CouchDB 3.5's views.js names no context; later ones, which configure the limit, do.
+                if reduceLimit.isConfigured { message += " context: \(Self.contextText((try? command.value(2)) ?? nil))" }
                 guard reduceLimit.mode == .log else {
                     return fail(.error(QueryServerError("reduce_overflow_error", message)))
                 }

@@ -192,6 +192,8 @@ final class Reducer: Sendable {
         case .javascript(let source, let name):
             if accumulator.chunkRows > 0 { try reduceChunk(&accumulator, in: context) }
             if accumulator.partialTexts.count == 1 { return accumulator.partialTexts[0] }
+            // CouchDB's os_rereduce (get_overflow_error): an overflowed partial is the result.
+            if let overflow = accumulator.partialTexts.first(where: { Self.overflowReason($0) != nil }) { return overflow }
             let values = "[" + accumulator.partialTexts.joined(separator: ",") + "]"
             return try call(source: source, name: name, keys: "null", keysLength: 4, values: values, rereduce: true, in: context)
         }
@@ -266,13 +268,32 @@ final class Reducer: Sendable {
             ])
             output = "null"
         }
-        // CouchDB's reduce_limit: a reduction that does not shrink is a mistake.
+        // CouchDB's reduce_limit: a reduction that does not shrink is a mistake,
+        // which CouchDB shows as the group's row (os_reduce, os_rereduce).
         let inputSize = keysLength + values.utf8.count + 3
         if ReduceLimit.couchDBDefault.isExceeded(inputLength: inputSize, outputLength: output.utf8.count) {
-            throw QueryError(error: "reduce_overflow_error",
-                             reason: "Reduce output must shrink more rapidly: input size: \(inputSize) output size: \(output.utf8.count)")
+            return Self.overflowPartial(ReduceLimit.overflowMessage(inputSize: inputSize, outputSize: output.utf8.count))
         }
         return output
+    }
+
+    /// The partial standing for a reduction over `reduce_limit`: CouchDB's
+    /// `{[{reduce_overflow_error, Msg}]}`, spelt as JSON (a reduce function
+    /// returning exactly this object would be taken for one).
+    static func overflowPartial(_ reason: String) -> String {
+        var out = Array(overflowPrefix.utf8)
+        JSONWriter.writeString(reason, into: &out)
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static let overflowPrefix = #"{"reduce_overflow_error":"#
+
+    /// The reason of an overflowed partial (see ``overflowPartial(_:)``), or nil.
+    static func overflowReason(_ partial: String) -> String? {
+        guard partial.utf8.starts(with: overflowPrefix.utf8), case .object(let members)? = try? JSONValue(parsing: partial),
+              members.count == 1, case .string(let reason) = members[0].value else { return nil }
+        return reason
     }
 
     /// Whether CouchDB's `handleViewError` only logs this exception: any

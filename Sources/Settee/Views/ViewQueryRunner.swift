@@ -223,7 +223,11 @@ struct ViewQueryRunner {
                 skip -= 1
                 return
             }
-            try emit(ViewRow(id: nil, keyJSON: groupKeyJSON, valueJSON: value))
+            if let overflow = Reducer.overflowReason(value) {
+                try emit(ViewRow(id: nil, keyJSON: groupKeyJSON, valueJSON: "null", error: "reduce_overflow_error", reason: overflow))
+            } else {
+                try emit(ViewRow(id: nil, keyJSON: groupKeyJSON, valueJSON: value))
+            }
             taken += 1
             done = taken >= limit
         }
