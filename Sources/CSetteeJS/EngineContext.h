@@ -162,6 +162,9 @@ struct Failure {
     settee_js_status status = SETTEE_JS_RUNTIME_ERROR;
     std::string message;
     std::string stack;
+    // The thrown value as couchjs's errstr shows it (`e.toSource()`), when a
+    // value was thrown: `(new String("boom"))`, `(new Error("boom", "file", 1))`.
+    std::string source;
     uint32_t line = 0;
     uint32_t column = 0;
 };

@@ -129,8 +129,8 @@ struct QueryServerMapTests {
             > ["add_fun", "function(doc){ throw {reason: 'plain object'}; }"]
             true
             > ["map_doc", {"_id": "doc-1"}]
-            ["log","function raised exception TypeError: no doc-1 with doc._id doc-1"]
-            ["log","function raised exception {\"reason\":\"plain object\"} with doc._id doc-1"]
+            ["log","function raised exception (new TypeError(\"no doc-1\", \"map function\", 1)) with doc._id doc-1"]
+            ["log","function raised exception ({reason:\"plain object\"}) with doc._id doc-1"]
             [[],[[2,null]],[]]
             """#)
     }
@@ -212,7 +212,7 @@ struct QueryServerMapTests {
             > ["add_fun", "function(doc){ emit(require('views/lib/util').twice(doc.n), null); }"]
             true
             > ["map_doc", {"_id": "x", "n": 21}]
-            ["log","function raised exception [\"error\",\"invalid_require_path\",\"Object has no property \\\"util\\\". null\"] with doc._id x"]
+            ["log","function raised exception [\"error\", \"invalid_require_path\", \"Object has no property \\\"util\\\". null\"] with doc._id x"]
             [[]]
             """#)
     }
@@ -228,10 +228,10 @@ struct QueryServerIndexTests {
             > ["index_doc", {"_id": "x", "t": "Dune"}]
             [[["title","Dune",{"store":true}],["n",1,{}]]]
             > ["index_doc", {"_id": "y"}]
-            ["log","function raised exception {\"name\":\"TypeError\",\"message\":\"value must be a string, a number or boolean not undefined\"} with doc._id y"]
+            ["log","function raised exception ({name:\"TypeError\", message:\"value must be a string, a number or boolean not undefined\"}) with doc._id y"]
             [[]]
             > ["index_doc", {"_id": "z", "t": {}}]
-            ["log","function raised exception {\"name\":\"TypeError\",\"message\":\"value must be a string, a number or boolean not object\"} with doc._id z"]
+            ["log","function raised exception ({name:\"TypeError\", message:\"value must be a string, a number or boolean not object\"}) with doc._id z"]
             [[]]
             """#)
     }
@@ -246,7 +246,7 @@ struct QueryServerIndexTests {
             > ["add_fun", "function(doc){ index('keyword', '_id', doc._id); }", "nouveau"]
             true
             > ["nouveau_index_doc", {"_id": "x", "t": "Dune"}]
-            ["log","function raised exception {\"name\":\"ReservedName\",\"message\":\"name must not start with an underscore\"} with doc._id x"]
+            ["log","function raised exception ({name:\"ReservedName\", message:\"name must not start with an underscore\"}) with doc._id x"]
             [[{"@type":"text","name":"title","value":"Dune","store":true},{"@type":"double","name":"n","value":1,"facet":true},{"@type":"stored","name":"s","value":"v"}],[]]
             > ["reset"]
             true
@@ -276,7 +276,7 @@ struct QueryServerReduceTests {
     func reduceException() throws {
         try expectConversation(#"""
             > ["reduce", ["function(k, v) { return v.x.y; }", "function(k, v) { return 1; }"], [[[1, "a"], 10]]]
-            ["log","function raised exception TypeError: v.x is undefined"]
+            ["log","function raised exception (new TypeError(\"v.x is undefined\", \"reduce function\", 1))"]
             [true,[null,1]]
             > ["rereduce", ["function(k, v) { throw ['fatal', 'reduce_failed', 'no']; }"], [1]]
             ["error","reduce_failed","no"]
@@ -770,6 +770,27 @@ extension QueryServerCouchJSFidelityTests {
             true
             > ["rereduce", ["function(k, v) { return sum(v); }"], [1, 2]]
             [true,[3]]
+            """#)
+    }
+}
+
+extension QueryServerCouchJSFidelityTests {
+    /// share/server/views.js `handleViewError`: "function raised exception " +
+    /// util.js `errstr(err)`, which is SpiderMonkey's `err.toSource()`.
+    @Test("A map function's exception is logged with the thrown value as couchjs's toSource shows it")
+    func mapExceptionLog() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function(doc){ if (doc.t === 's') throw 'boom'; if (doc.t === 'n') throw 5; if (doc.t === 'o') throw {a: 1, b: 'x'}; emit(doc._id, 1); }"]
+            true
+            > ["map_doc", {"_id": "doc2", "t": "s"}]
+            ["log","function raised exception (new String(\"boom\")) with doc._id doc2"]
+            [[]]
+            > ["map_doc", {"_id": "doc3", "t": "n"}]
+            ["log","function raised exception (new Number(5)) with doc._id doc3"]
+            [[]]
+            > ["map_doc", {"_id": "doc4", "t": "o"}]
+            ["log","function raised exception ({a:1, b:\"x\"}) with doc._id doc4"]
+            [[]]
             """#)
     }
 }

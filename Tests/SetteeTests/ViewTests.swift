@@ -306,7 +306,9 @@ struct ViewTests {
         let map = "function (doc) { if (doc.n % 97 === 5) throw new Error('no ' + doc._id); emit(doc.n, null); }"
         try db.loadDesignDocuments(from: directory.file("e.json", contents: design("e", #"{"v": {"map": "\#(map)"}}"#)))
         func loggedIDs() -> [String] {
-            log.entries.filter { $0.message.hasPrefix("map function raised") }.compactMap { $0.metadata["doc.id"] }
+            // CouchDB's words (share/server/views.js handleViewError): "function raised exception … with doc._id …".
+            log.entries.filter { $0.message.hasPrefix("function raised exception (new Error(\"no ") && $0.message.hasSuffix(" with doc._id " + ($0.metadata["doc.id"] ?? "?")) }
+                .compactMap { $0.metadata["doc.id"] }
         }
         func expectedIDs(_ range: ClosedRange<Int>) -> [String] {
             range.filter { $0 % 97 == 5 }.map { "n" + String(format: "%04d", $0) }

@@ -355,7 +355,8 @@ public final class QueryServer {
         if message.hasPrefix("InternalError: ") {
             return .fatal(QueryServerError("InternalError", .string(String(message.dropFirst("InternalError: ".count)))))
         }
-        return .logged("function raised exception \(message)")
+        // CouchDB's handleViewError: "function raised exception " + errstr(err).
+        return .logged("function raised exception \(error.thrownSource.isEmpty ? message : error.thrownSource)")
     }
 
     private func compilationFailure(_ error: JavaScriptError, source: String) -> CommandFailure {

@@ -264,7 +264,7 @@ final class Reducer: Sendable {
             // logged and the reduction is null; only a fatal one fails the query.
             guard Self.reducesToNull(error) else { throw error }
             logger?.info("reduce function raised an exception; its reduction is null", metadata: [
-                "view": "\(name)", "error": "function raised exception \(error.message)",
+                "view": "\(name)", "error": "function raised exception \(error.thrownSource.isEmpty ? error.message : error.thrownSource)",
             ])
             output = "null"
         }

@@ -530,8 +530,11 @@ struct ViewIndexer {
     private func logMapErrors(_ parts: [MappedBatch], of documents: DocumentBatch, targets: [Target]) {
         for (index, target, error) in parts.lazy.flatMap(\.errors) {
             let view = targets[target].view
-            logger.info("map function raised an exception; the document is skipped for this view", metadata: [
-                "doc.id": "\(documents.ids.string(index))",
+            let id = documents.ids.string(index)
+            // CouchDB's words (views.js handleViewError), the thrown value as its errstr shows it.
+            let thrown = error.thrownSource.isEmpty ? error.message : error.thrownSource
+            logger.info("function raised exception \(thrown) with doc._id \(id)", metadata: [
+                "doc.id": "\(id)",
                 "view.ddoc": "\(view.designDocument)", "view.name": "\(view.name)",
                 "error": "\(error)",
             ])
