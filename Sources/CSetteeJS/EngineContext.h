@@ -162,6 +162,9 @@ struct Failure {
     settee_js_status status = SETTEE_JS_RUNTIME_ERROR;
     std::string message;
     std::string stack;
+    // The thrown value as couchjs's errstr shows it (`e.toSource()`), when a
+    // value was thrown: `(new String("boom"))`, `(new Error("boom", "file", 1))`.
+    std::string source;
     uint32_t line = 0;
     uint32_t column = 0;
 };
@@ -206,6 +209,19 @@ bool compileSource(settee_js_context *context, const settee_js_context::Source &
                    JS::MutableHandleObject function, settee_js_error *error);
 bool callFunction(settee_js_context *context, JS::HandleValue function, const JS::HandleValueArray &arguments,
                   JS::MutableHandleValue result);
+
+// --- AnonymousFunction.cpp: sources with helpers declared before the function.
+enum class AnonymousFunctionRewrite {
+    // Not such a source (or not one that compiles): the exception pending
+    // before the call is pending again.
+    notApplicable,
+    // `factory` is `function (require)` returning the function (run it to get it).
+    evaluated,
+};
+// Called when a source wrapped in parentheses failed to evaluate (its
+// exception pending), in the function's realm.
+AnonymousFunctionRewrite evaluateWithAnonymousFunction(JSContext *cx, const std::string &source, const char *file,
+                                                       JS::MutableHandleValue factory);
 
 // --- KeptMemory.cpp: the bound on what functions keep between calls.
 void finishCall(settee_js_context *context, size_t function_count, settee_js_output *output);

@@ -51,6 +51,50 @@ std::string stringOf(JSContext *cx, JS::HandleValue value) {
     return out;
 }
 
+// The source form of a value (JS_ValueToSource), "" when it has none.
+static std::string valueSource(JSContext *cx, JS::HandleValue value) {
+    JS::RootedString source(cx, JS_ValueToSource(cx, value));
+    std::string out;
+    if (!source || !settee::appendUTF8(cx, source, out)) {
+        JS_ClearPendingException(cx);
+        return "";
+    }
+    return out;
+}
+
+// What couchjs's errstr (share/server/util.js: `e.toSource()`, SpiderMonkey's
+// toSource methods) shows for a thrown value: primitives as their wrapper
+// objects' source, an Error as `(new Name(message, file, line))`, other
+// objects as their source text.
+static std::string thrownSource(JSContext *cx, JS::HandleValue value, JSErrorReport *report) {
+    if (value.isString() || value.isNumber() || value.isBoolean()) {
+        const char *wrapper = value.isString() ? "String" : value.isNumber() ? "Number" : "Boolean";
+        std::string inner = valueSource(cx, value);
+        return inner.empty() ? "" : std::string("(new ") + wrapper + "(" + inner + "))";
+    }
+    if (!value.isObject()) return "";
+    if (report) {
+        JS::RootedObject object(cx, &value.toObject());
+        JS::RootedValue name(cx), message(cx);
+        if (!JS_GetProperty(cx, object, "name", &name) || !JS_GetProperty(cx, object, "message", &message)) {
+            JS_ClearPendingException(cx);
+            return "";
+        }
+        std::string text = "(new " + stringOf(cx, name) + "(" + valueSource(cx, message);
+        JS::RootedValue file(cx);
+        if (report->filename) {
+            JS::RootedString fileString(cx, JS_NewStringCopyZ(cx, report->filename));
+            if (fileString) file.setString(fileString);
+        }
+        if (!file.isUndefined() || report->lineno != 0) {
+            text += ", " + (file.isUndefined() ? std::string("\"\"") : valueSource(cx, file));
+            if (report->lineno != 0) text += ", " + std::to_string(report->lineno);
+        }
+        return text + "))";
+    }
+    return valueSource(cx, value);
+}
+
 // Describes why the last engine call failed and clears the exception. `lineOneShift`
 // is how many characters of wrapper precede the user's source on line 1.
 Failure takeFailure(settee_js_context *context, uint32_t lineOneShift) {
@@ -113,6 +157,7 @@ Failure takeFailure(settee_js_context *context, uint32_t lineOneShift) {
                 uint32_t column = r->column + 1;
                 if (failure.line == 1) column = column > lineOneShift ? column - lineOneShift : 1;
                 failure.column = failure.line ? column : 0;
+                failure.source = thrownSource(cx, value, r);
             }
         } else {
             JS_ClearPendingException(cx);
@@ -120,6 +165,7 @@ Failure takeFailure(settee_js_context *context, uint32_t lineOneShift) {
     } else {
         // A thrown non-Error (CouchDB code throws arrays and objects): shown as JSON.
         failure.message = stringOf(cx, value);
+        failure.source = thrownSource(cx, value, nullptr);
     }
     if (failure.message.empty()) failure.message = stringOf(cx, value);
     JS::RootedObject stack(cx, exception.stack());
@@ -140,6 +186,7 @@ void appendFailure(ByteBuffer &out, const Failure &failure) {
     out.appendU32(failure.column);
     out.appendString(failure.message.data(), failure.message.size());
     out.appendString(failure.stack.data(), failure.stack.size());
+    out.appendString(failure.source.data(), failure.source.size());
 }
 
 void appendLogs(settee_js_context *context) {

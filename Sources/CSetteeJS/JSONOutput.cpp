@@ -128,8 +128,10 @@ public:
     Writer(JSContext *cx, ByteBuffer &out) : cx_(cx), out_(out), stack_(cx) {}
 
     // Returns false with an exception pending. `omit` is set when the value is
-    // one JSON.stringify leaves out (undefined, functions, symbols).
-    bool write(JS::HandleValue value, bool &omit) {
+    // one JSON.stringify leaves out (undefined, functions, symbols). `key` is
+    // the value's key in its holder, passed to its toJSON; `replaced`: the
+    // value is what a toJSON returned, whose own toJSON is not called.
+    bool write(JS::HandleValue value, bool &omit, JS::HandleValue key, bool replaced = false) {
         omit = false;
         if (value.isString()) return appendJSString(cx_, value.toString(), out_);
         if (value.isInt32()) {
@@ -163,14 +165,19 @@ public:
             omit = true;
             return true;
         }
-        // An object's own toJSON (Date has one) decides its JSON form, as in JSON.stringify.
-        JS::RootedValue toJSON(cx_);
-        if (!JS_GetProperty(cx_, object, "toJSON", &toJSON)) return false;
-        if (toJSON.isObject() && JS::IsCallable(&toJSON.toObject())) {
-            JS::RootedValue replaced(cx_);
-            if (!JS::Call(cx_, value, toJSON, JS::HandleValueArray::empty(), &replaced)) return false;
-            if (!replaced.isObject() || &replaced.toObject() != object) {
-                return write(replaced, omit);
+        // An object's toJSON (Date has one) decides its JSON form, called with
+        // the value's key, as in JSON.stringify (SerializeJSONProperty): once,
+        // not again on what it returns.
+        if (!replaced) {
+            JS::RootedValue toJSON(cx_);
+            if (!JS_GetProperty(cx_, object, "toJSON", &toJSON)) return false;
+            if (toJSON.isObject() && JS::IsCallable(&toJSON.toObject())) {
+                JS::RootedString keyString(cx_, JS::ToString(cx_, key));
+                if (!keyString) return false;
+                JS::RootedValue keyArgument(cx_, JS::StringValue(keyString));
+                JS::RootedValue result(cx_);
+                if (!JS::Call(cx_, value, toJSON, JS::HandleValueArray(keyArgument), &result)) return false;
+                return write(result, omit, key, true);
             }
         }
         js::ESClass cls;
@@ -223,11 +230,13 @@ private:
         if (!JS::GetArrayLength(cx_, array, &length)) return false;
         out_.append('[');
         JS::RootedValue element(cx_);
+        JS::RootedValue index(cx_);
         for (uint32_t i = 0; i < length; i++) {
             if (i > 0) out_.append(',');
             if (!JS_GetElement(cx_, array, i, &element)) return false;
             bool omit;
-            if (!write(element, omit)) return false;
+            index.setNumber(i);
+            if (!write(element, omit, index)) return false;
             if (omit) out_.append("null", 4);
         }
         out_.append(']');
@@ -257,7 +266,8 @@ private:
             }
             out_.append(':');
             bool omit;
-            if (!write(member, omit)) return false;
+            if (!JS_IdToValue(cx_, id, &idValue)) return false;
+            if (!write(member, omit, idValue)) return false;
             if (omit) {
                 out_.truncate(mark);
                 continue;
@@ -275,16 +285,26 @@ private:
 
 }  // namespace
 
-bool writeJSON(JSContext *cx, JS::HandleValue value, ByteBuffer &out) {
+static bool writeJSON(JSContext *cx, JS::HandleValue value, ByteBuffer &out, JS::HandleValue key) {
     Writer writer(cx, out);
     bool omit = false;
     size_t mark = out.size();
-    if (!writer.write(value, omit)) {
+    if (!writer.write(value, omit, key)) {
         out.truncate(mark);
         return false;
     }
     if (omit) out.append("null", 4);
     return true;
+}
+
+bool writeJSON(JSContext *cx, JS::HandleValue value, ByteBuffer &out) {
+    JS::RootedValue key(cx, JS_GetEmptyStringValue(cx));
+    return writeJSON(cx, value, out, key);
+}
+
+bool writeJSON(JSContext *cx, JS::HandleValue value, ByteBuffer &out, uint32_t key) {
+    JS::RootedValue keyValue(cx, JS::NumberValue(key));
+    return writeJSON(cx, value, out, keyValue);
 }
 
 bool appendUTF8(JSContext *cx, JSString *string, std::string &out) {

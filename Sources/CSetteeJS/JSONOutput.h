@@ -38,7 +38,12 @@ private:
 /// Writes `value` as JSON into `out`. Returns false with a pending exception
 /// (a TypeError for cycles or BigInt, as JSON.stringify throws) on failure.
 /// `undefined`, functions and symbols become `null` at the top level.
+/// `key` is what a `toJSON` method of `value` is passed, as JSON.stringify
+/// passes its holder's key: the index of `value` in the array it is written
+/// in (emit's key 0 and value 1, a reduce function's place among the
+/// reductions), or "" when omitted (`value` at the top).
 bool writeJSON(JSContext *cx, JS::HandleValue value, ByteBuffer &out);
+bool writeJSON(JSContext *cx, JS::HandleValue value, ByteBuffer &out, uint32_t key);
 
 /// Appends the UTF-8 form of a JavaScript string (lone surrogates become U+FFFD).
 bool appendUTF8(JSContext *cx, JSString *string, std::string &out);

@@ -78,7 +78,11 @@ bool nativeCompileFunction(JSContext *cx, unsigned argc, JS::Value *vp) {
         JS::RootedValue factory(cx);
         if (!text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) ||
             !JS::Evaluate(cx, options, text, &factory)) {
-            return false;
+            // Helpers declared before the function, as CouchDB accepts them.
+            std::string trimmed(body.data(), trimmedLength(body.data(), body.size()));
+            if (evaluateWithAnonymousFunction(cx, trimmed, file.c_str(), &factory) != AnonymousFunctionRewrite::evaluated) {
+                return false;
+            }
         }
         JS::RootedValue makeRequire(cx, JS::ObjectValue(*maker));
         JS::RootedValue require(cx);

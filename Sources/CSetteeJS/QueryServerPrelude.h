@@ -399,12 +399,18 @@ static const char kQueryServerSource[] = R"JS(
   // row whose value is the indexed field, and the native side answers the values.
 
   var mapEmit = global.emit;
-  var indexMode = "dreyfus";
+  // "map" for map_doc, "dreyfus" for index_doc, "nouveau" for
+  // nouveau_index_doc. As in couchjs, where emit() and index() each collect
+  // into their own command's results (views.js, dreyfus.js, nouveau.js),
+  // index() adds nothing to a map function's rows, nor emit() to an index
+  // function's fields; both still check their arguments.
+  var indexMode = "map";
   // What emit() does: add a row, or (a view used as a filter) note that the
   // document passes.
   var emitHandler = null;
   function emit(key, value) {
     if (emitHandler !== null) return emitHandler(key, value);
+    if (indexMode !== "map") return;
     return mapEmit(key, value);
   }
 
@@ -430,7 +436,7 @@ static const char kQueryServerSource[] = R"JS(
       throw typeError("value must be a string, a number or boolean not " + typeof value);
     }
     if (options && typeof options !== "object") throw typeError("options must be an object not " + typeof options);
-    mapEmit(null, [name, value, options || {}]);
+    if (indexMode === "dreyfus") mapEmit(null, [name, value, options || {}]);
   }
 
   // Nouveau: index(type, name, value, options) gives {"@type", name, value, …}.
@@ -545,7 +551,7 @@ static const char kQueryServerSource[] = R"JS(
       registerType: registerType,
       index: index
     },
-    // "dreyfus" for index_doc, "nouveau" for nouveau_index_doc.
+    // "map" for map_doc, "dreyfus" for index_doc, "nouveau" for nouveau_index_doc.
     setIndexMode: function (mode) {
       indexMode = mode;
       return null;

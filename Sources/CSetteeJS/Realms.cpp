@@ -11,6 +11,27 @@ namespace settee::engine {
 const JSClass kGlobalClass = {"global", JSCLASS_GLOBAL_FLAGS, &JS::DefaultGlobalClassOps};
 
 
+// CouchDB's `error_to_json` (share/server/util.js), which its `emit` applies
+// to the value: an Error (from any realm) becomes `{error: name, message:
+// message}`, where JSON.stringify would make it `{}`. CouchDB tells an Error
+// by its `stack`, `name` and `message`; the class is checked here instead, so
+// that emitting a plain object costs no property lookups.
+static bool errorToJSON(JSContext *cx, JS::MutableHandleValue value) {
+    JS::RootedObject object(cx, &value.toObject());
+    js::ESClass cls;
+    if (!JS::GetBuiltinClass(cx, object, &cls)) return false;
+    if (cls != js::ESClass::Error) return true;
+    JS::RootedValue name(cx), message(cx);
+    JS::RootedObject json(cx, JS_NewPlainObject(cx));
+    if (!json || !JS_GetProperty(cx, object, "name", &name) || !JS_GetProperty(cx, object, "message", &message) ||
+        !JS_DefineProperty(cx, json, "error", name, JSPROP_ENUMERATE) ||
+        !JS_DefineProperty(cx, json, "message", message, JSPROP_ENUMERATE)) {
+        return false;
+    }
+    value.setObject(*json);
+    return true;
+}
+
 static bool nativeEmit(JSContext *cx, unsigned argc, JS::Value *vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
     settee_js_context *context = contextOf(cx);
@@ -20,10 +41,13 @@ static bool nativeEmit(JSContext *cx, unsigned argc, JS::Value *vp) {
     }
     ByteBuffer &out = *context->emitTarget;
     size_t mark = out.size();
+    JS::RootedValue value(cx, args.get(1));
+    if (value.isObject() && !errorToJSON(cx, &value)) return false;
     for (unsigned i = 0; i < 2; i++) {
         size_t lengthAt = out.size();
         out.appendU32(0);
-        if (!settee::writeJSON(cx, args.get(i), out)) {
+        // Key and value are elements 0 and 1 of CouchDB's `[key, value]` row (what their toJSON is passed).
+        if (!settee::writeJSON(cx, i == 0 ? args.get(0) : JS::HandleValue(value), out, i)) {
             out.truncate(mark);
             return false;
         }
@@ -307,12 +331,33 @@ bool compileSource(settee_js_context *context, const settee_js_context::Source &
     options.setFileAndLine(compiled.name.c_str(), 1);
     JS::SourceText<mozilla::Utf8Unit> text;
     JS::RootedValue value(cx);
-    if (!text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) ||
-        !JS::Evaluate(cx, options, text, &value) || !drainReactions(context)) {
+    bool evaluated = text.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) &&
+                     JS::Evaluate(cx, options, text, &value);
+    // Helpers declared before the function: `value` is then a factory taking `require`.
+    bool rewritten = false;
+    if (!evaluated &&
+        evaluateWithAnonymousFunction(cx, compiled.text, compiled.name.c_str(), &value) == AnonymousFunctionRewrite::evaluated) {
+        evaluated = rewritten = true;
+    }
+    if (!evaluated || !drainReactions(context)) {
         Failure failure = takeFailure(context, uint32_t(prefix.size()));
         settee_js_status status = failure.status == SETTEE_JS_RUNTIME_ERROR ? SETTEE_JS_COMPILE_ERROR : failure.status;
         setError(context, error, status, failure.message, failure.line, failure.column, failure.stack);
         return false;
+    }
+    if (rewritten && !compiled.hasLibrary) {
+        // The factory's `require` parameter must not hide the realm's own.
+        JS::RootedValue require(cx);
+        JS::RootedValue factory(cx, value);
+        JS::RootedObject global(cx, sandbox);
+        if (!JS_GetProperty(cx, global, "require", &require) ||
+            !JS::Call(cx, JS::UndefinedHandleValue, factory, JS::HandleValueArray(require), &value) ||
+            !drainReactions(context)) {
+            Failure failure = takeFailure(context, 0);
+            setError(context, error, SETTEE_JS_COMPILE_ERROR, failure.message, failure.line, failure.column,
+                     failure.stack);
+            return false;
+        }
     }
     if (compiled.hasLibrary) {
         // Bind `require` to this function's own module tree and cache.

@@ -239,7 +239,7 @@ settee_js_status settee_js_call(settee_js_context *context, const int32_t *funct
         out.appendU32(0);
         out.appendU32(0);
         bool ok = callFunction(context, fn, JS::HandleValueArray(arguments), &result) &&
-                  settee::writeJSON(cx, result, out);
+                  settee::writeJSON(cx, result, out, uint32_t(i));
         if (ok) {
             out.patchU32(start + 4, uint32_t(out.size() - start - 8));
         } else {

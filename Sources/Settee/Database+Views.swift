@@ -83,7 +83,15 @@ extension Database {
     /// can hold (what ``checkIndexLimit(written:in:)`` checks after a write,
     /// for an import that writes many documents in one transaction and
     /// refuses only the one).
+    ///
+    /// A design document that could not be used is refused too (see
+    /// ``DocumentEdit/checkDesignDocument()``).
     func refuseOverIndexLimit(_ edit: DocumentEdit, in transaction: LMDBTransaction) throws {
+        do {
+            try edit.checkDesignDocument()
+        } catch {
+            throw DocumentError(.invalidDesignDocument, error.description, id: edit.id)
+        }
         guard let id = edit.id, id.hasPrefix("_design/"), !edit.deleted,
               case .object(let members)? = try? edit.body.withUnsafeBytes({ try JSONParser.parse($0) }),
               let design = try? DesignDocument(json: .object([(key: "_id", value: .string(id))] + members)) else { return }

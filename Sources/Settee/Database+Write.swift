@@ -24,7 +24,7 @@ extension Database {
     public func write<T>(_ body: (WriteBatch) throws -> T) throws -> T {
         var wroteDesignDocument = false
         let result = try store.writing { transaction, countChange in
-            let batch = try WriteBatch(store: store, transaction: transaction)
+            let batch = try WriteBatch(store: store, transaction: transaction) { try $0.checkDesignDocument() }
             defer { batch.close() }
             let result = try body(batch)
             countChange = batch.countChange

@@ -167,7 +167,9 @@ public final class Database: Sendable {
     ///   ``Options/maximumDesignDocumentBytes``), ``SetteeErrorCode/forbidden``
     ///   or ``SetteeErrorCode/unauthorized`` when a design document's
     ///   `validate_doc_update` refuses it, and ``DesignDocumentError`` for a
-    ///   `_design/` document whose views would take the database past the
+    ///   `_design/` document that could not be used (checked as loading one
+    ///   from a file checks it: an unsupported built-in reduce, a bad
+    ///   `_top_N` rank…) or whose views would take the database past the
     ///   indexes it can hold.
     @discardableResult
     public func put(_ json: String) throws -> WriteResult {

@@ -302,7 +302,7 @@ struct HostileJavaScriptTests {
         }
     }
 
-    @Test("A reduce that runs away or throws fails that query with a clear error; the next query works")
+    @Test("A reduce that runs away fails that query with a clear error, one that throws reduces to null (as CouchDB's views.js); the next query works")
     func hostileReduce() throws {
         try withDatabase { db, directory in
             let design = #"""
@@ -316,8 +316,7 @@ struct HostileJavaScriptTests {
             let started = ContinuousClock.now
             #expect(throws: (any Error).self) { try db.query("r/loop", options: ViewQueryOptions(parameters: [])) }
             #expect(ContinuousClock.now - started < .seconds(10))
-            let thrown = #expect(throws: (any Error).self) { try db.query("r/throws", options: ViewQueryOptions(parameters: [])) }
-            #expect("\(thrown.map { "\($0)" } ?? "")".contains("no reduce"))
+            #expect(try db.query("r/throws", options: ViewQueryOptions(parameters: [])).json == #"{"rows":[{"key":null,"value":null}]}"#)
             #expect(try db.query("r/fine", options: ViewQueryOptions(parameters: [])).rows.first?.valueJSON == "3")
             #expect(try db.query("r/loop", options: ViewQueryOptions(parameters: [(name: "reduce", value: "false")])).rows.count == 3)
         }

@@ -130,8 +130,8 @@ struct QueryServerMapTests {
             > ["add_fun", "function(doc){ throw {reason: 'plain object'}; }"]
             true
             > ["map_doc", {"_id": "doc-1"}]
-            ["log","function raised exception TypeError: no doc-1 with doc._id doc-1"]
-            ["log","function raised exception {\"reason\":\"plain object\"} with doc._id doc-1"]
+            ["log","function raised exception (new TypeError(\"no doc-1\", \"map function\", 1)) with doc._id doc-1"]
+            ["log","function raised exception ({reason:\"plain object\"}) with doc._id doc-1"]
             [[],[[2,null]],[]]
             """#)
     }
@@ -213,7 +213,7 @@ struct QueryServerMapTests {
             > ["add_fun", "function(doc){ emit(require('views/lib/util').twice(doc.n), null); }"]
             true
             > ["map_doc", {"_id": "x", "n": 21}]
-            ["log","function raised exception [\"error\",\"invalid_require_path\",\"Object has no property \\\"util\\\". null\"] with doc._id x"]
+            ["log","function raised exception [\"error\", \"invalid_require_path\", \"Object has no property \\\"util\\\". null\"] with doc._id x"]
             [[]]
             """#)
     }
@@ -229,10 +229,10 @@ struct QueryServerIndexTests {
             > ["index_doc", {"_id": "x", "t": "Dune"}]
             [[["title","Dune",{"store":true}],["n",1,{}]]]
             > ["index_doc", {"_id": "y"}]
-            ["log","function raised exception {\"name\":\"TypeError\",\"message\":\"value must be a string, a number or boolean not undefined\"} with doc._id y"]
+            ["log","function raised exception ({name:\"TypeError\", message:\"value must be a string, a number or boolean not undefined\"}) with doc._id y"]
             [[]]
             > ["index_doc", {"_id": "z", "t": {}}]
-            ["log","function raised exception {\"name\":\"TypeError\",\"message\":\"value must be a string, a number or boolean not object\"} with doc._id z"]
+            ["log","function raised exception ({name:\"TypeError\", message:\"value must be a string, a number or boolean not object\"}) with doc._id z"]
             [[]]
             """#)
     }
@@ -247,7 +247,7 @@ struct QueryServerIndexTests {
             > ["add_fun", "function(doc){ index('keyword', '_id', doc._id); }", "nouveau"]
             true
             > ["nouveau_index_doc", {"_id": "x", "t": "Dune"}]
-            ["log","function raised exception {\"name\":\"ReservedName\",\"message\":\"name must not start with an underscore\"} with doc._id x"]
+            ["log","function raised exception ({name:\"ReservedName\", message:\"name must not start with an underscore\"}) with doc._id x"]
             [[{"@type":"text","name":"title","value":"Dune","store":true},{"@type":"double","name":"n","value":1,"facet":true},{"@type":"stored","name":"s","value":"v"}],[]]
             > ["reset"]
             true
@@ -277,7 +277,7 @@ struct QueryServerReduceTests {
     func reduceException() throws {
         try expectConversation(#"""
             > ["reduce", ["function(k, v) { return v.x.y; }", "function(k, v) { return 1; }"], [[[1, "a"], 10]]]
-            ["log","function raised exception TypeError: v.x is undefined"]
+            ["log","function raised exception (new TypeError(\"v.x is undefined\", \"reduce function\", 1))"]
             [true,[null,1]]
             > ["rereduce", ["function(k, v) { throw ['fatal', 'reduce_failed', 'no']; }"], [1]]
             ["error","reduce_failed","no"]
@@ -689,5 +689,109 @@ struct QueryServerProtocolTests {
         #expect(lines.prefix(2) == ["true", "true"])
         #expect(lines.dropFirst(2).dropLast().allSatisfy { $0 == #"[[["d",1]]]"# })
         #expect(lines.last == #"[[["big",1]]]"#)
+    }
+}
+
+/// CouchDB 3.5 behaviours of couchjs that `settee couchjs` matches
+/// (share/server/*.js of CouchDB 3.5.0, as built into its main.js).
+@Suite("Query server: CouchDB 3.5's couchjs")
+struct QueryServerCouchJSFidelityTests {
+    /// share/server/60/rewrite_fun.js: the last function declaration, when it
+    /// has no name, becomes the function; helpers and variables may come first.
+    @Test("Functions with helpers or variables declared before them compile, in add_fun, reduce and shows")
+    func helpersBeforeTheFunction() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function helper(x){return x*2;}\nfunction(doc){emit(doc._id, helper(doc.n));}"]
+            true
+            > ["add_fun", "var k=10; function(doc){ emit(k, null); }"]
+            true
+            > ["map_doc", {"_id": "a", "n": 4}]
+            [[["a",8]],[[10,null]]]
+            > ["reduce", ["function twice(v){return v*2;}\nfunction(keys, values){return twice(sum(values));}"], [[["a","a"],1],[["b","b"],2]]]
+            [true,[6]]
+            > ["ddoc", "new", "_design/h", {"_id": "_design/h", "shows": {"s": "var greeting = 'hi ';\nfunction(doc, req) { return greeting + doc.name; }"}}]
+            true
+            > ["ddoc", "_design/h", ["shows", "s"], [{"name": "ann"}, {}]]
+            ["resp",{"body":"hi ann"}]
+            """#)
+    }
+}
+
+extension QueryServerCouchJSFidelityTests {
+    /// share/server/views.js: `emit` applies util.js's `error_to_json` to the
+    /// value; rows and reductions are written by JSON.stringify.
+    @Test("map_doc and reduce write values as couchjs's JSON.stringify does")
+    func serialisation() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function(doc){ var k = {toJSON: function (key) { return 'key=' + key; }}; emit(k, new Error('boom')); emit(1, k); emit(2, {toJSON: function () { return {toJSON: function () { return 'inner'; }, v: 1}; }}); }"]
+            true
+            > ["map_doc", {"_id": "a"}]
+            [[["key=0",{"error":"Error","message":"boom"}],[1,"key=1"],[2,{"v":1}]]]
+            > ["reduce", ["function(){ return 1; }", "function(){ return {toJSON: function (key) { return 'r' + key; }}; }"], [[["a","a"],1]]]
+            [true,[1,"r1"]]
+            """#)
+    }
+}
+
+extension QueryServerCouchJSFidelityTests {
+    /// share/server/loop.js, state.js, views.js and dreyfus.js: a map
+    /// function's sandbox has `index` (Dreyfus.index), which collects into
+    /// index_doc's results, not map_doc's; emit() collects into map_doc's.
+    @Test("index() adds no row to map_doc, emit() no field to index_doc")
+    func searchGlobalsInViews() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function(doc){ index('f', 'v'); emit(doc._id, 1); }"]
+            true
+            > ["map_doc", {"_id": "x"}]
+            [[["x",1]]]
+            > ["index_doc", {"_id": "x"}]
+            [[["f","v",{}]]]
+            > ["map_doc", {"_id": "y"}]
+            [[["y",1]]]
+            """#)
+    }
+}
+
+extension QueryServerCouchJSFidelityTests {
+    /// CouchDB 3.5 resets with `{"reduce_limit": true, "timeout": 5000}`
+    /// (couch_proc_manager.erl `get_proc_config/0`); its views.js `runReduce`
+    /// then fails output over 4,096 characters that is more than half the
+    /// input, naming no context.
+    @Test("reduce_limit as CouchDB 3.5 configures it: 4,096 characters, ratio 2")
+    func reduceLimit35() throws {
+        let grow = "function(k, v) { var s = ''; for (var i = 0; i < 420; i++) s += 'xxxxxxxxxx'; return s; }"
+        try expectConversation(#"""
+            > ["reset", {"reduce_limit": true, "timeout": 5000}]
+            true
+            > ["reduce", ["\#(grow)"], [[[1, "a"], 1]]]
+            ["error","reduce_overflow_error","Reduce output must shrink more rapidly: input size: 33 output size: 4204"]
+            > ["rereduce", ["\#(grow)"], [1, 2]]
+            ["error","reduce_overflow_error","Reduce output must shrink more rapidly: input size: 26 output size: 4204"]
+            > ["reset", {"reduce_limit": false, "timeout": 5000}]
+            true
+            > ["rereduce", ["function(k, v) { return sum(v); }"], [1, 2]]
+            [true,[3]]
+            """#)
+    }
+}
+
+extension QueryServerCouchJSFidelityTests {
+    /// share/server/views.js `handleViewError`: "function raised exception " +
+    /// util.js `errstr(err)`, which is SpiderMonkey's `err.toSource()`.
+    @Test("A map function's exception is logged with the thrown value as couchjs's toSource shows it")
+    func mapExceptionLog() throws {
+        try expectConversation(#"""
+            > ["add_fun", "function(doc){ if (doc.t === 's') throw 'boom'; if (doc.t === 'n') throw 5; if (doc.t === 'o') throw {a: 1, b: 'x'}; emit(doc._id, 1); }"]
+            true
+            > ["map_doc", {"_id": "doc2", "t": "s"}]
+            ["log","function raised exception (new String(\"boom\")) with doc._id doc2"]
+            [[]]
+            > ["map_doc", {"_id": "doc3", "t": "n"}]
+            ["log","function raised exception (new Number(5)) with doc._id doc3"]
+            [[]]
+            > ["map_doc", {"_id": "doc4", "t": "o"}]
+            ["log","function raised exception ({a:1, b:\"x\"}) with doc._id doc4"]
+            [[]]
+            """#)
     }
 }

@@ -216,6 +216,7 @@ struct StoredReductionTests {
         }
     }
 
+    // A JavaScript reduce's exception only nulls its reduction (views.js): `"fatal_error"` fails the query.
     @Test("A reduce error stored in a chunk fails the query as a walk does; ranges without the row still reduce")
     func storedErrors() throws {
         let directory = TemporaryDirectory()
@@ -223,7 +224,7 @@ struct StoredReductionTests {
         try db.loadDesignDocuments(from: directory.file("e.json", contents: #"""
             {"_id": "_design/e", "views": {
               "js": {"map": "function (doc) { emit(doc.n, doc.v); }",
-                     "reduce": "function (keys, values) { for (var i = 0; i < values.length; i++) if (values[i] < 0) throw new Error('negative'); return sum(values); }"},
+                     "reduce": "function (keys, values) { for (var i = 0; i < values.length; i++) if (values[i] < 0) throw 'fatal_error'; return sum(values); }"},
               "sum": {"map": "function (doc) { emit(doc.n, doc.v); }", "reduce": "_sum"}
             }}
             """#))

@@ -29,6 +29,10 @@ public struct JavaScriptError: Error, Sendable, Equatable, CustomStringConvertib
     public var column: Int?
     /// The JavaScript stack at the point of failure, when known.
     public var stack: String
+    /// The thrown value as CouchDB's couchjs shows it in its log (`errstr`:
+    /// SpiderMonkey's `toSource()`), e.g. `(new String("boom"))`; empty when
+    /// nothing was thrown (a timeout, a compile error).
+    package var thrownSource = ""
 
     public init(kind: Kind, message: String, line: Int? = nil, column: Int? = nil, stack: String = "") {
         self.kind = kind

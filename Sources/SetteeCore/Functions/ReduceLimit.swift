@@ -18,18 +18,47 @@ package struct ReduceLimit: Equatable {
 
     package init() {}
 
-    /// CouchDB's defaults: an error past 5,000 characters of output that is
-    /// more than half the input.
+    /// CouchDB 3.5's rule (share/server/views.js `runReduce`): an error past
+    /// 4,096 characters of output that is more than half the input.
     package static let couchDBDefault: ReduceLimit = {
         var limit = ReduceLimit()
         limit.mode = .error
-        limit.threshold = 5000
+        limit.threshold = couchDB35Threshold
+        limit.ratio = couchDB35Ratio
+        return limit
+    }()
+
+    /// CouchDB 3.5's fixed threshold and ratio; later versions take them from
+    /// the `reset` configuration (`reduce_limit_threshold`, `reduce_limit_ratio`).
+    package static let couchDB35Threshold: Double = 4096
+    package static let couchDB35Ratio: Double = 2
+
+    /// Whether the configuration came from a CouchDB that sets the threshold
+    /// and ratio (after 3.5), whose message also names the reduce's context.
+    package private(set) var isConfigured = false
+
+    /// `_sum`'s own check (`check_sum_overflow/3` in couch_query_servers.erl),
+    /// on sizes measured as Erlang terms (``ErlangExternalSize``): a sum of
+    /// more than 4,906 bytes that is more than half its input becomes an error.
+    package static let builtinSum: ReduceLimit = {
+        var limit = ReduceLimit()
+        limit.mode = .error
+        limit.threshold = 4906
         limit.ratio = 2
         return limit
     }()
 
-    /// Reads the `reset` configuration object; a missing or partial one turns
-    /// the check off, as in CouchDB (comparisons with `undefined` are false).
+    /// The message of a reduction that does not shrink fast enough, CouchDB's words.
+    package static func overflowMessage(inputSize: Int, outputSize: Int) -> String {
+        "Reduce output must shrink more rapidly: input size: \(inputSize) output size: \(outputSize)"
+    }
+
+    /// Reads the `reset` configuration object. CouchDB 3.5 sends only
+    /// `reduce_limit` (`{"reduce_limit": true, "timeout": 5000}`): its fixed
+    /// threshold and ratio apply. A later CouchDB also sends
+    /// `reduce_limit_threshold` and `reduce_limit_ratio`; when only one of
+    /// them is given the check is off, as there (comparisons with `undefined`
+    /// are false). No `reduce_limit` turns the check off.
     package init(configuration: JSONValue?) {
         guard let configuration, let setting = configuration["reduce_limit"] else { return }
         if setting == .string("log") {
@@ -37,8 +66,16 @@ package struct ReduceLimit: Equatable {
         } else if setting.isTruthy {
             mode = .error
         }
-        threshold = configuration["reduce_limit_threshold"].flatMap(Self.number)
-        ratio = configuration["reduce_limit_ratio"].flatMap(Self.number)
+        let threshold = configuration["reduce_limit_threshold"]
+        let ratio = configuration["reduce_limit_ratio"]
+        if threshold == nil && ratio == nil {
+            self.threshold = Self.couchDB35Threshold
+            self.ratio = Self.couchDB35Ratio
+        } else {
+            isConfigured = true
+            self.threshold = threshold.flatMap(Self.number)
+            self.ratio = ratio.flatMap(Self.number)
+        }
     }
 
     /// Whether `outputLength` characters of reductions are too many for

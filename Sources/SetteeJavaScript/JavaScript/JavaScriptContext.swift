@@ -269,9 +269,11 @@ package struct OutputReader {
         let column = Int(u32())
         let message = string()
         let stack = string()
-        return JavaScriptError(
+        var error = JavaScriptError(
             kind: .init(status: status), message: message,
             line: line > 0 ? line : nil, column: column > 0 ? column : nil, stack: stack)
+        error.thrownSource = string()
+        return error
     }
 
     package mutating func logs() -> [String] {

@@ -38,7 +38,7 @@ public final class QueryServer {
     private var library = "null"
     private var reduceLimit = ReduceLimit()
     /// Which search plugin `index()` serves now ("dreyfus" until told otherwise).
-    private var indexMode = "dreyfus"
+    private var indexMode = "map"
     private let indexModeSetter: JavaScriptFunction
     private var response: [UInt8] = []
 
@@ -158,9 +158,11 @@ public final class QueryServer {
         }
         let output: MapOutput
         do {
-            if let indexMode, indexMode != self.indexMode {
-                _ = try context.call([indexModeSetter], argumentsJSON: JSONValue.array([.string(indexMode)]).jsonText)
-                self.indexMode = indexMode
+            // index() adds nothing to map_doc's rows, emit() nothing to index_doc's fields.
+            let mode = indexMode ?? "map"
+            if mode != self.indexMode {
+                _ = try context.call([indexModeSetter], argumentsJSON: JSONValue.array([.string(mode)]).jsonText)
+                self.indexMode = mode
             }
             output = try context.map(document, functions: mapFunctions)
         } catch {
@@ -277,7 +279,9 @@ public final class QueryServer {
             let inputLength = Self.utf16Length(command.line) - sources.reduce(0) { $0 + $1.utf16.count }
             let outputLength = Self.utf16Length(reductions)
             if reduceLimit.isExceeded(inputLength: inputLength, outputLength: outputLength) {
-                let message = "Reduce output must shrink more rapidly: input size: \(inputLength) output size: \(outputLength) context: \(Self.contextText((try? command.value(2)) ?? nil))"
+                var message = ReduceLimit.overflowMessage(inputSize: inputLength, outputSize: outputLength)
+                // CouchDB 3.5's views.js names no context; later ones, which configure the limit, do.
+                if reduceLimit.isConfigured { message += " context: \(Self.contextText((try? command.value(2)) ?? nil))" }
                 guard reduceLimit.mode == .log else {
                     return fail(.error(QueryServerError("reduce_overflow_error", message)))
                 }
@@ -353,7 +357,8 @@ public final class QueryServer {
         if message.hasPrefix("InternalError: ") {
             return .fatal(QueryServerError("InternalError", .string(String(message.dropFirst("InternalError: ".count)))))
         }
-        return .logged("function raised exception \(message)")
+        // CouchDB's handleViewError: "function raised exception " + errstr(err).
+        return .logged("function raised exception \(error.thrownSource.isEmpty ? message : error.thrownSource)")
     }
 
     private func compilationFailure(_ error: JavaScriptError, source: String) -> CommandFailure {

@@ -18,9 +18,14 @@ public final class WriteBatch {
     package private(set) var designDocumentIDs: [String] = []
     package var wroteDesignDocument: Bool { !designDocumentIDs.isEmpty }
 
-    package init(store: DocumentStore, transaction: LMDBTransaction) throws {
+    /// Checks each edit before it is applied (a design document that could
+    /// never be used is refused there).
+    private let check: (DocumentEdit) throws -> Void
+
+    package init(store: DocumentStore, transaction: LMDBTransaction, checking check: @escaping (DocumentEdit) throws -> Void = { _ in }) throws {
         self.store = store
         self.transaction = transaction
+        self.check = check
         sequence = try store.lastSequence(in: transaction)
     }
 
@@ -30,6 +35,7 @@ public final class WriteBatch {
 
     package func apply(_ edit: DocumentEdit) throws -> WriteResult {
         precondition(isOpen, "A WriteBatch is used only inside the closure of Database.write.")
+        try check(edit)
         let result = try store.apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch, countChange: &countChange)
         sequence += 1
         if result.id.hasPrefix("_design/") { designDocumentIDs.append(result.id) }

@@ -15,6 +15,8 @@ import SetteeStorage
 ///   rereducing them is exact.
 /// - `_approx_count_distinct`: a string holding the HyperLogLog registers
 ///   (see `HyperLogLog.encoded`); `finalValue` turns it into the estimate.
+/// - `_first`, `_last`: `[key, id, value]` of the row; `finalValue` is its value.
+/// - `_top_N`, `_bottom_N`: the ranked values themselves, as CouchDB shows them.
 ///
 /// Where CouchDB *returns* an error (only `_sum`, and `_count`'s rereduce, which
 /// is `_sum`'s code) it becomes the partial, exactly as CouchDB builds it. Where
@@ -23,11 +25,36 @@ import SetteeStorage
 /// `BuiltinReduceFailure` for those, and the plain methods return the failure's
 /// `{"error":…,"reason":…}` object instead so that they never throw. A caller that
 /// wants CouchDB's behaviour (the query fails) uses the `checked…` methods.
-package enum BuiltinReducer: String, Sendable, CaseIterable {
-    case count = "_count"
-    case sum = "_sum"
-    case stats = "_stats"
-    case approximateCountDistinct = "_approx_count_distinct"
+package enum BuiltinReducer: Sendable, Hashable {
+    case count
+    case sum
+    case stats
+    case approximateCountDistinct
+    /// CouchDB 3.5's `_first`: the value of the group's first row (lowest key, then doc id).
+    case first
+    /// CouchDB 3.5's `_last`: the value of the group's last row.
+    case last
+    /// CouchDB 3.5's `_top_N`: the N highest distinct values, highest first.
+    case top(Int)
+    /// CouchDB 3.5's `_bottom_N`: the N lowest distinct values, lowest first.
+    case bottom(Int)
+
+    /// The largest N of `_top_N` and `_bottom_N` (`?MAX_RANK` in couch_mrview.erl).
+    package static let maximumRank = 100
+
+    /// The reducer's name in a design document (`_top_5` for `.top(5)`).
+    package var name: String {
+        switch self {
+        case .count: "_count"
+        case .sum: "_sum"
+        case .stats: "_stats"
+        case .approximateCountDistinct: "_approx_count_distinct"
+        case .first: "_first"
+        case .last: "_last"
+        case .top(let n): "_top_\(n)"
+        case .bottom(let n): "_bottom_\(n)"
+        }
+    }
 
     /// CouchDB's prefix matching of a reduce source (`couch_mrview:validate/2`,
     /// `couch_query_servers:builtin_reduce/5`): a source *starting with* a
@@ -35,28 +62,73 @@ package enum BuiltinReducer: String, Sendable, CaseIterable {
     /// even `"_summary"` all match. Nil when the source does not start with "_"
     /// (it is then a JavaScript function; leading whitespace counts).
     ///
+    /// `_top_N` and `_bottom_N` are the exception: all that follows the prefix
+    /// must be an integer (Erlang's `binary_to_integer`: an optional sign, then
+    /// decimal digits) from 1 to 100.
+    ///
     /// Throws `ReduceDefinitionError` with CouchDB's message for any other source
-    /// starting with "_", e.g. "`_frob` is not a supported reduce function."
-    /// (CouchDB 3.5's `_top_N`, `_bottom_N`, `_first` and `_last` are not
-    /// implemented here and get the same error.)
+    /// starting with "_", e.g. "`_frob` is not a supported reduce function.", and
+    /// for a bad rank: "rank value must be between 1 and 100" or "invalid rank reducer".
     package init?(source: String) throws(ReduceDefinitionError) {
         let bytes = source.utf8
         guard bytes.first == UInt8(ascii: "_") else { return nil }
-        // CouchDB tries the names in this order; none is a prefix of another.
+        // CouchDB tries the names in this order (couch_mrview:validate/2).
         for reducer in [BuiltinReducer.sum, .count, .stats, .approximateCountDistinct]
-        where bytes.starts(with: reducer.rawValue.utf8) {
+        where bytes.starts(with: reducer.name.utf8) {
             self = reducer
             return
         }
+        for (prefix, make) in [("_top_", BuiltinReducer.top), ("_bottom_", BuiltinReducer.bottom)] where bytes.starts(with: prefix.utf8) {
+            self = make(try Self.rank(Substring(source.utf8.dropFirst(prefix.utf8.count))))
+            return
+        }
+        if bytes.starts(with: "_first".utf8) {
+            self = .first
+            return
+        }
+        if bytes.starts(with: "_last".utf8) {
+            self = .last
+            return
+        }
         throw ReduceDefinitionError(reason: "`\(source)` is not a supported reduce function.")
+    }
+
+    /// `check_rank/1` in couch_mrview.erl.
+    private static func rank(_ text: Substring) throws(ReduceDefinitionError) -> Int {
+        var digits = text.utf8[...]
+        var negative = false
+        if let sign = digits.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+            negative = sign == UInt8(ascii: "-")
+            digits = digits.dropFirst()
+        }
+        guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            throw ReduceDefinitionError(reason: "invalid rank reducer")
+        }
+        // Past 3 significant digits the value is out of range whatever it is.
+        let significant = digits.drop { $0 == UInt8(ascii: "0") }
+        let value = significant.count > 3 ? Int.max : significant.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        guard !negative, value >= 1, value <= maximumRank else {
+            throw ReduceDefinitionError(reason: "rank value must be between 1 and \(maximumRank)")
+        }
+        return value
+    }
+
+    /// Whether the reducer reads the rows' doc ids (`_first` and `_last` break
+    /// ties between equal keys with them).
+    package var readsIDs: Bool {
+        switch self {
+        case .first, .last: true
+        default: false
+        }
     }
 
     // MARK: Non-throwing API
 
     /// First-level reduce over rows (emitted key, value). Returns the partial.
     /// `_approx_count_distinct` reads only `keys`, the others only `values`.
-    package func reduce(keys: [JSONValue], values: [JSONValue]) -> JSONValue {
-        do { return try checkedReduce(keys: keys, values: values) } catch { return error.jsonValue }
+    /// `_first` and `_last` also read `ids` (the rows' doc ids).
+    package func reduce(keys: [JSONValue], ids: [String] = [], values: [JSONValue]) -> JSONValue {
+        do { return try checkedReduce(keys: keys, ids: ids, values: values) } catch { return error.jsonValue }
     }
 
     /// Combines partials (rereduce).
@@ -74,12 +146,29 @@ package enum BuiltinReducer: String, Sendable, CaseIterable {
 
     /// `reduce(keys:values:)`, throwing where CouchDB fails the reduce instead of
     /// returning a value.
-    package func checkedReduce(keys: [JSONValue], values: [JSONValue]) throws(BuiltinReduceFailure) -> JSONValue {
+    ///
+    /// `keysSize`: for `_sum`'s overflow check, the size of the rows' keys and
+    /// doc ids as Erlang terms, when the caller measured them instead of
+    /// passing `keys` and `ids`.
+    package func checkedReduce(keys: [JSONValue], ids: [String] = [], values: [JSONValue],
+                               keysSize: Int? = nil) throws(BuiltinReduceFailure) -> JSONValue {
         switch self {
+        case .sum:
+            return BuiltinSum.checkOverflow(try BuiltinSum.sumRows(values)) {
+                let keysSize = keysSize ?? zip(keys, ids + Array(repeating: "", count: max(0, keys.count - ids.count))).reduce(0) {
+                    $0 + ErlangExternalSize.encoded($1.0) + $1.1.utf8.count
+                }
+                let rows = values.reduce(keysSize) { $0 + ErlangExternalSize.reduceRow(key: 0, idBytes: 0, value: ErlangExternalSize.encoded($1)) }
+                return ErlangExternalSize.rowList(count: values.count, rows: rows)
+            }
+        case .first, .last:
+            return BuiltinRank.firstOrLast(last: self == .last, keys: keys, ids: ids, values: values)
+        case .top(let n):
+            return BuiltinRank.ranked(values, n: n, descending: true)
+        case .bottom(let n):
+            return BuiltinRank.ranked(values, n: n, descending: false)
         case .count:
             return .number(Double(values.count))
-        case .sum:
-            return try BuiltinSum.sumRows(values)
         case .stats:
             return try BuiltinStats.stats(values)
         case .approximateCountDistinct:
@@ -92,9 +181,15 @@ package enum BuiltinReducer: String, Sendable, CaseIterable {
     /// `rereduce(_:)`, throwing where CouchDB fails the rereduce.
     package func checkedRereduce(_ partials: [JSONValue]) throws(BuiltinReduceFailure) -> JSONValue {
         switch self {
-        case .count, .sum:
-            // CouchDB rereduces _count with _sum's code.
+        case .count:
+            // CouchDB rereduces _count with _sum's code (without its overflow check).
             return try BuiltinSum.sumRows(partials)
+        case .sum:
+            return BuiltinSum.checkOverflow(try BuiltinSum.sumRows(partials)) {
+                ErlangExternalSize.rowList(count: partials.count, rows: partials.reduce(0) {
+                    $0 + ErlangExternalSize.rereduceRow(value: ErlangExternalSize.encoded($1))
+                })
+            }
         case .stats:
             return try BuiltinStats.stats(partials)
         case .approximateCountDistinct:
@@ -103,6 +198,12 @@ package enum BuiltinReducer: String, Sendable, CaseIterable {
                 union.merge(try HyperLogLog.decodePartial(partial))
             }
             return .string(union.encoded)
+        case .first, .last:
+            return try BuiltinRank.rereduceFirstOrLast(last: self == .last, partials)
+        case .top(let n):
+            return try BuiltinRank.rereduceRanked(partials, n: n, descending: true)
+        case .bottom(let n):
+            return try BuiltinRank.rereduceRanked(partials, n: n, descending: false)
         }
     }
 
@@ -110,7 +211,11 @@ package enum BuiltinReducer: String, Sendable, CaseIterable {
     /// partial of `_approx_count_distinct` that is not one).
     package func checkedFinalValue(_ partial: JSONValue) throws(BuiltinReduceFailure) -> JSONValue {
         switch self {
-        case .count, .sum, .stats:
+        case .count, .sum, .stats, .top, .bottom:
+            return partial
+        case .first, .last:
+            // The partial is `[key, id, value]`; CouchDB's `finalize` keeps the value.
+            if case .array(let triple) = partial, triple.count == 3 { return triple[2] }
             return partial
         case .approximateCountDistinct:
             return .number(try HyperLogLog.decodePartial(partial).estimate)
@@ -184,6 +289,26 @@ package enum BuiltinSum {
         case invalidValue(cause: JSONValue)
         /// An Erlang error that `builtin_sum_rows` does not catch.
         case crash(BuiltinReduceFailure)
+    }
+
+    /// `check_sum_overflow/3`: a sum that does not shrink fast enough
+    /// (``ReduceLimit/builtinSum``) becomes CouchDB's error value
+    /// `{"error":"builtin_reduce_error","reason":"Reduce output must shrink more rapidly: …"}`.
+    /// `inputSize` (the reduce's input as an Erlang term) is measured only
+    /// when the sum is large enough to matter.
+    package static func checkOverflow(_ sum: JSONValue, inputSize: () -> Int) -> JSONValue {
+        switch sum {
+        case .array, .object: break
+        default: return sum
+        }
+        let outputSize = ErlangExternalSize.term(sum)
+        guard outputSize > Int(ReduceLimit.builtinSum.threshold ?? 0) else { return sum }
+        let input = inputSize()
+        guard ReduceLimit.builtinSum.isExceeded(inputLength: input, outputLength: outputSize) else { return sum }
+        return .object([
+            (key: "error", value: .string("builtin_reduce_error")),
+            (key: "reason", value: .string(ReduceLimit.overflowMessage(inputSize: input, outputSize: outputSize))),
+        ])
     }
 
     /// Folds `sum_values` over the values from the integer 0. The first error

@@ -1,6 +1,7 @@
 import Foundation
 import SetteeCore
 import SetteeStorage
+import Logging
 
 /// Reduces a view's rows with its reduce function: a built-in, natively, or
 /// JavaScript on a worker — in chunks, whose results are then rereduced, as
@@ -22,11 +23,17 @@ package final class Reducer: Sendable {
     /// The index update whose chunks this reducer computes: its JavaScript
     /// calls count there as reducing time.
     private let cpu: IndexingCPU?
+    /// Where a JavaScript reduce function's exceptions are logged.
+    private let logger: Logger?
 
     /// Rows being reduced into one value.
     package struct Accumulator: Sendable {
         package fileprivate(set) var rowCount = 0
         fileprivate var keys: [JSONValue] = []
+        fileprivate var ids: [String] = []
+        /// For `_sum`'s overflow check: the rows' keys and ids as Erlang terms,
+        /// estimated from the keys' JSON text (the keys are not parsed, nor the ids read).
+        fileprivate var keysSize = 0
         fileprivate var values: [JSONValue] = []
         fileprivate var partials: [JSONValue] = []
         fileprivate var keysText: [UInt8] = []
@@ -37,7 +44,9 @@ package final class Reducer: Sendable {
         fileprivate var partialTexts: [String] = []
     }
 
-    package init(source: String, view: ViewDefinition, workers: any FunctionWorkers, chunk: Int, cpu: IndexingCPU? = nil) throws {
+    package init(source: String, view: ViewDefinition, workers: any FunctionWorkers, chunk: Int, cpu: IndexingCPU? = nil,
+         logger: Logger? = nil) throws {
+        self.logger = logger
         if let builtin = try BuiltinReducer(source: source) {
             kind = .builtin(builtin)
             passesKeys = false
@@ -58,11 +67,18 @@ package final class Reducer: Sendable {
     }
 
     /// Whether the reduce function is JavaScript (its calls run on a worker).
-    /// Only a JavaScript reduce uses the ids given to ``add(key:id:value:to:)``:
-    /// callers may pass an empty one otherwise.
     package var isJavaScript: Bool {
         if case .javascript = kind { return true }
         return false
+    }
+
+    /// Whether the reducer uses the ids given to ``add(key:id:value:to:)``
+    /// (JavaScript, `_first` and `_last`): callers may pass an empty one otherwise.
+    package var readsIDs: Bool {
+        switch kind {
+        case .javascript: true
+        case .builtin(let reducer): reducer.readsIDs
+        }
     }
 
     package func makeAccumulator() -> Accumulator {
@@ -78,7 +94,14 @@ package final class Reducer: Sendable {
             case .approximateCountDistinct: accumulator.keys.append(try JSONParser.parse(key))
             // _count reads neither keys nor values: `chunkRows` counts them.
             case .count: break
-            case .sum, .stats: accumulator.values.append(try JSONParser.parse(value))
+            case .sum:
+                accumulator.values.append(try JSONParser.parse(value))
+                accumulator.keysSize += key.count + 3
+            case .stats, .top, .bottom: accumulator.values.append(try JSONParser.parse(value))
+            case .first, .last:
+                accumulator.keys.append(try JSONParser.parse(key))
+                accumulator.ids.append(String(decoding: id, as: UTF8.self))
+                accumulator.values.append(try JSONParser.parse(value))
             }
             if accumulator.chunkRows >= chunk { try reduceRows(reducer, &accumulator) }
         case .javascript:
@@ -171,6 +194,8 @@ package final class Reducer: Sendable {
         case .javascript(let source, let name):
             if accumulator.chunkRows > 0 { try reduceChunk(&accumulator, in: context) }
             if accumulator.partialTexts.count == 1 { return accumulator.partialTexts[0] }
+            // CouchDB's os_rereduce (get_overflow_error): an overflowed partial is the result.
+            if let overflow = accumulator.partialTexts.first(where: { Self.overflowReason($0) != nil }) { return overflow }
             let values = "[" + accumulator.partialTexts.joined(separator: ",") + "]"
             return try call(source: source, name: name, keys: "null", keysLength: 4, values: values, rereduce: true, in: context)
         }
@@ -188,9 +213,12 @@ package final class Reducer: Sendable {
         if case .count = reducer {
             accumulator.partials.append(.number(Double(accumulator.chunkRows)))
         } else {
-            accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, values: accumulator.values) })
+            accumulator.partials.append(try checked { () throws(BuiltinReduceFailure) in try reducer.checkedReduce(keys: accumulator.keys, ids: accumulator.ids, values: accumulator.values,
+                                                                                                            keysSize: accumulator.keysSize) })
         }
+        accumulator.keysSize = 0
         accumulator.keys.removeAll(keepingCapacity: true)
+        accumulator.ids.removeAll(keepingCapacity: true)
         accumulator.values.removeAll(keepingCapacity: true)
         accumulator.chunkRows = 0
     }
@@ -229,14 +257,53 @@ package final class Reducer: Sendable {
         }
         // On a worker already (`context`), its caller counts the time.
         let result = try context.map(reduce) ?? workers.run { context in try measured { try reduce(context) } }
-        let output = try result.results[0].get()
-        // CouchDB's reduce_limit: a reduction that does not shrink is a mistake.
+        let output: String
+        switch result.results[0] {
+        case .success(let text):
+            output = text
+        case .failure(let error):
+            // As CouchDB's views.js (runReduce, handleViewError): an exception is
+            // logged and the reduction is null; only a fatal one fails the query.
+            guard Self.reducesToNull(error) else { throw error }
+            logger?.info("reduce function raised an exception; its reduction is null", metadata: [
+                "view": "\(name)", "error": "function raised exception \(error.thrownSource.isEmpty ? error.message : error.thrownSource)",
+            ])
+            output = "null"
+        }
+        // CouchDB's reduce_limit: a reduction that does not shrink is a mistake,
+        // which CouchDB shows as the group's row (os_reduce, os_rereduce).
         let inputSize = keysLength + values.utf8.count + 3
         if ReduceLimit.couchDBDefault.isExceeded(inputLength: inputSize, outputLength: output.utf8.count) {
-            throw QueryError(error: "reduce_overflow_error",
-                             reason: "Reduce output must shrink more rapidly: input size: \(inputSize) output size: \(output.utf8.count)")
+            return Self.overflowPartial(ReduceLimit.overflowMessage(inputSize: inputSize, outputSize: output.utf8.count))
         }
         return output
+    }
+
+    /// The partial standing for a reduction over `reduce_limit`: CouchDB's
+    /// `{[{reduce_overflow_error, Msg}]}`, spelt as JSON (a reduce function
+    /// returning exactly this object would be taken for one).
+    package static func overflowPartial(_ reason: String) -> String {
+        var out = Array(overflowPrefix.utf8)
+        JSONWriter.writeString(reason, into: &out)
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static let overflowPrefix = #"{"reduce_overflow_error":"#
+
+    /// The reason of an overflowed partial (see ``overflowPartial(_:)``), or nil.
+    package static func overflowReason(_ partial: String) -> String? {
+        guard partial.utf8.starts(with: overflowPrefix.utf8), case .object(let members)? = try? JSONValue(parsing: partial),
+              members.count == 1, case .string(let reason) = members[0].value else { return nil }
+        return reason
+    }
+
+    /// Whether CouchDB's `handleViewError` only logs this exception: any
+    /// thrown value except `"fatal_error"`, `["fatal", …]` and an InternalError
+    /// (too much recursion). Timeouts and memory exhaustion fail the query.
+    package static func reducesToNull(_ error: JavaScriptError) -> Bool {
+        guard error.kind == .runtime else { return false }
+        return error.message != "fatal_error" && !error.message.hasPrefix(#"["fatal""#) && !error.message.hasPrefix("InternalError: ")
     }
 
     // MARK: Reading the source

@@ -214,7 +214,7 @@ extension Reducer {
     /// Adds an index row: its id is read from the full key only when the
     /// reduce function may use it.
     package func add(row: IndexRow, to accumulator: inout Accumulator) throws {
-        guard isJavaScript else {
+        guard readsIDs else {
             return try add(key: row.keyJSON, id: UnsafeRawBufferPointer(start: nil, count: 0), value: row.valueJSON, to: &accumulator)
         }
         try row.withID { try add(key: row.keyJSON, id: $0, value: row.valueJSON, to: &accumulator) }

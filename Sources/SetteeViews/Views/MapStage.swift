@@ -7,16 +7,16 @@ import SetteeStorage
 /// contiguous slice as it finishes one, into rows ready to store (encoded
 /// keys, stored values). It knows the views and the workers, not where the
 /// rows go: ``ViewIndexer`` reads the batches and writes the rows.
-struct MapStage: Sendable {
-    let views: [ViewDefinition]
-    let workers: any FunctionWorkers
-    let cpu: IndexingCPU
+package struct MapStage: Sendable {
+    package let views: [ViewDefinition]
+    package let workers: any FunctionWorkers
+    package let cpu: IndexingCPU
     private let collations: [CollationMode]
     private let includeDesign: [Bool]
 
     private static let designPrefix = Array("_design/".utf8)
 
-    init(views: [ViewDefinition], workers: any FunctionWorkers, cpu: IndexingCPU) {
+    package init(views: [ViewDefinition], workers: any FunctionWorkers, cpu: IndexingCPU) {
         self.views = views
         self.workers = workers
         self.cpu = cpu
@@ -28,15 +28,15 @@ struct MapStage: Sendable {
     private typealias Group = (members: [(target: Int, function: CompiledFunction)], functions: [CompiledFunction])
 
     /// A batch of documents whose slices the workers are mapping.
-    struct Mapping {
-        let documents: DocumentBatch
+    package struct Mapping {
+        package let documents: DocumentBatch
         /// The slices' rows, in document order.
-        let work: SharedWork<MappedBatch>
+        package let work: SharedWork<MappedBatch>
     }
 
     /// Starts mapping the documents on all workers; view `i` maps only the
     /// documents changed after `sequences[i]`.
-    func start(_ documents: DocumentBatch, since sequences: [UInt64]) -> Mapping {
+    package func start(_ documents: DocumentBatch, since sequences: [UInt64]) -> Mapping {
         // A few changes: one worker, no fan-out. Otherwise eight slices a worker.
         let slices = documents.count < 64 ? 1 : workers.count * 8
         let slice = (documents.count + slices - 1) / slices

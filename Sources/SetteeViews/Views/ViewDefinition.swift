@@ -9,7 +9,7 @@ public struct ViewDefinition: Sendable, Equatable {
     /// The map function's JavaScript source.
     public let map: String
     /// The reduce function: JavaScript source, a built-in (`_count`, `_sum`,
-    /// `_stats`, `_approx_count_distinct`), or nil.
+    /// `_stats`, `_approx_count_distinct`, `_first`, `_last`, `_top_N`, `_bottom_N`), or nil.
     public let reduce: String?
     /// How keys are ordered (`options.collation`).
     public let collation: CollationMode

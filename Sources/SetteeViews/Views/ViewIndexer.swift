@@ -130,7 +130,7 @@ package struct ViewIndexer {
             let pending = Int(latest - min(latest, state.sequence))
             var reducer: Reducer?
             if let reduce = view.reduce, view.builtinReducer != .approximateCountDistinct {
-                reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: 1000, cpu: cpu)
+                reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: 1000, cpu: cpu, logger: logger)
             }
             targets.append(Target(
                 view: view, tables: tables, reducer: reducer, fresh: state.rowCount == 0,
@@ -406,8 +406,11 @@ package struct ViewIndexer {
     private func logMapErrors(_ parts: [MappedBatch], of documents: DocumentBatch, targets: [Target]) {
         for (index, target, error) in parts.lazy.flatMap(\.errors) {
             let view = targets[target].view
-            logger.info("map function raised an exception; the document is skipped for this view", metadata: [
-                "doc.id": "\(documents.ids.string(index))",
+            let id = documents.ids.string(index)
+            // CouchDB's words (views.js handleViewError), the thrown value as its errstr shows it.
+            let thrown = error.thrownSource.isEmpty ? error.message : error.thrownSource
+            logger.info("function raised exception \(thrown) with doc._id \(id)", metadata: [
+                "doc.id": "\(id)",
                 "view.ddoc": "\(view.designDocument)", "view.name": "\(view.name)",
                 "error": "\(error)",
             ])

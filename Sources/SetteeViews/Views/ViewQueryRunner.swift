@@ -267,7 +267,7 @@ package struct ViewQueryRunner {
     private func reduceQuery(_ view: ViewDefinition, reduce: String, _ options: ValidatedViewQuery, scanner: IndexScanner,
                              row emit: (consuming ViewRow) throws -> Void) throws {
         let grouping = options.grouping
-        let reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: reduceChunk)
+        let reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: reduceChunk, logger: store.logger)
         var taken = 0
         var skip = options.skip
         let limit = options.limit ?? .max
@@ -284,7 +284,11 @@ package struct ViewQueryRunner {
                 skip -= 1
                 return
             }
-            try emit(ViewRow(id: nil, keyJSON: groupKeyJSON, valueJSON: value))
+            if let overflow = Reducer.overflowReason(value) {
+                try emit(ViewRow(id: nil, keyJSON: groupKeyJSON, valueJSON: "null", error: "reduce_overflow_error", reason: overflow))
+            } else {
+                try emit(ViewRow(id: nil, keyJSON: groupKeyJSON, valueJSON: value))
+            }
             taken += 1
             done = taken >= limit
         }

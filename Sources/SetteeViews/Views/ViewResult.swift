@@ -15,14 +15,21 @@ public struct ViewRow: Sendable, Equatable {
     /// With `include_docs`: the document as JSON text (`null` when it is missing).
     public var documentJSON: String?
     /// For `_all_docs` with `keys`: `not_found` for an id with no document.
+    /// For a reduce row: `reduce_overflow_error` when the group's JavaScript
+    /// reduction did not shrink fast enough (CouchDB answers the other groups).
     public var error: String?
+    /// Why, for a row with an ``error`` that says (`reduce_overflow_error`'s
+    /// "Reduce output must shrink more rapidly: …").
+    public var reason: String?
 
-    public init(id: String?, keyJSON: String, valueJSON: String, documentJSON: String? = nil, error: String? = nil) {
+    public init(id: String?, keyJSON: String, valueJSON: String, documentJSON: String? = nil, error: String? = nil,
+                reason: String? = nil) {
         self.id = id
         self.keyJSON = keyJSON
         self.valueJSON = valueJSON
         self.documentJSON = documentJSON
         self.error = error
+        self.reason = reason
     }
 
     /// The key as a ``JSONValue``.
@@ -172,7 +179,7 @@ public struct ViewResultHeader: Sendable, Equatable {
 
 extension ViewRow {
     /// Writes the row as CouchDB's response has it:
-    /// `{"id":…,"key":…,"value":…,"doc":…}` (or `{"key":…,"error":…}`).
+    /// `{"id":…,"key":…,"value":…,"doc":…}` (or `{"key":…,"error":…,"reason":…}`).
     public func writeJSON(into out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
         if let id {
@@ -185,6 +192,10 @@ extension ViewRow {
         if let error {
             out.append(contentsOf: #","error":"#.utf8)
             JSONWriter.writeString(error, into: &out)
+            if let reason {
+                out.append(contentsOf: #","reason":"#.utf8)
+                JSONWriter.writeString(reason, into: &out)
+            }
             out.append(UInt8(ascii: "}"))
             return
         }
