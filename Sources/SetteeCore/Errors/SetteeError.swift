@@ -71,7 +71,8 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
     /// A design document that cannot be used: bad shape, unknown built-in
     /// reducer, a function that does not compile.
     public static let invalidDesignDocument = SetteeErrorCode(rawValue: "invalid_design_document")
-    /// A custom reduce whose output does not shrink (CouchDB's `reduce_overflow_error`).
+    /// A custom reduce whose output does not shrink (CouchDB's `reduce_overflow_error`): in a
+    /// view's answer, the row of that group (``ViewRow/reason``); in `settee couchjs`, the reply.
     public static let reduceOverflow = SetteeErrorCode(rawValue: "reduce_overflow_error")
     /// A built-in reducer refused its input (CouchDB's `builtin_reduce_error`).
     public static let reduceFailed = SetteeErrorCode(rawValue: "reduce_error")
