@@ -2,7 +2,6 @@
 // input (for list functions' `getRow`), and design functions compiled each
 // in a realm of its own with `require` rooted at the design document.
 #include "EngineContext.h"
-#include "QueryServerPrelude.h"
 
 #include <cstring>
 
@@ -109,6 +108,7 @@ int32_t registerFunction(settee_js_context *context, JS::HandleValue value) {
 using namespace settee::engine;
 
 extern "C" bool settee_js_context_install_query_server(settee_js_context *context, const settee_js_host *host,
+                                                       const char *runtime_source, size_t runtime_length,
                                                        int32_t *ddoc_function, int32_t *index_mode_function,
                                                        settee_js_error *error) {
     JSContext *cx = context->cx;
@@ -132,8 +132,7 @@ extern "C" bool settee_js_context_install_query_server(settee_js_context *contex
     bool ok = JS_DefineFunction(cx, global, "__settee_print", nativePrint, 1, 0) &&
               JS_DefineFunction(cx, global, "__settee_readline", nativeReadLine, 0, 0) &&
               JS_DefineFunction(cx, global, "__settee_compileFunction", nativeCompileFunction, 3, 0) &&
-              source.init(cx, settee::kQueryServerSource, strlen(settee::kQueryServerSource),
-                          JS::SourceOwnership::Borrowed) &&
+              source.init(cx, runtime_source, runtime_length, JS::SourceOwnership::Borrowed) &&
               JS::Evaluate(cx, options, source, &runtime) && runtime.isObject();
     if (ok) {
         JS::RootedObject object(cx, &runtime.toObject());

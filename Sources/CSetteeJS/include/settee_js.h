@@ -157,9 +157,13 @@ typedef struct {
     bool (*read_line)(void *info, const char **bytes, size_t *length);
 } settee_js_host;
 
-/// Turns `context` into a CouchDB query server: installs the design-function
-/// globals (`start`, `send`, `getRow`, `provides`, `registerType`, a `log` that
-/// writes `["log", message]` lines through `host`) and the ddoc dispatcher. Time spent waiting for input inside
+/// Turns `context` into a CouchDB query server: defines the natives
+/// `__settee_print`, `__settee_readline` and `__settee_compileFunction`, then
+/// evaluates `runtime_source` (UTF-8; the query server's runtime, which takes
+/// those natives off the global and returns `{sandboxGlobals, ddoc,
+/// setIndexMode}`: the design-function globals `start`, `send`, `getRow`,
+/// `provides`, `registerType`, a `log` that writes `["log", message]` lines
+/// through `host`, and the ddoc dispatcher). Time spent waiting for input inside
 /// `getRow()` does not count against the call's time limit.
 /// Returns false with `error` set when the runtime could not be set up.
 /// Must come before any function is compiled on the context. Each compiled
@@ -169,6 +173,7 @@ typedef struct {
 /// `["ddoc", …]` command (null when it wrote the answer, else the error
 /// triple), and `index_mode_function` to `setIndexMode(mode)`.
 bool settee_js_context_install_query_server(settee_js_context *context, const settee_js_host *host,
+                                            const char *runtime_source, size_t runtime_length,
                                             int32_t *ddoc_function, int32_t *index_mode_function,
                                             settee_js_error *error);
 

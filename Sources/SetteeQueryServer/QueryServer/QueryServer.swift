@@ -68,7 +68,13 @@ public final class QueryServer {
         var error = settee_js_error()
         var ddoc: Int32 = -1
         var indexMode: Int32 = -1
-        guard settee_js_context_install_query_server(context.raw, &host, &ddoc, &indexMode, &error) else {
+        var runtime = QueryServerRuntime.source
+        let installed = runtime.withUTF8 { runtime in
+            runtime.withMemoryRebound(to: CChar.self) { runtime in
+                settee_js_context_install_query_server(context.raw, &host, runtime.baseAddress, runtime.count, &ddoc, &indexMode, &error)
+            }
+        }
+        guard installed else {
             throw JavaScriptError(error)
         }
         designDocumentRunner = JavaScriptFunction(handle: ddoc)

@@ -1,19 +1,18 @@
-// The JavaScript a query-server context (`settee couchjs`) evaluates once, after
-// Prelude.h: CouchDB's design-function globals (`start`, `send`, `getRow`,
-// `provides`, `registerType`), the search plugins' `index` and the `ddoc`
-// command. Map, reduce and the other commands are handled natively; only design
-// documents and `index` need this. Behaviour
-// follows CouchDB's query server (share/server/render.js, filter.js,
-// validate.js, loop.js, dreyfus.js, nouveau.js), written for Settee.
-#pragma once
-
-namespace settee {
-
-// `__settee_print`, `__settee_readline` and `__settee_compileFunction` are the
-// natives in SpiderMonkeyShim.cpp; the runtime takes them off the global. It
-// runs in the context's host realm, whose built-ins are frozen afterwards: a
-// design function reaching this runtime's objects cannot change them.
-static const char kQueryServerSource[] = R"JS(
+/// The JavaScript a query-server context (`settee couchjs`) evaluates once,
+/// handed to the engine by ``QueryServer`` as it sets up its context (after the
+/// engine's prelude of `sum`, `isArray`, `toJSON`): CouchDB's design-function globals (`start`, `send`, `getRow`,
+/// `provides`, `registerType`), the search plugins' `index` and the `ddoc`
+/// command. Map, reduce and the other commands are handled natively; only design
+/// documents and `index` need this. Behaviour
+/// follows CouchDB's query server (share/server/render.js, filter.js,
+/// validate.js, loop.js, dreyfus.js, nouveau.js), written for Settee.
+///
+/// `__settee_print`, `__settee_readline` and `__settee_compileFunction` are the
+/// natives the engine defines for it (`settee_js_context_install_query_server`);
+/// the runtime takes them off the global. It runs in the context's host realm, whose built-ins are frozen afterwards: a
+/// design function reaching this runtime's objects cannot change them.
+enum QueryServerRuntime {
+    static let source = #"""
 (function (global) {
   "use strict";
   var print = global.__settee_print;
@@ -567,6 +566,5 @@ static const char kQueryServerSource[] = R"JS(
     }
   };
 })(this);
-)JS";
-
-}  // namespace settee
+"""#
+}
