@@ -2,27 +2,11 @@ import Foundation
 import SetteeCore
 import SetteeStorage
 
-/// The reduce function whose partials stored chunks keep, as the chunks see
-/// it — rows reduced into a partial, partials rereduced — whatever runs it,
-/// the way CouchDB hands its reduce fun to its B-tree. ``Reducer`` is the one
-/// the index uses (built-ins natively, JavaScript on a worker).
-package protocol ChunkReducer: Sendable {
+extension Reducer {
     /// Whether partials are cheap enough to compute while holding the
     /// database's one writer lock (the native built-ins). Other partials
     /// (JavaScript, which may run up to its timeout) are computed on a read
     /// snapshot, outside every write: see ``StoredReductions/computeChanged(_:from:)``.
-    var isQuick: Bool { get }
-    func makeAccumulator() -> Reducer.Accumulator
-    func add(row: IndexRow, to accumulator: inout Reducer.Accumulator) throws
-    /// Adds a stored partial of `rows` rows.
-    func add(partial: UnsafeRawBufferPointer, rows: Int, to accumulator: inout Reducer.Accumulator) throws
-    /// The partial of everything added, as JSON text.
-    func partial(_ accumulator: inout Reducer.Accumulator) throws -> String
-    /// The partials of many accumulators, computed together (a few turns of a worker, not one each).
-    func partials(_ accumulators: [Reducer.Accumulator]) throws -> [Result<String, any Error>]
-}
-
-extension Reducer: ChunkReducer {
     package var isQuick: Bool { !isJavaScript }
 }
 
@@ -52,10 +36,12 @@ package struct StoredReductions {
 
     package let rows: LMDBTable
     package let chunks: LMDBTable
-    /// The view's reduce function; nil when only row counts are kept (map-only
+    /// The view's reduce function, handed to the chunks as CouchDB hands its
+    /// reduce fun to its B-tree (a JavaScript one runs on the function workers
+    /// the reducer was given); nil when only row counts are kept (map-only
     /// views, and `_approx_count_distinct`, whose partials are too large to
     /// store every 32 rows).
-    package let reducer: (any ChunkReducer)?
+    package let reducer: Reducer?
 
     /// Whether chunk partials may be kept up inside the write that changes the
     /// rows (no reducer, or a quick one); otherwise see ``markBoundaries(changed:in:)``.
@@ -176,9 +162,9 @@ package struct StoredReductions {
     /// The chunks of levels 2 and up being built, from level-1 chunks in order.
     private struct UpperLevels: Sendable {
         private var builders: [ChunkBuilder]
-        private let reducer: (any ChunkReducer)?
+        private let reducer: Reducer?
 
-        init(reducer: (any ChunkReducer)?) {
+        init(reducer: Reducer?) {
             self.reducer = reducer
             builders = (0...StoredReductions.maximumLevel).map { _ in ChunkBuilder(reducer: reducer) }
         }
@@ -463,7 +449,7 @@ package struct StoredChunk {
 
 /// Gathers the rows or sub-chunks of one chunk and makes its stored value.
 package struct ChunkBuilder: Sendable {
-    private let reducer: (any ChunkReducer)?
+    private let reducer: Reducer?
     private var accumulator: Reducer.Accumulator?
     private var rowCount = 0
     private var first: [UInt8]?
@@ -471,7 +457,7 @@ package struct ChunkBuilder: Sendable {
     /// The first error among the sub-chunks, which the whole chunk then carries.
     private var error: [UInt8]?
 
-    package init(reducer: (any ChunkReducer)?) {
+    package init(reducer: Reducer?) {
         self.reducer = reducer
         accumulator = reducer?.makeAccumulator()
     }
