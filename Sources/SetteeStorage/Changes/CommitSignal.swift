@@ -70,6 +70,11 @@ package final class CommitSignal: @unchecked Sendable {
         }
     }
 
+    /// The latest sequence this signal has been told of.
+    package var latestKnown: UInt64 {
+        lock.withLock { latest }
+    }
+
     /// Tasks waiting now (tests check that ended iterations leave none behind).
     package var waiting: Int {
         lock.withLock { waiters.count }
