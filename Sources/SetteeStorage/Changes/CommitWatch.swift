@@ -46,7 +46,11 @@ package final class CommitWatch: @unchecked Sendable {
         let lastSeen = LastTransaction(environment.lastCommittedTransaction)
         let check: @Sendable () -> Void = {
             let transaction = environment.lastCommittedTransaction
+            let previous = lastSeen.id
             guard lastSeen.moved(to: transaction) else { return }
+            // The next commit after the one seen, and this process's: its writer signals it
+            // (or it wrote no document). Two or more commits on: one may be another process's.
+            if transaction == previous + 1 && transaction == environment.lastOwnCommit { return }
             Self.deliver(transaction, to: committed, on: queue, triesLeft: 1000)
         }
         #if canImport(Glibc)
@@ -106,7 +110,7 @@ package final class CommitWatch: @unchecked Sendable {
 
 /// The last committed transaction id a watch has seen (used on its queue only).
 private final class LastTransaction: @unchecked Sendable {
-    private var id: Int
+    private(set) var id: Int
 
     init(_ id: Int) {
         self.id = id
