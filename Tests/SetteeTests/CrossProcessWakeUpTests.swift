@@ -196,6 +196,32 @@ struct CrossProcessWakeUpTests {
         if second != nil { print("settee changes --continuous printed another process's put after \(milliseconds(.now - written))") }
     }
 
+    @Test("settee changes --continuous takes next to no CPU while nothing is written")
+    func idleFeedTakesNoCPU() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.url.appendingPathComponent("db")
+        try putFromAnotherProcess(#"{"_id": "ann"}"#, database: path, in: directory)
+        let tool = try FollowingTool(["--db", path.path, "changes", "--continuous"])
+        defer { tool.stop() }
+        let lines = tool.lines
+        let first = try await within(.seconds(20)) {
+            var iterator = lines.makeAsyncIterator()
+            return await iterator.next()
+        }
+        #expect(first != nil, "the feed started")
+        /// User and system CPU of the process so far, in clock ticks (/proc/PID/stat fields 14 and 15).
+        func ticks() throws -> Int {
+            let stat = try String(contentsOfFile: "/proc/\(tool.process.processIdentifier)/stat", encoding: .utf8)
+            let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+            return try #require(Int(fields[11])) + #require(Int(fields[12]))
+        }
+        let before = try ticks()
+        try await Task.sleep(for: .seconds(3))
+        let used = Double(try ticks() - before) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        print("settee changes --continuous, idle for 3 s: \(String(format: "%.3f", used)) s of CPU")
+        #expect(used < 0.3, "well under a tenth of a core while idle")
+    }
+
     @Test("settee watch --query prints the new result after another process's put")
     func watchQueryCommandSeesAnotherProcess() async throws {
         let directory = TemporaryDirectory()
