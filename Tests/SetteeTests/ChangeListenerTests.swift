@@ -91,6 +91,36 @@ struct ChangeListenerTests {
         #expect(ids == ["a", "b", "c"])
     }
 
+    @Test("Many document listeners each get their own document's changes, from one commit and from a large import")
+    func manyDocumentListeners() async throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        let calls = Calls<Change>()
+        let count = 200
+        let tokens = (0..<count).map { index in
+            db.addDocumentChangeListener(withID: "d\(index)") { change in
+                #expect(change.id == "d\(index)")
+                calls.sink.yield(change)
+            }
+        }
+        defer { tokens.forEach { $0.remove() } }
+        try await db.write { batch in
+            for index in 0..<count { try batch.put(#"{"_id": "d\#(index)"}"#) }
+            try batch.put(#"{"_id": "other"}"#)
+        }
+        var seen = Set<String>()
+        while seen.count < count, let change = await calls.next() { seen.insert(change.id) }
+        #expect(seen.count == count)
+
+        // More changes than listeners: their documents are looked up, not the changes read.
+        let lines = (0..<5000).map { #"{"_id": "bulk\#($0)"}"# } + [#"{"_id": "d7", "_rev": "\#(try #require(try await db.document("d7")).revision)", "n": 1}"#]
+        _ = try await db.importDocuments(Data(lines.joined(separator: "\n").utf8))
+        let change = await calls.next()
+        #expect(change?.id == "d7")
+        #expect(change?.revision.generation == 2)
+        #expect(await calls.next(within: .milliseconds(300)) == nil, "one call, for d7 only")
+    }
+
     @Test("documentChanges yields each change of one document after the sequence given, and nothing for others")
     func documentChangesSequence() async throws {
         let directory = TemporaryDirectory()

@@ -18,35 +18,30 @@ public struct DatabaseChange: Sendable, Equatable {
 public final class ListenerToken: @unchecked Sendable {
     private let lock = NSLock()
     private var isRemoved = false
-    private var task: Task<Void, Never>?
+    private var onRemove: (@Sendable () -> Void)?
 
     init() {}
 
     /// Stops the listener: once this returns, its callback is not called again
     /// (a call already running finishes).
     public func remove() {
-        let task = lock.withLock {
+        let onRemove = lock.withLock {
             isRemoved = true
-            defer { self.task = nil }
-            return self.task
+            defer { self.onRemove = nil }
+            return self.onRemove
         }
-        task?.cancel()
+        onRemove?()
+    }
+
+    /// What ``remove()`` does besides stopping the calls (set once, before the token is handed out).
+    var removal: (@Sendable () -> Void)? {
+        get { lock.withLock { onRemove } }
+        set { lock.withLock { onRemove = newValue } }
     }
 
     /// Whether ``remove()`` has been called.
     var removed: Bool {
         lock.withLock { isRemoved }
-    }
-
-    /// Runs `follow` until the token is removed.
-    func start(_ follow: @escaping @Sendable (ListenerToken) async -> Void) {
-        let task = Task { await follow(self) }
-        let keep = lock.withLock {
-            if isRemoved { return false }
-            self.task = task
-            return true
-        }
-        if !keep { task.cancel() }
     }
 
     /// Calls `body` on `queue` unless the listener has been removed by then.
@@ -58,16 +53,14 @@ public final class ListenerToken: @unchecked Sendable {
 }
 
 extension Database {
-    /// How many changes one call of a database listener carries at most.
-    static let listenerBatchSize = 1024
-
     /// Calls `listener` with each document change committed from now on, by
     /// this process or another on the same database, until the token's
     /// ``ListenerToken/remove()``. Couchbase Lite's `addChangeListener`.
     ///
-    /// Changes that commit while a call is pending are handed over together
-    /// (at most 1024 a call), in sequence order; a document written several
-    /// times meanwhile appears once, at its latest change.
+    /// Changes are read as they commit and handed over together (at most
+    /// 1024 a call), in sequence order; as in the changes feed, a document
+    /// written several times before they are read appears once, at its
+    /// latest change. One task per database reads them for all its listeners.
     ///
     /// - Parameters:
     ///   - queue: Where `listener` runs; by default a serial queue of its own.
@@ -78,35 +71,9 @@ extension Database {
     public func addChangeListener(queue: DispatchQueue? = nil,
                                   _ listener: @escaping @Sendable (DatabaseChange) -> Void) -> ListenerToken {
         let queue = queue ?? DispatchQueue(label: "settee.change-listener")
-        let start = startingSequence()
-        let token = ListenerToken()
-        token.start { [self] token in
-            var cursor = start
-            do {
-                while !Task.isCancelled {
-                    let (last, changes) = try environment.read { transaction in
-                        var changes: [Change] = []
-                        try store.forEachChange(since: cursor, in: transaction) { sequence, id, record in
-                            changes.append(Change(sequence: sequence, id: String(decoding: id, as: UTF8.self),
-                                                  revision: record.revision, isDeleted: record.isDeleted))
-                            return changes.count < Self.listenerBatchSize
-                        }
-                        return (try store.lastSequence(in: transaction), changes)
-                    }
-                    if let latest = changes.last {
-                        cursor = latest.sequence
-                        let change = DatabaseChange(changes: changes)
-                        token.deliver(on: queue) { listener(change) }
-                        continue
-                    }
-                    cursor = Swift.max(cursor, last)
-                    guard await store.commits.wait(after: cursor) else { return }
-                }
-            } catch {
-                logger.error("a change listener stopped: \(error)", metadata: ["db.path": .string(environment.path)])
-            }
+        return ChangeListeners.shared(store: store, logger: logger).add(documentID: nil, queue: queue) { changes in
+            listener(DatabaseChange(changes: changes))
         }
-        return token
     }
 
     /// Calls `listener` with each change of the document `id` committed from
@@ -114,8 +81,10 @@ extension Database {
     /// another on the same database, until the token's
     /// ``ListenerToken/remove()``. Couchbase Lite's `addDocumentChangeListener(withID:)`.
     ///
-    /// Writes of other documents do not call it. Writes of the document that
-    /// commit while a call is pending fold into one call, for the latest.
+    /// Writes of other documents do not call it. As in the changes feed,
+    /// writes of the document that commit before they are read fold into one
+    /// call, for the latest. One task per database serves all its listeners:
+    /// a commit costs a lookup by id, not a read per listener.
     ///
     /// - Parameters:
     ///   - id: The document's `_id`.
@@ -126,23 +95,8 @@ extension Database {
     public func addDocumentChangeListener(withID id: String, queue: DispatchQueue? = nil,
                                           _ listener: @escaping @Sendable (Change) -> Void) -> ListenerToken {
         let queue = queue ?? DispatchQueue(label: "settee.document-change-listener")
-        let changes = documentChanges(id, since: startingSequence())
-        let token = ListenerToken()
-        token.start { [self] token in
-            do {
-                for try await change in changes {
-                    token.deliver(on: queue) { listener(change) }
-                }
-            } catch {
-                logger.error("a document change listener stopped: \(error)",
-                             metadata: ["db.path": .string(environment.path), "doc.id": .string(id)])
-            }
+        return ChangeListeners.shared(store: store, logger: logger).add(documentID: id, queue: queue) { changes in
+            for change in changes { listener(change) }
         }
-        return token
-    }
-
-    /// The sequence a listener added now starts after: the last one committed.
-    private func startingSequence() -> UInt64 {
-        (try? lastSequence()) ?? store.commits.latestKnown
     }
 }
