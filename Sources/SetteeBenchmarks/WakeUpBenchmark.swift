@@ -82,6 +82,22 @@ enum WakeUpBenchmark {
         }
         table.add("put, one per commit, nothing watches", Benchmark.rate(puts, totals[0].time, cpu: totals[0].cpu))
         table.add("put, one per commit, this process watches (inotify)", Benchmark.rate(puts, totals[1].time, cpu: totals[1].cpu))
+
+        // Document listeners: what a commit costs with 1,000 of them, one of which it concerns.
+        let listened = try Database(at: directory.appendingPathComponent("listeners"))
+        let calls = Mutex(0)
+        let tokens = (0..<1000).map { index in
+            listened.addDocumentChangeListener(withID: "l\(index)") { _ in calls.withLock { $0 += 1 } }
+        }
+        defer { tokens.forEach { $0.remove() } }
+        let listenedPuts = 500
+        let (time, cpu) = try Benchmark.measureCPU {
+            for index in 0..<listenedPuts { try listened.put(#"{"_id": "l\#(index)"}"#) }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while calls.withLock({ $0 }) < listenedPuts && ContinuousClock.now < deadline { usleep(1000) }
+        }
+        table.add("put, one per commit, 1,000 document listeners (each put calls one)",
+                  Benchmark.rate(listenedPuts, time, cpu: cpu) + "  (\(calls.withLock { $0 }) calls)")
     }
 
     /// Runs this benchmark as a child process that puts `id`; the monotonic times its put began and returned.
