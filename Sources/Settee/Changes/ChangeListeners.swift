@@ -124,6 +124,9 @@ final class ChangeListeners: @unchecked Sendable {
                 if !complete { continue }
             } catch {
                 logger.error("change listeners could not read the changes: \(error)", metadata: ["db.path": .string(store.environment.path)])
+                // Not at once: what failed (a damaged record) would fail again.
+                try? await Task.sleep(for: .seconds(1))
+                continue
             }
             guard await store.commits.wait(after: next) else { return }
         }
