@@ -15,13 +15,18 @@ struct Benchmark {
         var workerCount = ProcessInfo.processInfo.activeProcessorCount
         var queryRuns = 5000
         var arguments = CommandLine.arguments.dropFirst()
+        var wakeUpOnly = false
         while let argument = arguments.popFirst() {
             switch argument {
+            case "--put-and-report":
+                // The other process of the wake-up figures.
+                return try WakeUpBenchmark.putAndReport(database: arguments.popFirst() ?? "", id: arguments.popFirst() ?? "")
+            case "--wake-up": wakeUpOnly = true
             case "--docs": documentCount = Int(arguments.popFirst() ?? "") ?? documentCount
             case "--workers": workerCount = Int(arguments.popFirst() ?? "") ?? workerCount
             case "--query-runs": queryRuns = Int(arguments.popFirst() ?? "") ?? queryRuns
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)]")
                 return
             }
         }
@@ -29,6 +34,12 @@ struct Benchmark {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
 
+        if wakeUpOnly {
+            var table = Table()
+            try WakeUpBenchmark.run(in: directory, idleSeconds: 10, into: &table)
+            table.print()
+            return
+        }
         print("Settee benchmark: \(documentCount) generated documents, \(workerCount) JavaScript workers, \(ProcessInfo.processInfo.activeProcessorCount) cores")
         var table = Table()
         let file = directory.appendingPathComponent("docs.ndjson")
@@ -221,6 +232,7 @@ struct Benchmark {
         let (coldTime, coldCPU) = try measureCPU { _ = try db.query("cold/by_customer", options: firstRow) }
         table.add("index build, one view, data file evicted first",
                   rate(documentCount, coldTime, cpu: coldCPU) + (evicted ? "  (\(majorFaults() - faultsBefore) disk reads waited for)" : "  (the file could not be evicted)"))
+        try WakeUpBenchmark.run(in: directory, idleSeconds: 5, into: &table)
         table.add("peak resident memory (whole run)", "\(PeakMemory.processPeakMegabytes()) MB")
         table.print()
     }

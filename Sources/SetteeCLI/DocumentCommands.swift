@@ -83,7 +83,8 @@ struct ChangesCommand: AsyncParsableCommand {
         commandName: "changes", abstract: "List the documents changed after a sequence number, as CouchDB's _changes.",
         discussion: """
             With --continuous, prints one change per line as CouchDB's feed=continuous does, then waits for \
-            new writes made while it runs and prints them too, until interrupted.
+            new writes made while it runs (by any process: another shell's settee put too) and prints them, \
+            until interrupted.
             """)
 
     @OptionGroup var database: DatabaseOptions

@@ -11,7 +11,8 @@ struct WatchCommand: AsyncParsableCommand {
             changed), removed (their file was deleted) and refused. A refused edit is reported on standard \
             error with its file, design document, view and line, and the version loaded before stays live. \
             After each good edit the changed views' indexes are built (a progress bar shows on standard error). \
-            With --query, the view's result is printed again each time a write or a reload changes it; \
+            With --query, the view's result is printed again each time a write (by any process, such as \
+            settee put in another shell) or a reload changes it; \
             while its design document or view is missing (its file deleted), a not_found error is reported \
             on standard error once and the query resumes after the next reload. A file deleted and created \
             again within a second (git checkout, rm then cp) is compared by content, as any edit. \

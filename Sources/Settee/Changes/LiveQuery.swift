@@ -87,8 +87,8 @@ extension Database {
     /// A view query (`DDOC/VIEW`) that yields its current result, then a new
     /// result each time a write changes it. See ``LiveQuery``.
     ///
-    /// Only writes made in this process (through any ``Database`` opened on
-    /// this directory) wake it.
+    /// Writes of this process and of other processes on the same database
+    /// wake it (see ``continuousChanges(since:)`` for how, and how soon).
     public func liveQuery(_ path: String, options: ViewQueryOptions = ViewQueryOptions()) -> LiveQuery {
         LiveQuery(database: self, path: path, options: options)
     }

@@ -3,8 +3,12 @@ import SetteeCore
 
 /// Wakes the tasks that wait for a database to move past a sequence number.
 /// Every committed document write signals it with the database's new last
-/// sequence; live queries and continuous changes feeds wait on it instead of
-/// polling.
+/// sequence; live queries, continuous changes feeds and change listeners wait
+/// on it instead of polling.
+///
+/// Writes of other processes signal it too: the first wait starts a
+/// ``CommitWatch`` on the database, which reads the last sequence again
+/// whenever a transaction commits there.
 ///
 /// One signal per database directory in the process, shared by every
 /// ``Database`` opened on it (as they share the storage).
@@ -14,8 +18,17 @@ package final class CommitSignal: @unchecked Sendable {
     private var waiters: [Int: (after: UInt64, continuation: CheckedContinuation<Bool, Never>)] = [:]
     private var nextWaiter = 0
 
-    private init(latest: UInt64) {
-        self.latest = latest
+    private let environment: LMDBEnvironment
+    /// Reads the database's last sequence in a transaction.
+    private let readLatest: @Sendable (LMDBTransaction) throws -> UInt64
+    /// Set by the first wait; the watch stays until the signal goes.
+    private var watchStarted = false
+    private var watch: CommitWatch?
+
+    private init(environment: LMDBEnvironment, latest: @escaping @Sendable (LMDBTransaction) throws -> UInt64) throws {
+        self.environment = environment
+        self.readLatest = latest
+        self.latest = try environment.read(latest)
     }
 
     private static let registryLock = NSLock()
@@ -25,15 +38,49 @@ package final class CommitSignal: @unchecked Sendable {
         weak var signal: CommitSignal?
     }
 
-    /// The signal of the database at `path`, created with `latest` as its last sequence when there is none yet.
-    package static func shared(path: String, latest: () throws -> UInt64) rethrows -> CommitSignal {
-        try registryLock.withLock {
+    /// The signal of `environment`, created when there is none yet; `latest`
+    /// reads the database's last sequence (now, and after commits of other processes).
+    package static func shared(environment: LMDBEnvironment,
+                               latest: @escaping @Sendable (LMDBTransaction) throws -> UInt64) throws -> CommitSignal {
+        let path = environment.path
+        return try registryLock.withLock {
             if let existing = registry[path]?.signal { return existing }
-            let signal = CommitSignal(latest: try latest())
+            let signal = try CommitSignal(environment: environment, latest: latest)
             registry = registry.filter { $0.value.signal != nil }
             registry[path] = WeakSignal(signal: signal)
             return signal
         }
+    }
+
+    /// Starts noticing commits of other processes, once: with `mode` when
+    /// this is the first call (the benchmark compares the modes).
+    package func watchOtherProcesses(mode: CommitWatch.Mode = .automatic) {
+        let first = lock.withLock {
+            defer { watchStarted = true }
+            return !watchStarted
+        }
+        guard first else { return }
+        let watch = CommitWatch(environment: environment, mode: mode) { [weak self] transaction in
+            self?.readAgain(reaching: transaction) ?? true
+        }
+        lock.withLock { self.watch = watch }
+        // Commits made before the watch began.
+        _ = readAgain(reaching: 0)
+    }
+
+    /// How the watch notices other processes' commits; nil before the first wait.
+    package var watchMode: CommitWatch.Mode? {
+        lock.withLock { watch?.mode }
+    }
+
+    /// Reads the last sequence and wakes whoever it moved past. False when
+    /// the snapshot read is older than `transaction`: LMDB writes the meta page
+    /// of a commit a moment before new readers see it, so the watch asks again.
+    private func readAgain(reaching transaction: Int) -> Bool {
+        guard let (snapshot, sequence) = try? environment.read({ ($0.id, try readLatest($0)) }) else { return true }
+        guard snapshot >= transaction else { return false }
+        committed(sequence)
+        return true
     }
 
     /// A write committed; the database's last sequence is now `sequence`.
@@ -50,6 +97,7 @@ package final class CommitSignal: @unchecked Sendable {
     /// Returns when a write past `sequence` has committed (at once if one has):
     /// `true`; or when the calling task is cancelled: `false`.
     package func wait(after sequence: UInt64) async -> Bool {
+        watchOtherProcesses()
         let id = lock.withLock {
             nextWaiter += 1
             return nextWaiter
@@ -68,6 +116,11 @@ package final class CommitSignal: @unchecked Sendable {
             let waiter = lock.withLock { waiters.removeValue(forKey: id) }
             waiter?.continuation.resume(returning: false)
         }
+    }
+
+    /// The latest sequence this signal has been told of.
+    package var latestKnown: UInt64 {
+        lock.withLock { latest }
     }
 
     /// Tasks waiting now (tests check that ended iterations leave none behind).

@@ -35,11 +35,9 @@ package final class DocumentStore: Sendable {
         let hasMetadata = try !environment.isReadOnly || environment.tableNames().contains(DatabaseFormat.table)
         metadata = hasMetadata ? try environment.openDatabases([DatabaseFormat.table])[0] : nil
         let seqs = seqs
-        commits = try CommitSignal.shared(path: environment.path) {
-            try environment.read { transaction in
-                try transaction.withCursor(seqs) { cursor in
-                    try cursor.last().map { try Self.sequence(fromKey: $0.key, path: environment.path) } ?? 0
-                }
+        commits = try CommitSignal.shared(environment: environment) { transaction in
+            try transaction.withCursor(seqs) { cursor in
+                try cursor.last().map { try Self.sequence(fromKey: $0.key, path: environment.path) } ?? 0
             }
         }
     }

@@ -239,6 +239,15 @@ package final class LMDBEnvironment: @unchecked Sendable {
         return info.me_last_txnid
     }
 
+    private let ownCommitLock = NSLock()
+    private var ownCommit = 0
+
+    /// The id of this process's last committed write transaction (0 before
+    /// the first): a ``CommitWatch`` skips the commits it signals itself.
+    package var lastOwnCommit: Int {
+        ownCommitLock.withLock { ownCommit }
+    }
+
     /// Runs `body` in a read-only transaction (a consistent snapshot).
     package func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
         pthread_rwlock_rdlock(resizeLock)
@@ -398,7 +407,9 @@ package final class LMDBEnvironment: @unchecked Sendable {
             closings.rolledBack()
             throw error
         }
+        let id = mdb_txn_id(txn)
         var code = mdb_txn_commit(txn)
+        if code == 0 { ownCommitLock.withLock { ownCommit = id } }
         if code != 0 { closings.rolledBack() }
         if code == MDB_MAP_FULL { throw StorageError(code: code, operation: "committing to \(path)") }
         // LMDB reports a write that a full disk cut short as EIO.
