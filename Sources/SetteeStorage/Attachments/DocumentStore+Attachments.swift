@@ -220,3 +220,57 @@ extension DocumentStore {
         return DocumentEdit(id: id, revision: revision, body: body, attachments: attachments)
     }
 }
+
+// MARK: Checking
+
+extension DocumentStore {
+    /// What is wrong between documents and attachment bodies: a reference
+    /// count that is not the number of stubs naming the digest, a body no
+    /// document refers to, a stub whose body is missing, chunks that do not
+    /// add up to the length. Empty when they agree (as every commit leaves them).
+    package func attachmentProblems() throws -> [String] {
+        guard let bodies = attachmentBodies else { return [] }
+        return try environment.read { transaction in
+            var referenced: [[UInt8]: (count: UInt64, length: Int)] = [:]
+            var problems: [String] = []
+            try transaction.withCursor(docs) { cursor in
+                var entry = try cursor.first()
+                while let (key, value) = entry {
+                    let record = try DocumentRecord(bytes: value, id: key, path: environment.path)
+                    if record.hasAttachments {
+                        for stub in try AttachmentStub.stubs(inBody: record.body) {
+                            referenced[stub.digest, default: (0, stub.length)].count += 1
+                        }
+                    }
+                    entry = try cursor.next()
+                }
+            }
+            var stored: [[UInt8]: (count: UInt64, length: UInt64)] = [:]
+            try transaction.withCursor(bodies.references) { cursor in
+                var entry = try cursor.first()
+                while let (key, _) = entry {
+                    let digest = Array(key)
+                    stored[digest] = try bodies.entry(digest, in: transaction)
+                    entry = try cursor.next()
+                }
+            }
+            for (digest, reference) in referenced {
+                let text = AttachmentStub(name: "", contentType: "", revpos: 0, digest: digest, length: 0).digestText
+                guard let body = stored[digest] else { problems.append("no body for \(text)"); continue }
+                if body.count != reference.count { problems.append("\(text) counts \(body.count) references, documents hold \(reference.count)") }
+                var length = 0
+                try bodies.forEachChunk(digest, in: transaction) { length += $0.count }
+                if length != reference.length || UInt64(length) != body.length {
+                    problems.append("\(text) has \(length) bytes in chunks, \(body.length) recorded, \(reference.length) in stubs")
+                }
+            }
+            for digest in stored.keys where referenced[digest] == nil {
+                problems.append("body \(AttachmentStub(name: "", contentType: "", revpos: 0, digest: digest, length: 0).digestText) is referred to by no document")
+            }
+            let chunkCount = try transaction.count(bodies.chunks)
+            let expectedChunks = stored.values.reduce(0) { $0 + Int(($1.length + UInt64(AttachmentBodies.chunkBytes) - 1) / UInt64(AttachmentBodies.chunkBytes)) }
+            if chunkCount != expectedChunks { problems.append("\(chunkCount) chunks stored where the bodies take \(expectedChunks)") }
+            return problems
+        }
+    }
+}
