@@ -200,3 +200,38 @@ struct AttachmentTests {
         #expect(try db.verify().problems.isEmpty)
     }
 }
+
+@Suite("Attachments: what is stored by digest is checked")
+struct AttachmentDigestTests {
+    @Test("Bytes whose digest is already stored are compared with the stored ones before they share them")
+    func equalDigestsMustMeanEqualBytes() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.put(#"{"_id":"a","_attachments":{"x.txt":{"data":"aGVsbG8="}}}"#)
+        let bodies = try #require(db.store.attachmentBodies)
+        let digest = try #require(AttachmentStub.digest(fromText: AttachmentTests.helloDigest))
+        // Another body of the same length under the same digest: what an MD5 collision would look like.
+        let forged = AttachmentEdit(name: "y.txt", contentType: "text/plain", content: .new(.bytes(Array("jello".utf8)), digest: digest, length: 5))
+        let error = try #require(throws: DocumentError.self) {
+            try db.store.putAttachment(forged, of: "b", revision: nil)
+        }
+        #expect(error.reason.contains("MD5 collision"), "\(error.reason)")
+        #expect(try db.attachment("x.txt", of: "a")?.data == Data("hello".utf8))
+        #expect(try db.document("b") == nil)
+        _ = bodies
+        let report = try db.verify()
+        #expect(report.problems.isEmpty, "\(report.problems)")
+    }
+
+    @Test("verify reports a body that nothing refers to")
+    func verifyFindsOrphans() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        let bodies = try #require(db.store.attachmentBodies)
+        try db.environment.write { transaction in
+            try bodies.retain(MD5.hash(Array("orphan".utf8)), count: 1, length: 6, source: .bytes(Array("orphan".utf8)), name: "o", in: transaction)
+        }
+        let problems = try db.verify().problems
+        #expect(problems.contains { $0.contains("referred to by no document") }, "\(problems)")
+    }
+}

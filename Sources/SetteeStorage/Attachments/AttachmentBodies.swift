@@ -21,6 +21,7 @@ package struct AttachmentBodies: Sendable {
     package let references: LMDBTable
     package let chunks: LMDBTable
     private let path: String
+    private let environment: LMDBEnvironment
 
     /// Opens (creating in a writable database) the tables; nil for a database
     /// opened read-only that has never stored an attachment.
@@ -30,6 +31,7 @@ package struct AttachmentBodies: Sendable {
         references = tables[0]
         chunks = tables[1]
         path = environment.path
+        self.environment = environment
     }
 
     /// The MD5 and length of a file's bytes.
@@ -103,6 +105,10 @@ package struct AttachmentBodies: Sendable {
             guard existing.length == UInt64(length) else {
                 throw DocumentError(.badRequest, "attachment \(name): its MD5 digest is that of a stored attachment of another length (\(existing.length) bytes, not \(length))")
             }
+            // Bytes are stored by MD5, which can be made to collide: equal digests must mean equal bytes.
+            if let source, try !storedBody(digest, equals: source, in: transaction) {
+                throw DocumentError(.badRequest, "attachment \(name): its MD5 digest and length are those of other stored bytes (an MD5 collision); Settee stores attachments by digest and cannot keep both")
+            }
             try setEntry(digest, count: existing.count + count, length: existing.length, in: transaction)
             return
         }
@@ -137,6 +143,48 @@ package struct AttachmentBodies: Sendable {
             throw DocumentError(.badRequest, "attachment \(name): its bytes changed while they were stored (\(written) bytes read where \(length) were hashed)")
         }
         try setEntry(digest, count: count, length: UInt64(length), in: transaction)
+    }
+
+    /// Whether the body stored under `digest` holds exactly the bytes of
+    /// `source`, compared a chunk at a time (the pages read are given back as
+    /// the comparison goes, so a large body costs no memory).
+    private func storedBody(_ digest: [UInt8], equals source: AttachmentSource, in transaction: LMDBTransaction) throws -> Bool {
+        try transaction.withCursor(chunks) { cursor in
+            var entry = try Self.chunkKey(digest, 0).withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
+            var equal = true
+            var sinceRelease = 0
+            func compare(_ chunk: UnsafeRawBufferPointer) throws {
+                guard equal else { return }
+                guard let (key, value) = entry, key.count == 20, key.starts(with: digest), value.count == chunk.count,
+                      memcmp(value.baseAddress!, chunk.baseAddress!, chunk.count) == 0 else {
+                    equal = false
+                    return
+                }
+                sinceRelease += chunk.count
+                if sinceRelease >= 64 << 20 {
+                    environment.releaseMappedPages()
+                    sinceRelease = 0
+                }
+                entry = try cursor.next()
+            }
+            switch source {
+            case .bytes(let bytes):
+                try bytes.withUnsafeBytes { all in
+                    var offset = 0
+                    while offset < all.count {
+                        let end = min(offset + Self.chunkBytes, all.count)
+                        try compare(UnsafeRawBufferPointer(rebasing: all[offset..<end]))
+                        offset = end
+                    }
+                }
+            case .file(let url):
+                try Self.forEachChunk(ofFile: url, compare)
+            }
+            if sinceRelease > 0 { environment.releaseMappedPages() }
+            // No chunk of the stored body left over.
+            if equal, let (key, _) = entry, key.count == 20, key.starts(with: digest) { equal = false }
+            return equal
+        }
     }
 
     /// Removes `count` references to the body `digest`, and the body with the last.
