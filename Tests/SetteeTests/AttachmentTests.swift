@@ -235,3 +235,23 @@ struct AttachmentDigestTests {
         #expect(problems.contains { $0.contains("referred to by no document") }, "\(problems)")
     }
 }
+
+@Suite("Attachments and validate_doc_update")
+struct AttachmentValidationTests {
+    @Test("validate_doc_update sees newDoc's _attachments as stubs, new ones and kept ones, and can refuse them")
+    func validationSeesStubs() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.put(#"{"_id":"_design/rules","validate_doc_update":"function (newDoc, oldDoc) { var a = newDoc._attachments || {}; for (var name in a) { if (!a[name].stub || a[name].data !== undefined) throw {forbidden: 'not a stub: ' + name}; if (a[name].length > 5) throw {forbidden: name + ' is ' + a[name].length + ' bytes'}; } if (oldDoc && oldDoc._attachments && !newDoc._attachments) throw {forbidden: 'attachments may not be dropped'}; }"}"#)
+        let first = try db.put(#"{"_id":"a","_attachments":{"x.txt":{"content_type":"text/plain","data":"aGVsbG8="}}}"#)
+        let refused = try #require(throws: DocumentError.self) {
+            try db.putAttachment(Blob(data: Data("too long".utf8)), named: "y", of: "a", revision: first.revision)
+        }
+        #expect(refused.code == .forbidden && refused.reason == "y is 8 bytes")
+        let dropped = try #require(throws: DocumentError.self) { try db.put(#"{"_id":"a","_rev":"\#(first.revision)"}"#) }
+        #expect(dropped.reason == "attachments may not be dropped")
+        let kept = try db.put(#"{"_id":"a","_rev":"\#(first.revision)","v":2,"_attachments":{"x.txt":{"stub":true}}}"#)
+        #expect(kept.revision.generation == 2)
+        #expect(try storedBodies(db).bodies == 1, "the refused writes stored nothing")
+    }
+}

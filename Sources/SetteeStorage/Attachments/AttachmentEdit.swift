@@ -94,3 +94,30 @@ package struct AttachmentEdit: Sendable {
         return edits
     }
 }
+
+extension DocumentEdit {
+    /// The body as the revision written will hold it, for
+    /// `validate_doc_update`'s `newDoc`: its `_attachments` as stubs (new bytes
+    /// with the revpos of the revision being written, stubs as `current` has
+    /// them). Without attachments, the body itself.
+    package func bodyWithAttachmentStubs(current: DocumentRecord?) -> [UInt8] {
+        guard let attachments, !attachments.isEmpty else { return body }
+        var old: [AttachmentStub] = []
+        if let current, current.hasAttachments, !current.isDeleted {
+            old = (try? AttachmentStub.stubs(inBody: current.body)) ?? []
+        }
+        let generation = Int(current?.generation ?? 0) + 1
+        var stubs: [AttachmentStub] = []
+        for attachment in attachments {
+            stubs.removeAll { $0.name == attachment.name }
+            switch attachment.content {
+            case .stub:
+                if let kept = old.first(where: { $0.name == attachment.name }) { stubs.append(kept) }
+            case .new(_, let digest, let length):
+                stubs.append(AttachmentStub(name: attachment.name, contentType: attachment.contentType, revpos: generation,
+                                            digest: digest, length: length))
+            }
+        }
+        return AttachmentStub.body(body, adding: stubs)
+    }
+}

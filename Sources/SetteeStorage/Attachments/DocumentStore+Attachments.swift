@@ -78,13 +78,11 @@ extension DocumentStore {
 
 extension DocumentStore {
     /// The stub of attachment `name` of the live document `id` in `transaction`.
-    package func attachmentStub(_ name: String, of id: String, in transaction: LMDBTransaction) throws(DocumentError) -> AttachmentStub {
-        let document: Document?
-        do { document = try record(id, in: transaction) } catch let error as DocumentError { throw error } catch {
-            throw DocumentError(.notFound, "\(error)", id: id)
-        }
+    /// - Throws: ``DocumentError`` `not_found` when there is no such document or attachment.
+    package func attachmentStub(_ name: String, of id: String, in transaction: LMDBTransaction) throws -> AttachmentStub {
+        let document = try record(id, in: transaction)
         guard let document, !document.isDeleted else { throw DocumentError(.notFound, document == nil ? "missing" : "deleted", id: id) }
-        let stubs = (try? document.body.withUnsafeBytes { try AttachmentStub.stubs(inBody: $0) }) ?? []
+        let stubs = try document.body.withUnsafeBytes { try AttachmentStub.stubs(inBody: $0) }
         guard let stub = stubs.first(where: { $0.name == name }) else {
             throw DocumentError(.notFound, "Document is missing attachment", id: id)
         }
