@@ -60,6 +60,22 @@ enum AttachmentBenchmark {
         _ = try db.putAttachment(Blob(file: file, contentType: "application/octet-stream"), named: "copy.bin", of: "big", revision: written.revision)
         time = clock.now - start
         table.add("attachment put of bytes already stored (digest only)", throughput(size, time) + ", peak \(peak.megabytes()) MB")
+        // The same bytes through memory: a Blob holding Data, and attachment(_:of:) reading into one.
+        var data: Data? = try Data(contentsOf: file)
+        data![0] ^= 0xFF  // other bytes than the file's, so they are stored anew
+        peak = PeakMemory()
+        let inMemoryBaseline = peak.megabytes()
+        start = clock.now
+        _ = try db.putAttachment(Blob(data: data!), named: "memory.bin", of: "memory", revision: nil)
+        time = clock.now - start
+        table.add("attachment put from Data in memory (new bytes)", throughput(size, time) + ", peak \(peak.megabytes() - inMemoryBaseline) MB above the Data")
+        data = nil
+        peak = PeakMemory()
+        start = clock.now
+        let read = try db.attachment("memory.bin", of: "memory")
+        time = clock.now - start
+        precondition(read?.data?.count == size)
+        table.add("attachment(_:of:) into Data", throughput(size, time) + ", peak \(peak.megabytes()) MB")
         table.print()
         try? FileManager.default.removeItem(at: file)
         try? FileManager.default.removeItem(at: out)

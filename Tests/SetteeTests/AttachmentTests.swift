@@ -211,7 +211,7 @@ struct AttachmentDigestTests {
         let bodies = try #require(db.store.attachmentBodies)
         let digest = try #require(AttachmentStub.digest(fromText: AttachmentTests.helloDigest))
         // Another body of the same length under the same digest: what an MD5 collision would look like.
-        let forged = AttachmentEdit(name: "y.txt", contentType: "text/plain", content: .new(.bytes(Array("jello".utf8)), digest: digest, length: 5))
+        let forged = AttachmentEdit(name: "y.txt", contentType: "text/plain", content: .new(.bytes(Data("jello".utf8)), digest: digest, length: 5))
         let error = try #require(throws: DocumentError.self) {
             try db.store.putAttachment(forged, of: "b", revision: nil)
         }
@@ -229,7 +229,7 @@ struct AttachmentDigestTests {
         let db = try openDatabase(directory)
         let bodies = try #require(db.store.attachmentBodies)
         try db.environment.write { transaction in
-            try bodies.retain(MD5.hash(Array("orphan".utf8)), count: 1, length: 6, source: .bytes(Array("orphan".utf8)), name: "o", in: transaction)
+            try bodies.retain(MD5.hash(Array("orphan".utf8)), count: 1, length: 6, source: .bytes(Data("orphan".utf8)), name: "o", in: transaction)
         }
         let problems = try db.verify().problems
         #expect(problems.contains { $0.contains("referred to by no document") }, "\(problems)")

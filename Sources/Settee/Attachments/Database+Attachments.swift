@@ -12,8 +12,7 @@ extension Database {
     public func attachment(_ name: String, of id: String) throws -> Blob? {
         var data = Data()
         do {
-            let stub = try store.readAttachment(name, of: id) { chunk in
-                if data.isEmpty { data.reserveCapacity(max(chunk.count, 0)) }
+            let stub = try store.readAttachment(name, of: id, starting: { data.reserveCapacity($0.length) }) { chunk in
                 data.append(contentsOf: chunk)
             }
             return Blob(stub: stub, data: data)
@@ -68,7 +67,7 @@ extension Database {
         let attachment: AttachmentEdit
         switch blob.content {
         case .data(let data):
-            attachment = AttachmentEdit(name: name, contentType: blob.contentType, bytes: Array(data))
+            attachment = AttachmentEdit(name: name, contentType: blob.contentType, bytes: data)
         case .file(let url):
             attachment = try AttachmentEdit(name: name, contentType: blob.contentType, file: url)
         case .stored:

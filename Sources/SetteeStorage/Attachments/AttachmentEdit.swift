@@ -3,8 +3,9 @@ import SetteeCore
 
 /// Where the bytes of an attachment being written come from.
 package enum AttachmentSource: Sendable {
-    /// Bytes in memory (inline base64 `data`, or a ``Blob`` holding data).
-    case bytes([UInt8])
+    /// Bytes in memory (inline base64 `data`, or a ``Blob`` holding data),
+    /// stored from where they are, not copied first.
+    case bytes(Data)
     /// A file, read a chunk at a time while it is stored.
     case file(URL)
 }
@@ -33,8 +34,9 @@ package struct AttachmentEdit: Sendable {
     package static let defaultContentType = "application/octet-stream"
 
     /// New bytes from memory.
-    package init(name: String, contentType: String, bytes: [UInt8]) {
-        self.init(name: name, contentType: contentType, content: .new(.bytes(bytes), digest: MD5.hash(bytes), length: bytes.count))
+    package init(name: String, contentType: String, bytes: Data) {
+        let digest = bytes.withUnsafeBytes { MD5.hash($0) }
+        self.init(name: name, contentType: contentType, content: .new(.bytes(bytes), digest: digest, length: bytes.count))
     }
 
     /// New bytes from a file: it is read once here for its digest and length,
@@ -84,7 +86,7 @@ package struct AttachmentEdit: Sendable {
                 guard let text = data.stringValue, let bytes = Data(base64Encoded: text.filter { !$0.isWhitespace }) else {
                     throw DocumentError(.badRequest, "Invalid attachment data for \(name)", id: id)
                 }
-                edits.append(AttachmentEdit(name: name, contentType: contentType, bytes: Array(bytes)))
+                edits.append(AttachmentEdit(name: name, contentType: contentType, bytes: bytes))
             } else if value["follows"] == .bool(true) {
                 throw DocumentError(.badRequest, "attachment \(name) \"follows\" a multipart request, which Settee does not take: send its bytes as base64 \"data\", or put it with settee attachment put / Database.putAttachment", id: id)
             } else {

@@ -91,11 +91,14 @@ extension DocumentStore {
 
     /// Hands the bytes of attachment `name` of document `id` to `body` a chunk
     /// at a time (each valid only during its call), in one read transaction;
-    /// returns its stub. Memory stays at a chunk however large it is: the
-    /// pages read are given back to the kernel as the read goes.
-    package func readAttachment(_ name: String, of id: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> AttachmentStub {
+    /// returns its stub (handed to `starting` first, before any chunk).
+    /// Memory stays at a chunk however large it is: the pages read are given
+    /// back to the kernel as the read goes.
+    package func readAttachment(_ name: String, of id: String, starting: (AttachmentStub) throws -> Void = { _ in },
+                                _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> AttachmentStub {
         try environment.read { transaction in
             let stub = try attachmentStub(name, of: id, in: transaction)
+            try starting(stub)
             guard let bodies = attachmentBodies else { throw Self.missingBody(stub, id: id, path: environment.path) }
             var sinceRelease = 0
             let found = try bodies.forEachChunk(stub.digest, in: transaction) { chunk in
