@@ -255,3 +255,22 @@ struct AttachmentValidationTests {
         #expect(try storedBodies(db).bodies == 1, "the refused writes stored nothing")
     }
 }
+
+@Suite("Attachments through imports and batches")
+struct AttachmentImportTests {
+    @Test("Imported documents and batch writes store their inline attachments, sharing equal bytes")
+    func importAndBatch() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        let lines = (0..<3).map { #"{"_id":"i\#($0)","_attachments":{"x.txt":{"content_type":"text/plain","data":"aGVsbG8="}}}"# }
+        let report = try db.importDocuments(Data(lines.joined(separator: "\n").utf8))
+        #expect(report.imported == 3 && report.rejected.isEmpty)
+        try db.write { batch in
+            try batch.put(#"{"_id":"w1","_attachments":{"x.txt":{"data":"aGVsbG8="}}}"#)
+        }
+        #expect(try storedBodies(db, digest: AttachmentTests.helloDigest).count == 4)
+        #expect(try db.attachment("x.txt", of: "i2")?.data == Data("hello".utf8))
+        #expect(try db.attachment("x.txt", of: "w1")?.data == Data("hello".utf8))
+        #expect(try db.verify().problems.isEmpty)
+    }
+}
