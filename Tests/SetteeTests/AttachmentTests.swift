@@ -274,3 +274,19 @@ struct AttachmentImportTests {
         #expect(try db.verify().problems.isEmpty)
     }
 }
+
+@Suite("Attachments from files that change")
+struct AttachmentFileChangeTests {
+    @Test("A file that changes between its hashing and its storing is refused, and nothing is stored")
+    func fileChangedWhileStored() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        let file = directory.file("f.txt", contents: "first")
+        let attachment = try AttachmentEdit(name: "f.txt", contentType: "text/plain", file: file)
+        try Data("second, longer".utf8).write(to: file)
+        let error = try #require(throws: DocumentError.self) { try db.store.putAttachment(attachment, of: "d", revision: nil) }
+        #expect(error.reason.contains("changed while they were stored"), "\(error.reason)")
+        #expect(try db.document("d") == nil)
+        #expect(try storedBodies(db).bodies == 0 && storedBodies(db).chunks == 0)
+    }
+}
