@@ -8,7 +8,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo-db
 BENCH_DOCS ?= 1000000
 
-.PHONY: deps build test crash-test demo bench bench-couchjs clean modules
+.PHONY: deps build test crash-test demo bench bench-attachments bench-couchjs clean modules
 
 deps:
 	@missing=""; \
@@ -41,6 +41,12 @@ demo: build
 bench: deps
 	$(SWIFT) build -c release --product SetteeBenchmarks
 	"$$($(SWIFT) build -c release --show-bin-path)/SetteeBenchmarks" --docs $(BENCH_DOCS)
+
+# One attachment of ATTACHMENT_MB megabytes put from a file and got to a file: MB/s and peak memory.
+ATTACHMENT_MB ?= 200
+bench-attachments: deps
+	$(SWIFT) build -c release --product SetteeBenchmarks
+	"$$($(SWIFT) build -c release --show-bin-path)/SetteeBenchmarks" --attachments $(ATTACHMENT_MB)
 
 clean:
 	rm -rf .build "$(DEMO_DB)"

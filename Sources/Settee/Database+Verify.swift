@@ -45,7 +45,10 @@ extension Database {
     /// - every view index, against the documents: each row's layout and JSON,
     ///   its document exists, its back-index entry lists it (and each row a
     ///   back-index entry lists exists), the count its state records, and
-    ///   the layout of its stored reduction chunks.
+    ///   the layout of its stored reduction chunks;
+    /// - attachments: each stored body's reference count against the stubs
+    ///   of the documents, no body that nothing refers to, and its chunks
+    ///   adding up to its length.
     ///
     /// LMDB keeps no checksums: damage it cannot see (a page overwritten with
     /// plausible bytes) shows here as records that do not decode or do not
@@ -133,6 +136,12 @@ extension Database {
             }
         }
         try verifyKeptCounts(counted, in: transaction, report: &report)
+        // Attachments: reference counts, bodies and chunks against the documents' stubs.
+        do {
+            for problem in try store.attachmentProblems() { report.problem("attachments: \(problem)") }
+        } catch {
+            report.problem("attachments: \(error)")
+        }
     }
 
     /// Compares the kept counts with those of a full read of the documents

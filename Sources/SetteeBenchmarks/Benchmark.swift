@@ -14,6 +14,7 @@ struct Benchmark {
         var documentCount = 1_000_000
         var workerCount = ProcessInfo.processInfo.activeProcessorCount
         var queryRuns = 5000
+        var attachmentMegabytes: Int?
         var arguments = CommandLine.arguments.dropFirst()
         var wakeUpOnly = false
         while let argument = arguments.popFirst() {
@@ -25,14 +26,19 @@ struct Benchmark {
             case "--docs": documentCount = Int(arguments.popFirst() ?? "") ?? documentCount
             case "--workers": workerCount = Int(arguments.popFirst() ?? "") ?? workerCount
             case "--query-runs": queryRuns = Int(arguments.popFirst() ?? "") ?? queryRuns
+            case "--attachments": attachmentMegabytes = Int(arguments.popFirst() ?? "") ?? 200
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--attachments MB (only: put and get one attachment of MB megabytes)]")
                 return
             }
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("settee-bench-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        if let attachmentMegabytes {
+            try AttachmentBenchmark.run(megabytes: attachmentMegabytes, in: directory)
+            return
+        }
 
         if wakeUpOnly {
             var table = Table()

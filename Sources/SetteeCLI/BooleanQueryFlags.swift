@@ -8,7 +8,7 @@ import ArgumentParser
 enum BooleanQueryFlags {
     /// CouchDB's boolean view parameters, by every long name they take.
     static let names: Set<String> = Set(
-        ["inclusive_end", "descending", "group", "reduce", "include_docs", "conflicts", "update_seq", "stable", "sorted", "update"]
+        ["inclusive_end", "descending", "group", "reduce", "include_docs", "conflicts", "update_seq", "stable", "sorted", "update", "attachments"]
             .flatMap { [$0, kebabCase($0)] })
 
     /// `arguments` with each boolean parameter that no value follows given

@@ -42,9 +42,38 @@ struct GetCommand: ParsableCommand {
     @Argument(help: "The document's id.")
     var id: String
 
+    @Option(help: "Include the bytes of attachments as base64 data (CouchDB's attachments=true).")
+    var attachments: Bool = false
+
+    @Option(name: [.customLong("atts-since"), .customLong("atts_since")],
+            help: ArgumentHelp("With --attachments: a JSON array of revisions the reader has; attachments stored by then stay stubs.", valueName: "revs"))
+    var attsSince: String?
+
+    func validate() throws {
+        _ = try sinceRevisions()
+    }
+
+    /// `--atts-since` as revisions.
+    private func sinceRevisions() throws -> [Revision]? {
+        guard let attsSince else { return nil }
+        guard case .array(let items)? = try? JSONValue(parsing: attsSince) else {
+            throw ValidationError("--atts-since must be a JSON array of revisions, not \(attsSince)")
+        }
+        return try items.map { item in
+            guard let text = item.stringValue, let revision = Revision(text) else {
+                throw ValidationError("--atts-since: \(item.jsonText) is not a revision (N-<32 hex digits>)")
+            }
+            return revision
+        }
+    }
+
     func run() throws {
         try reportingErrors {
             let db = try database.open(creating: false)
+            if attachments, let document = try db.document(id, attachments: true, since: try sinceRevisions()) {
+                print(document.json)
+                return
+            }
             guard let document = try db.documentIncludingDeleted(id), !document.isDeleted else {
                 throw DocumentError(.notFound, try db.documentIncludingDeleted(id) == nil ? "missing" : "deleted", id: id)
             }

@@ -33,7 +33,7 @@ enum LeadingDatabaseOptions {
         // The subcommand's words: the first one and, for a command group, the ones naming its subcommand.
         var rest = Array(arguments[index...])
         var words = 1
-        if rest[0] == "design", rest.count > 1, !rest[1].hasPrefix("-") { words = 2 }
+        if rest[0] == "design" || rest[0] == "attachment", rest.count > 1, !rest[1].hasPrefix("-") { words = 2 }
         rest.insert(contentsOf: leading, at: words)
         return rest
     }

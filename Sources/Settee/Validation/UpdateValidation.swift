@@ -46,7 +46,7 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
         let functions = lock.withLock { self.current }
         if functions.isEmpty { return }
         var arguments: [UInt8] = [UInt8(ascii: "[")]
-        appendNewDocument(edit, id: id, into: &arguments)
+        appendNewDocument(edit, id: id, current: current, into: &arguments)
         arguments.append(UInt8(ascii: ","))
         if let current {
             var id = id
@@ -69,8 +69,9 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
     }
 
     /// `newDoc`: the edit as written, with `_id`, the `_rev` it names and
-    /// `_deleted` for a deletion.
-    private func appendNewDocument(_ edit: DocumentEdit, id: String, into out: inout [UInt8]) {
+    /// `_deleted` for a deletion, and its `_attachments` as stubs.
+    private func appendNewDocument(_ edit: DocumentEdit, id: String, current: DocumentRecord?, into out: inout [UInt8]) {
+        let body = edit.bodyWithAttachmentStubs(current: current)
         out.append(contentsOf: #"{"_id":"#.utf8)
         JSONWriter.writeString(id, into: &out)
         if let revision = edit.revision {
@@ -78,9 +79,9 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
             JSONWriter.writeString(revision.description, into: &out)
         }
         if edit.deleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
-        if edit.body.count > 2 {
+        if body.count > 2 {
             out.append(UInt8(ascii: ","))
-            out.append(contentsOf: edit.body[1...])
+            out.append(contentsOf: body[1...])
         } else {
             out.append(UInt8(ascii: "}"))
         }

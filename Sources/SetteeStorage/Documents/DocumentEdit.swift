@@ -11,6 +11,9 @@ package struct DocumentEdit: Sendable {
     package var body: [UInt8]
     /// MD5 of `body`, for the revision.
     package var bodyDigest: [UInt8]
+    /// The `_attachments` member (new bytes and stubs), or nil when the
+    /// document has none: `body` never holds it.
+    package var attachments: [AttachmentEdit]?
 
     /// The longest id the storage engine can key (LMDB's 511-byte key limit).
     package static let maximumIDBytes = 511
@@ -34,6 +37,7 @@ package struct DocumentEdit: Sendable {
         var id: String?
         var revision: Revision?
         var deleted = false
+        var attachments: [AttachmentEdit]?
         var body: [UInt8] = [UInt8(ascii: "{")]
         body.reserveCapacity(json.count)
         for member in members {
@@ -55,6 +59,9 @@ package struct DocumentEdit: Sendable {
                     }
                     deleted = flag
                     continue
+                case "_attachments":
+                    attachments = try AttachmentEdit.parse(value, id: id)
+                    continue
                 default:
                     throw DocumentError(.documentValidation, "Bad special document member: \(member.key)", id: id)
                 }
@@ -73,6 +80,7 @@ package struct DocumentEdit: Sendable {
         self.deleted = deleted
         self.body = deleted ? Self.emptyBody : body
         self.bodyDigest = MD5.hash(self.body)
+        self.attachments = deleted ? nil : attachments
     }
 
     /// A deletion: its tombstone keeps no members.

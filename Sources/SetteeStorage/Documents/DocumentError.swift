@@ -22,6 +22,9 @@ public struct DocumentError: Error, Sendable, Equatable, CustomStringConvertible
         /// The document is larger than the database accepts (CouchDB's 413
         /// `document_too_large`; see ``Database/Options/maximumDocumentBytes``).
         case documentTooLarge = "document_too_large"
+        /// An attachment stub (`"stub": true`) names an attachment the
+        /// current revision does not have (CouchDB's 412 `missing_stub`).
+        case missingStub = "missing_stub"
     }
 
     public var code: Code
@@ -69,6 +72,7 @@ extension DocumentError: SetteeError {
         case .unauthorized: .unauthorized
         case .documentTooLarge: .documentTooLarge
         case .invalidDesignDocument: .invalidDesignDocument
+        case .missingStub: .missingStub
         }
     }
 }

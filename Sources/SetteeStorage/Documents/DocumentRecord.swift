@@ -7,6 +7,8 @@ import SetteeCore
 package struct DocumentRecord {
     package static let headerSize = 29
     package static let deletedFlag: UInt8 = 1
+    /// The body has an `_attachments` member (see ``AttachmentStub``).
+    package static let attachmentsFlag: UInt8 = 2
 
     package let bytes: UnsafeRawBufferPointer
 
@@ -34,15 +36,17 @@ package struct DocumentRecord {
     package var generation: UInt32 { UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self)) }
     package var revision: Revision { Revision(generation: generation, hash: Array(bytes[12..<28])) }
     package var isDeleted: Bool { bytes[28] & Self.deletedFlag != 0 }
+    package var hasAttachments: Bool { bytes[28] & Self.attachmentsFlag != 0 }
     package var body: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[Self.headerSize...]) }
 
-    package static func encode(sequence: UInt64, revision: Revision, deleted: Bool, body: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+    package static func encode(sequence: UInt64, revision: Revision, deleted: Bool, body: UnsafeRawBufferPointer, into out: inout [UInt8],
+                               hasAttachments: Bool = false) {
         out.removeAll(keepingCapacity: true)
         out.reserveCapacity(headerSize + body.count)
         withUnsafeBytes(of: sequence.littleEndian) { out.append(contentsOf: $0) }
         withUnsafeBytes(of: revision.generation.littleEndian) { out.append(contentsOf: $0) }
         out.append(contentsOf: revision.hash)
-        out.append(deleted ? deletedFlag : 0)
+        out.append((deleted ? deletedFlag : 0) | (hasAttachments ? attachmentsFlag : 0))
         out.append(contentsOf: body)
     }
 

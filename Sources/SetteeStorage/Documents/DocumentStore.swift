@@ -21,6 +21,9 @@ package final class DocumentStore: Sendable {
     /// The largest documents and design documents written.
     package let sizeLimits: DocumentSizeLimits
     private let ids = DocumentIDGenerator()
+    /// The bodies of attachments, by digest; nil only in a database opened
+    /// read-only that never stored one.
+    package let attachmentBodies: AttachmentBodies?
     /// Checks each edit before it is written (design documents' `validate_doc_update`).
     package let validation: (any DocumentWriteValidation)?
 
@@ -34,6 +37,7 @@ package final class DocumentStore: Sendable {
         seqs = tables[1]
         let hasMetadata = try !environment.isReadOnly || environment.tableNames().contains(DatabaseFormat.table)
         metadata = hasMetadata ? try environment.openDatabases([DatabaseFormat.table])[0] : nil
+        attachmentBodies = try AttachmentBodies(environment: environment)
         let seqs = seqs
         commits = try CommitSignal.shared(environment: environment) { transaction in
             try transaction.withCursor(seqs) { cursor in
@@ -160,8 +164,16 @@ package final class DocumentStore: Sendable {
             if let validation { try validation.validate(edit, id: id, current: current) }
             // Read before the put: the record points into the page the put rewrites.
             let wasDeleted = current?.isDeleted
-            let revision = Revision.next(after: previous, deleted: edit.deleted, bodyDigest: edit.bodyDigest)
-            edit.body.withUnsafeBytes { DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch) }
+            // Attachments: only an edit that names some, or replaces a revision that had some, pays for them.
+            var attached: (body: [UInt8], digest: [UInt8])?
+            if edit.attachments != nil || current?.hasAttachments == true {
+                attached = try writeAttachments(of: edit, id: id, current: current, generation: Int((previous?.generation ?? 0) + 1), in: transaction)
+            }
+            let revision = Revision.next(after: previous, deleted: edit.deleted, bodyDigest: attached?.digest ?? edit.bodyDigest)
+            (attached?.body ?? edit.body).withUnsafeBytes {
+                DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch,
+                                      hasAttachments: attached != nil)
+            }
             try scratch.withUnsafeBytes { try transaction.put(docs, key, $0) }
             if let previousSequence {
                 try withUnsafeBytes(of: previousSequence.bigEndian) { _ = try transaction.delete(seqs, $0) }

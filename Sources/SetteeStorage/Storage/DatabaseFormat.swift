@@ -26,6 +26,7 @@ package enum DatabaseFormat {
 
     package static func isSetteeTable(_ name: String) -> Bool {
         name == table || name == indexStateTable || documentTables.contains(name)
+            || name == AttachmentBodies.referencesTable || name == AttachmentBodies.chunksTable
             || name.hasPrefix("rows:") || name.hasPrefix("back:") || name.hasPrefix("chunks:")
     }
 

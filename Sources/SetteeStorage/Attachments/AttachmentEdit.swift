@@ -1,0 +1,125 @@
+import Foundation
+import SetteeCore
+
+/// Where the bytes of an attachment being written come from.
+package enum AttachmentSource: Sendable {
+    /// Bytes in memory (inline base64 `data`, or a ``Blob`` holding data),
+    /// stored from where they are, not copied first.
+    case bytes(Data)
+    /// A file, read a chunk at a time while it is stored.
+    case file(URL)
+}
+
+/// One member of an edit's `_attachments`: new bytes, or a stub that keeps
+/// the current revision's attachment of that name.
+package struct AttachmentEdit: Sendable {
+    package enum Content: Sendable {
+        /// Keep the current revision's attachment; `revpos`, when given, must be its revpos.
+        case stub(revpos: Int?)
+        /// New bytes, their MD5 and length known before the write.
+        case new(AttachmentSource, digest: [UInt8], length: Int)
+    }
+
+    package var name: String
+    package var contentType: String
+    package var content: Content
+
+    package init(name: String, contentType: String, content: Content) {
+        self.name = name
+        self.contentType = contentType
+        self.content = content
+    }
+
+    /// CouchDB's content type for attachments that name none.
+    package static let defaultContentType = "application/octet-stream"
+
+    /// New bytes from memory.
+    package init(name: String, contentType: String, bytes: Data) {
+        let digest = bytes.withUnsafeBytes { MD5.hash($0) }
+        self.init(name: name, contentType: contentType, content: .new(.bytes(bytes), digest: digest, length: bytes.count))
+    }
+
+    /// New bytes from a file: it is read once here for its digest and length,
+    /// and again while it is stored (checked against them).
+    package init(name: String, contentType: String, file: URL) throws {
+        let (digest, length) = try AttachmentBodies.digest(ofFile: file)
+        self.init(name: name, contentType: contentType, content: .new(.file(file), digest: digest, length: length))
+    }
+
+    /// Checks an attachment name as CouchDB does.
+    package static func validate(name: String, id: String?) throws(DocumentError) {
+        if name.isEmpty { throw DocumentError(.badRequest, "Attachment name can't be empty", id: id) }
+        if name.hasPrefix("_") {
+            throw DocumentError(.badRequest, "Attachment name '\(name)' starts with prohibited character '_'", id: id)
+        }
+    }
+
+    /// The attachments an incoming document's `_attachments` member names.
+    package static func parse(_ json: UnsafeRawBufferPointer, id: String?) throws(DocumentError) -> [AttachmentEdit] {
+        guard case .object(let members)? = try? JSONParser.parse(json) else {
+            throw DocumentError(.badRequest, "_attachments must be a JSON object of attachments by name", id: id)
+        }
+        var edits: [AttachmentEdit] = []
+        edits.reserveCapacity(members.count)
+        for (name, value) in members {
+            try validate(name: name, id: id)
+            guard case .object = value else {
+                throw DocumentError(.badRequest, "attachment \(name) must be a JSON object", id: id)
+            }
+            var contentType = defaultContentType
+            if let type = value["content_type"] {
+                guard let text = type.stringValue else {
+                    throw DocumentError(.badRequest, "attachment \(name): content_type must be a string", id: id)
+                }
+                contentType = text
+            }
+            if value["stub"] == .bool(true) {
+                var revpos: Int?
+                if let number = value["revpos"] {
+                    guard let position = number.doubleValue, position >= 0, position == position.rounded(), position < 1e15 else {
+                        throw DocumentError(.badRequest, "attachment \(name): revpos must be a non-negative integer", id: id)
+                    }
+                    revpos = Int(position)
+                }
+                edits.append(AttachmentEdit(name: name, contentType: contentType, content: .stub(revpos: revpos)))
+            } else if let data = value["data"] {
+                guard let text = data.stringValue, let bytes = Data(base64Encoded: text.filter { !$0.isWhitespace }) else {
+                    throw DocumentError(.badRequest, "Invalid attachment data for \(name)", id: id)
+                }
+                edits.append(AttachmentEdit(name: name, contentType: contentType, bytes: bytes))
+            } else if value["follows"] == .bool(true) {
+                throw DocumentError(.badRequest, "attachment \(name) \"follows\" a multipart request, which Settee does not take: send its bytes as base64 \"data\", or put it with settee attachment put / Database.putAttachment", id: id)
+            } else {
+                throw DocumentError(.badRequest, "attachment \(name) has neither \"data\" (base64) nor \"stub\": true", id: id)
+            }
+        }
+        return edits
+    }
+}
+
+extension DocumentEdit {
+    /// The body as the revision written will hold it, for
+    /// `validate_doc_update`'s `newDoc`: its `_attachments` as stubs (new bytes
+    /// with the revpos of the revision being written, stubs as `current` has
+    /// them). Without attachments, the body itself.
+    package func bodyWithAttachmentStubs(current: DocumentRecord?) -> [UInt8] {
+        guard let attachments, !attachments.isEmpty else { return body }
+        var old: [AttachmentStub] = []
+        if let current, current.hasAttachments, !current.isDeleted {
+            old = (try? AttachmentStub.stubs(inBody: current.body)) ?? []
+        }
+        let generation = Int(current?.generation ?? 0) + 1
+        var stubs: [AttachmentStub] = []
+        for attachment in attachments {
+            stubs.removeAll { $0.name == attachment.name }
+            switch attachment.content {
+            case .stub:
+                if let kept = old.first(where: { $0.name == attachment.name }) { stubs.append(kept) }
+            case .new(_, let digest, let length):
+                stubs.append(AttachmentStub(name: attachment.name, contentType: attachment.contentType, revpos: generation,
+                                            digest: digest, length: length))
+            }
+        }
+        return AttachmentStub.body(body, adding: stubs)
+    }
+}
