@@ -23,6 +23,14 @@ package final class DocumentStore: Sendable {
     private let ids = DocumentIDGenerator()
     /// Checks each edit before it is written (design documents' `validate_doc_update`).
     package let validation: (any DocumentWriteValidation)?
+    /// `_local/` documents (``localRecord(_:in:)``), the purge log
+    /// (``purge(_:in:)``) and expirations by id and by time
+    /// (``setExpiration(_:for:)``); nil only in a database from before them,
+    /// opened read-only.
+    package let local: LMDBTable?
+    package let purges: LMDBTable?
+    package let expirations: LMDBTable?
+    package let expirationTimes: LMDBTable?
 
     package init(environment: LMDBEnvironment, logger: Logger, validation: (any DocumentWriteValidation)? = nil, sizeLimits: DocumentSizeLimits) throws {
         self.environment = environment
@@ -34,6 +42,8 @@ package final class DocumentStore: Sendable {
         seqs = tables[1]
         let hasMetadata = try !environment.isReadOnly || environment.tableNames().contains(DatabaseFormat.table)
         metadata = hasMetadata ? try environment.openDatabases([DatabaseFormat.table])[0] : nil
+        let optional = try Self.openOptionalTables(environment)
+        (local, purges, expirations, expirationTimes) = (optional[0], optional[1], optional[2], optional[3])
         let seqs = seqs
         commits = try CommitSignal.shared(path: environment.path) {
             try environment.read { transaction in
@@ -48,6 +58,7 @@ package final class DocumentStore: Sendable {
 
     /// The current revision of a document, tombstones included.
     package func record(_ id: String, in transaction: LMDBTransaction) throws -> Document? {
+        if id.utf8.first == UInt8(ascii: "_") && id.hasPrefix(Self.localPrefix) { return try localRecord(id, in: transaction) }
         var key = id
         return try key.withUTF8 { key in
             try transaction.get(docs, UnsafeRawBufferPointer(key)).map {
@@ -138,6 +149,7 @@ package final class DocumentStore: Sendable {
     package func apply(_ edit: DocumentEdit, sequence: UInt64, in transaction: LMDBTransaction, scratch: inout [UInt8],
                countChange: inout DocumentCounts) throws -> WriteResult {
         let id = edit.id ?? ids.next()
+        if id.utf8.first == UInt8(ascii: "_") && id.hasPrefix(Self.localPrefix) { return try applyLocal(edit, id: id, in: transaction, scratch: &scratch) }
         var idCopy = id
         return try idCopy.withUTF8 { idBytes in
             let key = UnsafeRawBufferPointer(idBytes)
@@ -215,7 +227,8 @@ package final class DocumentStore: Sendable {
                 do {
                     try check?(edit, transaction)
                     let result = try apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch, countChange: &countChange)
-                    sequence += 1
+                    // A local document takes no sequence number (its result's is 0).
+                    sequence = max(sequence, result.sequence)
                     results.append(.success(result))
                 } catch let error as DocumentError {
                     results.append(.failure(error))

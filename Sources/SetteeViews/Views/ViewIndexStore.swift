@@ -116,8 +116,9 @@ package final class ViewIndexStore: Sendable {
     /// The named tables a process may open (`mdb_env_set_maxdbs` in
     /// ``LMDBEnvironment/open(directory:initialMapSize:maximumMapSize:readAhead:)``).
     package static let tableHandles = 4_096
-    /// Named tables besides the indexes': `docs`, `seqs`, `views`.
-    package static let otherTables = 3
+    /// Named tables besides the indexes': `docs`, `seqs`, `views`, `settee`,
+    /// and ``DatabaseFormat/laterTables``.
+    package static let otherTables = 4 + DatabaseFormat.laterTables.count
     /// The most indexes a database holds: past it, opening a table fails
     /// (`MDB_DBS_FULL`) and with it every command that opens one. Design
     /// documents needing more are refused when stored.
