@@ -158,6 +158,8 @@ extension Database {
             var entry = try cursor.first()
             while let (key, id) = entry {
                 entry = try cursor.next()
+                // A purge's entry holds the sequence only (``DocumentStore/purge(_:)``).
+                if id.isEmpty { continue }
                 report.changes += 1
                 guard key.count == 8 else {
                     report.problem("changes feed: a key is \(key.count) bytes where a sequence number takes 8")

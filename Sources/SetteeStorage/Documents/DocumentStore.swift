@@ -59,6 +59,14 @@ package final class DocumentStore: Sendable {
     /// The current revision of a document, tombstones included.
     package func record(_ id: String, in transaction: LMDBTransaction) throws -> Document? {
         if id.utf8.first == UInt8(ascii: "_") && id.hasPrefix(Self.localPrefix) { return try localRecord(id, in: transaction) }
+        guard let document = try storedRecord(id, in: transaction) else { return nil }
+        // Past its expiration time a document reads as missing, before the purge that removes it has run.
+        if expirations != nil, try isExpired(id, in: transaction) { return nil }
+        return document
+    }
+
+    /// The current revision of a document as stored, tombstones and expired documents included.
+    package func storedRecord(_ id: String, in transaction: LMDBTransaction) throws -> Document? {
         var key = id
         return try key.withUTF8 { key in
             try transaction.get(docs, UnsafeRawBufferPointer(key)).map {
@@ -111,6 +119,11 @@ package final class DocumentStore: Sendable {
                 var entry = try withUnsafeBytes(of: start) { try cursor.seek(atOrAfter: $0) }
                 while let (key, id) = entry {
                     let sequence = try Self.sequence(fromKey: key, path: environment.path)
+                    // A purge's entry (``purge(_:)``): it only holds the sequence.
+                    if id.isEmpty {
+                        entry = try cursor.next()
+                        continue
+                    }
                     guard let record = try documents.find(id)?.value else {
                         throw StorageError(code: MDB_CORRUPTED, operation: "reading the changes feed: seq \(sequence) names a missing document")
                     }

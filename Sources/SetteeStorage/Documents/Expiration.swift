@@ -1,0 +1,110 @@
+import Foundation
+import SetteeCore
+
+/// Document expiration, as Couchbase Lite's `setDocumentExpiration`: a time
+/// per document, after which it is purged (``purge(_:)``). Kept twice: in
+/// `expirations` (id → time) to read and clear one document's, and in
+/// `expiration_times` (time ‖ id → nothing) to find those due, in order.
+/// A time is stored as big-endian u64 milliseconds since 1970.
+///
+/// Past its time a document reads as missing (``record(_:in:)``), before the
+/// purge has run.
+extension DocumentStore {
+    /// Milliseconds since 1970 (clamped to 0 before it).
+    static func milliseconds(_ date: Date) -> UInt64 {
+        let value = (date.timeIntervalSince1970 * 1000).rounded(.up)
+        return value <= 0 ? 0 : value >= 1.8e19 ? UInt64.max : UInt64(value)
+    }
+
+    private static func date(_ bytes: UnsafeRawBufferPointer) -> Date {
+        Date(timeIntervalSince1970: Double(UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))) / 1000)
+    }
+
+    private static func timeKey(_ milliseconds: UInt64, id: String) -> [UInt8] {
+        withUnsafeBytes(of: milliseconds.bigEndian, Array.init) + Array(id.utf8)
+    }
+
+    /// When the document expires, or nil when it does not.
+    package func expiration(of id: String, in transaction: LMDBTransaction) throws -> Date? {
+        guard let expirations, let bytes = try transaction.get(expirations, Array(id.utf8)), bytes.count == 8 else { return nil }
+        return Self.date(bytes)
+    }
+
+    /// Whether the document has an expiration time that has passed.
+    func isExpired(_ id: String, in transaction: LMDBTransaction, now: Date = Date()) throws -> Bool {
+        guard let expires = try expiration(of: id, in: transaction) else { return false }
+        return expires <= now
+    }
+
+    /// Sets (or, with nil, clears) when a document expires. The document
+    /// must exist and not be deleted (a local document does not expire).
+    package func setExpiration(_ date: Date?, for id: String) throws {
+        try DocumentEdit.validate(id: id)
+        if id.hasPrefix(Self.localPrefix) {
+            throw DocumentError(.badRequest, "Local documents (`_local/`) do not expire", id: id)
+        }
+        try environment.write { transaction in
+            let expirations = try writable(expirations), times = try writable(expirationTimes)
+            if date != nil {
+                guard let document = try record(id, in: transaction) else { throw DocumentError(.notFound, "missing", id: id) }
+                if document.isDeleted { throw DocumentError(.notFound, "deleted", id: id) }
+            }
+            try removeExpiration(of: id, in: transaction)
+            guard let date else { return }
+            let milliseconds = Self.milliseconds(date)
+            try withUnsafeBytes(of: milliseconds.bigEndian) { try transaction.put(expirations, Array(id.utf8), $0) }
+            try transaction.put(times, Self.timeKey(milliseconds, id: id), [UInt8]())
+        }
+    }
+
+    /// Forgets a document's expiration time, if it has one.
+    func removeExpiration(of id: String, in transaction: LMDBTransaction) throws {
+        guard let expirations, let times = expirationTimes else { return }
+        let key = Array(id.utf8)
+        guard let bytes = try transaction.get(expirations, key), bytes.count == 8 else { return }
+        let milliseconds = UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
+        _ = try transaction.delete(expirations, key)
+        _ = try transaction.delete(times, Self.timeKey(milliseconds, id: id))
+    }
+
+    /// The documents that expire before `date` (all, without one), soonest first.
+    package func expiring(before date: Date?, in transaction: LMDBTransaction) throws -> [(id: String, expiration: Date)] {
+        guard let times = expirationTimes else { return [] }
+        let end = date.map(Self.milliseconds)
+        var found: [(String, Date)] = []
+        try transaction.withCursor(times) { cursor in
+            var entry = try cursor.first()
+            while let (key, _) = entry, key.count >= 8 {
+                let time = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+                if let end, time >= end { break }
+                found.append((String(decoding: key[8...], as: UTF8.self), Self.date(UnsafeRawBufferPointer(rebasing: key[0..<8]))))
+                entry = try cursor.next()
+            }
+        }
+        return found
+    }
+
+    /// The soonest expiration time, if any document has one.
+    package func nextExpiration(in transaction: LMDBTransaction) throws -> Date? {
+        guard let times = expirationTimes else { return nil }
+        return try transaction.withCursor(times) { cursor in
+            guard let first = try cursor.first(), first.key.count >= 8 else { return nil }
+            return Self.date(UnsafeRawBufferPointer(rebasing: first.key[0..<8]))
+        }
+    }
+
+    /// Purges the documents whose time has come (at `now` or before) and
+    /// returns what was purged; reads only, when none has.
+    @discardableResult
+    package func purgeExpired(now: Date = Date()) throws -> PurgeResult? {
+        guard expirationTimes != nil else { return nil }
+        let due = try environment.read { transaction -> [String] in
+            guard let next = try nextExpiration(in: transaction), next <= now else { return [] }
+            return try expiring(before: now.addingTimeInterval(0.001), in: transaction).map(\.id)
+        }
+        guard !due.isEmpty else { return nil }
+        let result = try purge(due.map { ($0, nil) })
+        logger.info("purged expired documents", metadata: ["count": "\(due.count)"])
+        return result
+    }
+}
