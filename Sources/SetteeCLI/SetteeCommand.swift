@@ -20,7 +20,7 @@ struct SetteeCommand: AsyncParsableCommand {
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
             ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self,
-            VerifyCommand.self, WatchCommand.self, CouchJSCommand.self, PurgeCommand.self,
+            VerifyCommand.self, WatchCommand.self, CouchJSCommand.self, PurgeCommand.self, ExpireCommand.self, ExpiringCommand.self,
         ])
 
     /// Runs the command the arguments name. Database options written before
