@@ -59,10 +59,15 @@ package final class DocumentStore: Sendable {
     /// The current revision of a document, tombstones included.
     package func record(_ id: String, in transaction: LMDBTransaction) throws -> Document? {
         if id.utf8.first == UInt8(ascii: "_") && id.hasPrefix(Self.localPrefix) { return try localRecord(id, in: transaction) }
-        guard let document = try storedRecord(id, in: transaction) else { return nil }
-        // Past its expiration time a document reads as missing, before the purge that removes it has run.
-        if expirations != nil, try isExpired(id, in: transaction) { return nil }
-        return document
+        var key = id
+        return try key.withUTF8 { key in
+            let key = UnsafeRawBufferPointer(key)
+            guard let bytes = try transaction.get(docs, key) else { return nil }
+            let document = try DocumentRecord(bytes: bytes, id: key, path: environment.path).document(id: id)
+            // Past its expiration time a document reads as missing, before the purge that removes it has run.
+            if try isExpired(key, in: transaction) { return nil }
+            return document
+        }
     }
 
     /// The current revision of a document as stored, tombstones and expired documents included.

@@ -30,10 +30,11 @@ extension DocumentStore {
         return Self.date(bytes)
     }
 
-    /// Whether the document has an expiration time that has passed.
-    func isExpired(_ id: String, in transaction: LMDBTransaction, now: Date = Date()) throws -> Bool {
-        guard let expires = try expiration(of: id, in: transaction) else { return false }
-        return expires <= now
+    /// Whether the document (its id's UTF-8) has an expiration time that has
+    /// passed: one lookup, in a table that is empty unless expirations are set.
+    func isExpired(_ id: UnsafeRawBufferPointer, in transaction: LMDBTransaction) throws -> Bool {
+        guard let expirations, let bytes = try transaction.get(expirations, id), bytes.count == 8 else { return false }
+        return Self.date(bytes) <= Date()
     }
 
     /// Sets (or, with nil, clears) when a document expires. The document
