@@ -71,6 +71,28 @@ struct ExpirationTests {
         #expect(try db.query("app/by_n").rows.isEmpty)
     }
 
+    @Test("writing an expired document that is not yet purged writes it anew")
+    func writeOverExpired() throws {
+        let db = try open()
+        try db.put(Self.design)
+        try db.put(#"{"_id": "a", "n": 1}"#)
+        #expect(try db.query("app/by_n").rows.first?.value == 1)
+        // Expired already: the timer has not purged it yet.
+        try db.setExpiration(Date().addingTimeInterval(-1), for: "a")
+        let written = try db.put(#"{"_id": "a", "n": 5}"#)
+        #expect(written.revision.generation == 1)
+        #expect(try db.document("a")?.json.contains(#""n":5"#) == true)
+        #expect(try db.expiration(of: "a") == nil)
+        #expect(try db.purgeSequence() == 1)
+        let rows = try db.query("app/by_n").rows
+        #expect(try rows.first?.value == 5, "\(rows)")
+        let info = try db.info()
+        let changes = try db.changes()
+        #expect(info.documentCount == 2, "\(info) \(changes)")
+        let problems = try db.verify().problems
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
     @Test("opening a database purges what expired while it was closed")
     func purgedAtOpen() throws {
         do {

@@ -174,16 +174,15 @@ package final class DocumentStore: Sendable {
             var previous: Revision?
             var previousSequence: UInt64?
             var current: DocumentRecord?
-            if let existing = try transaction.get(docs, key) {
-                let record = try DocumentRecord(bytes: existing, id: key, path: environment.path)
+            var stored = try transaction.get(docs, key).map { try DocumentRecord(bytes: $0, id: key, path: environment.path) }
+            var refusal = stored.flatMap { Self.refusal(of: edit, id: id, over: $0) }
+            if let record = stored, refusal != nil, try purgeIfExpired(key, record, in: transaction, countChange: &countChange) {
+                // An expired document not yet purged reads as missing: purged now, it is written anew.
+                (stored, refusal) = (nil, nil)
+            }
+            if let record = stored {
                 current = record
-                if record.isDeleted {
-                    // A deleted document may be re-created without a _rev, as in CouchDB.
-                    if edit.revision != nil && edit.revision != record.revision { throw DocumentError.conflict(id) }
-                    if edit.deleted && edit.revision == nil { throw DocumentError(.notFound, "deleted", id: id) }
-                } else if edit.revision != record.revision {
-                    throw DocumentError.conflict(id)
-                }
+                if let refusal { throw refusal }
                 previous = record.revision
                 previousSequence = record.sequence
             } else if edit.revision != nil || edit.deleted {
@@ -221,6 +220,17 @@ package final class DocumentStore: Sendable {
         }
         commits.committed(sequence)
         return result
+    }
+
+    /// Why `edit` may not be written over the stored `record`, if it may not.
+    private static func refusal(of edit: DocumentEdit, id: String, over record: DocumentRecord) -> DocumentError? {
+        if record.isDeleted {
+            // A deleted document may be re-created without a _rev, as in CouchDB.
+            if edit.revision != nil && edit.revision != record.revision { return DocumentError.conflict(id) }
+            if edit.deleted && edit.revision == nil { return DocumentError(.notFound, "deleted", id: id) }
+            return nil
+        }
+        return edit.revision != record.revision ? DocumentError.conflict(id) : nil
     }
 
     /// Writes one edit in its own transaction.

@@ -104,7 +104,8 @@ extension DocumentStore {
             return try expiring(before: now.addingTimeInterval(0.001), in: transaction).map(\.id)
         }
         guard !due.isEmpty else { return nil }
-        let result = try purge(due.map { ($0, nil) })
+        // Listed in a read: each is checked again in the purge's write.
+        let result = try purge(due.map { ($0, nil) }, onlyExpired: true)
         logger.info("purged expired documents", metadata: ["count": "\(due.count)"])
         return result
     }

@@ -62,7 +62,10 @@ extension DocumentStore {
     /// to the revisions to purge, nil (or empty) for whatever is current.
     /// A missing document, or one whose current revision is not named, is
     /// left alone (CouchDB ignores revisions that are not leaves).
-    package func purge(_ requests: [(id: String, revisions: [Revision]?)]) throws -> PurgeResult {
+    /// With `onlyExpired`, a document is purged only while its expiration
+    /// time has passed (checked in the purge's transaction: it may have been
+    /// written anew since the expired ones were listed).
+    package func purge(_ requests: [(id: String, revisions: [Revision]?)], onlyExpired: Bool = false) throws -> PurgeResult {
         try writing { transaction, countChange in
             var purgeSequence = try purgeSequence(in: transaction)
             // Taken before any entry goes: purging the latest document must not take the sequence back.
@@ -77,13 +80,12 @@ extension DocumentStore {
                 // Read past expiration (``record(_:in:)`` hides expired documents): expired ones are purged too.
                 guard let record = try storedRecord(id, in: transaction) else { continue }
                 if let revisions, !revisions.isEmpty, !revisions.contains(record.revision) { continue }
-                let key = Array(id.utf8)
-                _ = try transaction.delete(docs, key)
-                _ = try withUnsafeBytes(of: record.sequence.bigEndian) { try transaction.delete(seqs, $0) }
-                if record.isDeleted { countChange.deleted -= 1 } else { countChange.live -= 1 }
-                try removeExpiration(of: id, in: transaction)
+                if onlyExpired, try !Array(id.utf8).withUnsafeBytes({ try isExpired($0, in: transaction) }) { continue }
+                try Array(id.utf8).withUnsafeBytes { key in
+                    try removePurged(key, sequence: record.sequence, isDeleted: record.isDeleted, purgeSequence: purgeSequence + 1,
+                                     in: transaction, countChange: &countChange)
+                }
                 purgeSequence += 1
-                try withUnsafeBytes(of: purgeSequence.bigEndian) { try transaction.put(try writable(purges), $0, key, append: true) }
                 purged[id] = [record.revision]
             }
             if purged.values.contains(where: { !$0.isEmpty }) {
@@ -91,5 +93,32 @@ extension DocumentStore {
             }
             return PurgeResult(purgeSequence: purgeSequence, purged: purged)
         }
+    }
+
+    /// Removes a document's record, its entry in the changes feed and its
+    /// expiration, takes it from the counts, and logs its id at `purgeSequence`.
+    private func removePurged(_ key: UnsafeRawBufferPointer, sequence: UInt64, isDeleted: Bool, purgeSequence: UInt64,
+                              in transaction: LMDBTransaction, countChange: inout DocumentCounts) throws {
+        _ = try transaction.delete(docs, key)
+        _ = try withUnsafeBytes(of: sequence.bigEndian) { try transaction.delete(seqs, $0) }
+        if isDeleted { countChange.deleted -= 1 } else { countChange.live -= 1 }
+        try removeExpiration(of: String(decoding: key, as: UTF8.self), in: transaction)
+        try withUnsafeBytes(of: purgeSequence.bigEndian) { try transaction.put(try writable(purges), $0, key, append: true) }
+    }
+
+    /// Purges the stored document (`key`, `record`) when its expiration time
+    /// has passed, within a write that goes on to write it anew; says whether
+    /// it did. The write's own sequence number moves the update sequence on.
+    func purgeIfExpired(_ key: UnsafeRawBufferPointer, _ record: DocumentRecord, in transaction: LMDBTransaction,
+                        countChange: inout DocumentCounts) throws -> Bool {
+        guard try isExpired(key, in: transaction) else { return false }
+        // Read before the deletes: the record points into a page they rewrite.
+        let (sequence, isDeleted) = (record.sequence, record.isDeleted)
+        let id = Array(key)
+        try id.withUnsafeBytes { id in
+            try removePurged(id, sequence: sequence, isDeleted: isDeleted, purgeSequence: try purgeSequence(in: transaction) + 1,
+                             in: transaction, countChange: &countChange)
+        }
+        return true
     }
 }
