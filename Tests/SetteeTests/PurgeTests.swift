@@ -126,6 +126,8 @@ struct PurgeTests {
         let purged = try fixture.run(["--db", fixture.db, "purge", "n1"])
         #expect(purged.exitStatus == 0, "\(purged.standardError)")
         #expect(purged.standardOutput == #"{"purge_seq":1,"purged":{"n1":["\#(rev)"]}}"# + "\n")
+        let info = try fixture.run(["--db", fixture.db, "info"])
+        #expect(info.standardOutput.contains(#""purge_seq":1"#))
         let query = try fixture.run(["--db", fixture.db, "query", "numbers/by_n"])
         #expect(!query.standardOutput.contains(#""n1""#))
         let missing = try fixture.run(["--db", fixture.db, "purge", "nope", "--rev", "\(rev)"])
