@@ -96,6 +96,25 @@ struct PurgeTests {
         #expect(try db.verify().problems.isEmpty)
     }
 
+    @Test("purges among many writes (an update that rebuilds the reductions) leave the reduce values right")
+    func purgeInBulkUpdate() throws {
+        let db = try open()
+        try db.put(Self.design)
+        for n in 1...200 { try db.put(#"{"_id": "d\#(n)", "n": \#(n)}"#) }
+        #expect(try value(db, "app/by_n") == 20100)
+        var expected = 20100
+        for n in stride(from: 1, through: 200, by: 4) {
+            try db.purge("d\(n)")
+            expected -= n
+        }
+        for n in 201...300 { try db.put(#"{"_id": "d\#(n)", "n": \#(n)}"#) }
+        expected += (201...300).reduce(0, +)
+        #expect(try value(db, "app/by_n") == .number(Double(expected)))
+        #expect(try value(db, "app/js") == .number(Double(expected)))
+        #expect(try value(db, "app/count") == 250)
+        #expect(try db.verify().problems.isEmpty)
+    }
+
     @Test("an index made after a purge starts at the purge sequence; a reopened database keeps the log")
     func newIndexAfterPurge() throws {
         do {
