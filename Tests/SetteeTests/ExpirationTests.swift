@@ -93,6 +93,19 @@ struct ExpirationTests {
         #expect(problems.isEmpty, "\(problems)")
     }
 
+    @Test("a write over an expired document that validation refuses leaves it and the counts as they were")
+    func refusedWriteOverExpired() throws {
+        let db = try open()
+        try db.put(#"{"_id": "_design/v", "validate_doc_update": "function (doc) { if (doc.n === 13) throw({forbidden: 'no 13'}); }"}"#)
+        try db.put(#"{"_id": "a", "n": 1}"#)
+        try db.setExpiration(Date().addingTimeInterval(-1), for: "a")
+        // The timer may purge it first: the outcome is the same.
+        #expect(throws: (any Error).self) { try db.put(#"{"_id": "a", "n": 13}"#) }
+        let problems = try db.verify().problems
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(try db.document("a") == nil)
+    }
+
     @Test("opening a database purges what expired while it was closed")
     func purgedAtOpen() throws {
         do {

@@ -176,8 +176,11 @@ package final class DocumentStore: Sendable {
             var current: DocumentRecord?
             var stored = try transaction.get(docs, key).map { try DocumentRecord(bytes: $0, id: key, path: environment.path) }
             var refusal = stored.flatMap { Self.refusal(of: edit, id: id, over: $0) }
-            if let record = stored, refusal != nil, try purgeIfExpired(key, record, in: transaction, countChange: &countChange) {
-                // An expired document not yet purged reads as missing: purged now, it is written anew.
+            // An expired document not yet purged reads as missing: it is purged
+            // once the edit has passed validation, and written anew.
+            var expired: (sequence: UInt64, isDeleted: Bool)?
+            if let record = stored, refusal != nil, try isExpired(key, in: transaction) {
+                expired = (record.sequence, record.isDeleted)
                 (stored, refusal) = (nil, nil)
             }
             if let record = stored {
@@ -189,6 +192,9 @@ package final class DocumentStore: Sendable {
                 throw edit.deleted ? DocumentError(.notFound, "missing", id: id) : DocumentError.conflict(id)
             }
             if let validation { try validation.validate(edit, id: id, current: current) }
+            if let expired {
+                try purgeExpired(key, sequence: expired.sequence, isDeleted: expired.isDeleted, in: transaction, countChange: &countChange)
+            }
             // Read before the put: the record points into the page the put rewrites.
             let wasDeleted = current?.isDeleted
             let revision = Revision.next(after: previous, deleted: edit.deleted, bodyDigest: edit.bodyDigest)

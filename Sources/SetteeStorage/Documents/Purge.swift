@@ -106,19 +106,12 @@ extension DocumentStore {
         try withUnsafeBytes(of: purgeSequence.bigEndian) { try transaction.put(try writable(purges), $0, key, append: true) }
     }
 
-    /// Purges the stored document (`key`, `record`) when its expiration time
-    /// has passed, within a write that goes on to write it anew; says whether
-    /// it did. The write's own sequence number moves the update sequence on.
-    func purgeIfExpired(_ key: UnsafeRawBufferPointer, _ record: DocumentRecord, in transaction: LMDBTransaction,
-                        countChange: inout DocumentCounts) throws -> Bool {
-        guard try isExpired(key, in: transaction) else { return false }
-        // Read before the deletes: the record points into a page they rewrite.
-        let (sequence, isDeleted) = (record.sequence, record.isDeleted)
-        let id = Array(key)
-        try id.withUnsafeBytes { id in
-            try removePurged(id, sequence: sequence, isDeleted: isDeleted, purgeSequence: try purgeSequence(in: transaction) + 1,
-                             in: transaction, countChange: &countChange)
-        }
-        return true
+    /// Purges the stored document `key` (at `sequence`), whose expiration
+    /// time has passed, within a write that goes on to write it anew: that
+    /// write's sequence number moves the update sequence on.
+    func purgeExpired(_ key: UnsafeRawBufferPointer, sequence: UInt64, isDeleted: Bool, in transaction: LMDBTransaction,
+                      countChange: inout DocumentCounts) throws {
+        try removePurged(key, sequence: sequence, isDeleted: isDeleted, purgeSequence: try purgeSequence(in: transaction) + 1,
+                         in: transaction, countChange: &countChange)
     }
 }
