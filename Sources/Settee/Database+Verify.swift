@@ -76,6 +76,9 @@ extension Database {
         Self.continuing("the changes feed", &report) { report in
             try environment.read { try verifyChanges(in: $0, path: path, report: &report) }
         }
+        Self.continuing("the expirations", &report) { report in
+            for problem in try environment.read({ try store.expirationProblems(in: $0) }) { report.problem(problem) }
+        }
         for (signature, state) in states {
             guard let tables = tables[signature] else { continue }
             let name = Self.indexName(state)

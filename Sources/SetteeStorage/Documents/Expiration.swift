@@ -109,4 +109,47 @@ extension DocumentStore {
         logger.info("purged expired documents", metadata: ["count": "\(due.count)"])
         return result
     }
+
+    /// What ``Database/verify()`` finds wrong with the expirations: an entry
+    /// of either table without its counterpart in the other, a time that is
+    /// not 8 bytes, or an expiration of a document that does not exist.
+    package func expirationProblems(in transaction: LMDBTransaction) throws -> [String] {
+        guard let expirations, let times = expirationTimes else { return [] }
+        var problems: [String] = []
+        try transaction.withCursor(expirations) { cursor in
+            var entry = try cursor.first()
+            while let (key, value) = entry {
+                entry = try cursor.next()
+                let name = String(decoding: key, as: UTF8.self)
+                guard value.count == 8 else {
+                    problems.append("expirations: document \"\(name)\" has a time of \(value.count) bytes where 8 are stored")
+                    continue
+                }
+                var timeKey = Array(value)
+                timeKey.append(contentsOf: key)
+                if try transaction.get(times, timeKey) == nil {
+                    problems.append("expirations: document \"\(name)\" expires at a time the table by time does not list")
+                }
+                if try transaction.get(docs, key) == nil {
+                    problems.append("expirations: document \"\(name)\" has an expiration time but does not exist")
+                }
+            }
+        }
+        try transaction.withCursor(times) { cursor in
+            var entry = try cursor.first()
+            while let (key, _) = entry {
+                entry = try cursor.next()
+                guard key.count > 8 else {
+                    problems.append("expirations: a key of the table by time is \(key.count) bytes, shorter than a time and an id")
+                    continue
+                }
+                let id = UnsafeRawBufferPointer(rebasing: key[8...])
+                let stored = try transaction.get(expirations, id)
+                if stored.map({ compareBytes($0, UnsafeRawBufferPointer(rebasing: key[0..<8])) != 0 }) ?? true {
+                    problems.append("expirations: the table by time lists document \"\(String(decoding: id, as: UTF8.self))\" at a time it does not have")
+                }
+            }
+        }
+        return problems
+    }
 }
