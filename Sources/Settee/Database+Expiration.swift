@@ -48,6 +48,11 @@ extension Database {
         try store.purgeExpired()
     }
 
+    /// Sets or clears when a document expires, on a background thread (see ``setExpiration(_:for:)``).
+    public func setExpiration(_ date: Date?, for id: String) async throws {
+        try await background { try self.setExpiration(date, for: id) }
+    }
+
     /// Purges what has expired, unless the database is read-only (there,
     /// expired documents still read as missing through ``document(_:)``).
     func purgeExpiredIfDue() throws {

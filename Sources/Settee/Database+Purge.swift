@@ -44,4 +44,10 @@ extension Database {
     public func purgeSequence() throws -> UInt64 {
         try environment.read { try store.purgeSequence(in: $0) }
     }
+
+    /// Purges a document on a background thread (see ``purge(_:revisions:)``).
+    @discardableResult
+    public func purge(_ id: String, revisions: [Revision]? = nil) async throws -> PurgeResult {
+        try await background { try self.purge(id, revisions: revisions) }
+    }
 }

@@ -130,6 +130,16 @@ struct PurgeTests {
         #expect(try value(db, "app/by_n") == 12)
     }
 
+    @Test("purge and setExpiration have async forms")
+    func asyncForms() async throws {
+        let db = try open()
+        try await db.put(#"{"_id": "a"}"#)
+        try await db.put(#"{"_id": "b"}"#)
+        #expect(try await db.purge("a").purged.keys.sorted() == ["a"])
+        try await db.setExpiration(Date(timeIntervalSince1970: 4_000_000_000), for: "b")
+        #expect(try db.expiration(of: "b") == Date(timeIntervalSince1970: 4_000_000_000))
+    }
+
     @Test("a local document is not purged")
     func localNotPurged() throws {
         let db = try open()
