@@ -161,7 +161,7 @@ extension Database {
             var entry = try cursor.first()
             while let (key, id) = entry {
                 entry = try cursor.next()
-                // A purge's entry holds the sequence only (``DocumentStore/purge(_:)``).
+                // A purge's entry holds the sequence only (``DocumentStore/purge(_:onlyExpired:)``).
                 if id.isEmpty { continue }
                 report.changes += 1
                 guard key.count == 8 else {

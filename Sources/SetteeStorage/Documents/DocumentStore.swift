@@ -24,7 +24,7 @@ package final class DocumentStore: Sendable {
     /// Checks each edit before it is written (design documents' `validate_doc_update`).
     package let validation: (any DocumentWriteValidation)?
     /// `_local/` documents (``localRecord(_:in:)``), the purge log
-    /// (``purge(_:in:)``) and expirations by id and by time
+    /// (``purge(_:onlyExpired:)``) and expirations by id and by time
     /// (``setExpiration(_:for:)``); nil only in a database from before them,
     /// opened read-only.
     package let local: LMDBTable?
@@ -124,7 +124,7 @@ package final class DocumentStore: Sendable {
                 var entry = try withUnsafeBytes(of: start) { try cursor.seek(atOrAfter: $0) }
                 while let (key, id) = entry {
                     let sequence = try Self.sequence(fromKey: key, path: environment.path)
-                    // A purge's entry (``purge(_:)``): it only holds the sequence.
+                    // A purge's entry (``purge(_:onlyExpired:)``): it only holds the sequence.
                     if id.isEmpty {
                         entry = try cursor.next()
                         continue

@@ -2,7 +2,7 @@ import Foundation
 import SetteeCore
 
 /// Document expiration, as Couchbase Lite's `setDocumentExpiration`: a time
-/// per document, after which it is purged (``purge(_:)``). Kept twice: in
+/// per document, after which it is purged (``purge(_:onlyExpired:)``). Kept twice: in
 /// `expirations` (id → time) to read and clear one document's, and in
 /// `expiration_times` (time ‖ id → nothing) to find those due, in order.
 /// A time is stored as big-endian u64 milliseconds since 1970.
