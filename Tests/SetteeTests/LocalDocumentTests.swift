@@ -58,6 +58,18 @@ struct LocalDocumentTests {
         #expect(try db.info().documentCount == 3)
     }
 
+    @Test("an import writes local documents to their own table")
+    func imported() throws {
+        let db = try open()
+        let report = try db.importDocuments(Data("{\"_id\": \"a\"}\n{\"_id\": \"_local/x\", \"v\": 1}\n{\"_id\": \"b\"}\n".utf8))
+        #expect(report.rejected.isEmpty)
+        #expect(try db.document("_local/x")?.revision.description == "0-1")
+        #expect(try db.changes().map(\.id) == ["a", "b"])
+        #expect(try db.changes().map(\.sequence) == [1, 2])
+        #expect(try db.info().documentCount == 2)
+        #expect(try db.verify().problems.isEmpty)
+    }
+
     @Test("validate_doc_update does not run on local documents")
     func notValidated() throws {
         let db = try open()
