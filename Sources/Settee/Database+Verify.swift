@@ -79,6 +79,9 @@ extension Database {
         Self.continuing("the changes feed", &report) { report in
             try environment.read { try verifyChanges(in: $0, path: path, report: &report) }
         }
+        Self.continuing("the expirations", &report) { report in
+            for problem in try environment.read({ try store.expirationProblems(in: $0) }) { report.problem(problem) }
+        }
         for (signature, state) in states {
             guard let tables = tables[signature] else { continue }
             let name = Self.indexName(state)
@@ -167,6 +170,8 @@ extension Database {
             var entry = try cursor.first()
             while let (key, id) = entry {
                 entry = try cursor.next()
+                // A purge's entry holds the sequence only (``DocumentStore/purge(_:onlyExpired:)``).
+                if id.isEmpty { continue }
                 report.changes += 1
                 guard key.count == 8 else {
                     report.problem("changes feed: a key is \(key.count) bytes where a sequence number takes 8")

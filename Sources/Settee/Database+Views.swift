@@ -420,6 +420,8 @@ extension Database {
     /// thread): the caller answers from them next, and the next clean-up
     /// that finds them unused removes them.
     private func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws {
+        // Expired documents leave the indexes before a query reads them.
+        try purgeExpiredIfDue()
         let indexer = try makeIndexer()
         let started = try indexing.withLock {
             let stale = try indexer.staleSignatures(views)
@@ -441,6 +443,7 @@ extension Database {
     /// their records.
     public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
         let validated = try ValidatedViewQuery(allDocuments: options)
+        try purgeExpiredIfDue()
         return try ViewResult.collected { header, row in try store.forEachDocumentRow(validated, header: header, row: row) }
     }
 
@@ -452,6 +455,7 @@ extension Database {
     public func forEachDocumentRow(options: ViewQueryOptions = ViewQueryOptions(), header: (ViewResultHeader) throws -> Void = { _ in },
                                    _ body: (ViewRow) throws -> Void) throws {
         let validated = try ValidatedViewQuery(allDocuments: options)
+        try purgeExpiredIfDue()
         try store.forEachDocumentRow(validated, header: header, row: { try body($0) })
     }
 

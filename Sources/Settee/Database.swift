@@ -101,6 +101,8 @@ public final class Database: Sendable {
     let buildLocks: IndexBuildLocks
     let options: Options
     private let workers: LazyWorkerPool
+    /// Purges documents as they expire (see ``setExpiration(_:for:)``).
+    let expirationTimer: ExpirationTimer
 
     /// Opens the database in `directory`, creating it when missing.
     ///
@@ -137,6 +139,16 @@ public final class Database: Sendable {
         store.keepCountsIfUnknown()
         indexes = try ViewIndexStore(environment: environment)
         buildLocks = try IndexBuildLocks(directory: environment.path)
+        expirationTimer = ExpirationTimer(store: store, logger: logger)
+        // What expired while the database was closed goes now; the timer takes what expires later.
+        if !environment.isReadOnly, try environment.read({ try store.nextExpiration(in: $0) }) != nil {
+            do { try store.purgeExpired() } catch { logger.warning("expired documents could not be purged at open", metadata: ["error": "\(error)"]) }
+            expirationTimer.arm()
+        }
+    }
+
+    deinit {
+        expirationTimer.cancel()
     }
 
     /// The logger a database uses when given none: warnings and errors only.

@@ -194,6 +194,7 @@ struct InfoCommand: ParsableCommand {
                 "doc_count": .number(Double(info.documentCount)),
                 "doc_del_count": .number(Double(info.deletedDocumentCount)),
                 "update_seq": .number(Double(info.updateSequence)),
+                "purge_seq": .number(Double(try db.purgeSequence())),
                 "sizes": ["file": .number(Double(info.fileSize)), "map": .number(Double(info.mapSize))],
                 "views": .array(views),
             ])

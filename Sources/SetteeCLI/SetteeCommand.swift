@@ -21,6 +21,7 @@ struct SetteeCommand: AsyncParsableCommand {
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
             ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self,
             VerifyCommand.self, WatchCommand.self, CouchJSCommand.self, AttachmentCommand.self,
+            PurgeCommand.self, ExpireCommand.self, ExpiringCommand.self,
         ])
 
     /// Runs the command the arguments name. Database options written before

@@ -115,8 +115,10 @@ package struct DocumentEdit: Sendable {
                 if id.utf8.count == "_design/".utf8.count {
                     throw DocumentError(.badRequest, "Illegal document id `_design/`", id: id)
                 }
-            } else if id.hasPrefix("_local/") {
-                throw DocumentError(.badRequest, "Local documents (`_local/`) are not supported", id: id)
+            } else if id.hasPrefix(DocumentStore.localPrefix) {
+                if id.utf8.count == DocumentStore.localPrefix.utf8.count {
+                    throw DocumentError(.badRequest, "Illegal document id `_local/`", id: id)
+                }
             } else {
                 throw DocumentError(.badRequest, "Only reserved document ids may start with underscore.", id: id)
             }

@@ -77,12 +77,17 @@ package struct DocumentRecord {
         out.append(contentsOf: #"{"_id":"#.utf8)
         JSONWriter.writeString(utf8: id.assumingMemoryBound(to: UInt8.self), into: &out)
         out.append(contentsOf: #","_rev":""#.utf8)
-        JSONWriter.writeNumber(Double(generation), into: &out)
-        out.append(UInt8(ascii: "-"))
-        let digits: StaticString = "0123456789abcdef"
-        for byte in hash {
-            out.append(digits.utf8Start[Int(byte >> 4)])
-            out.append(digits.utf8Start[Int(byte & 15)])
+        if generation == 0 {
+            // A local document's revision `0-N`.
+            out.append(contentsOf: Revision(generation: 0, hash: Array(hash)).description.utf8)
+        } else {
+            JSONWriter.writeNumber(Double(generation), into: &out)
+            out.append(UInt8(ascii: "-"))
+            let digits: StaticString = "0123456789abcdef"
+            for byte in hash {
+                out.append(digits.utf8Start[Int(byte >> 4)])
+                out.append(digits.utf8Start[Int(byte & 15)])
+            }
         }
         out.append(UInt8(ascii: "\""))
         if deleted { out.append(contentsOf: #","_deleted":true"#.utf8) }

@@ -26,6 +26,14 @@ package final class DocumentStore: Sendable {
     package let attachmentBodies: AttachmentBodies?
     /// Checks each edit before it is written (design documents' `validate_doc_update`).
     package let validation: (any DocumentWriteValidation)?
+    /// `_local/` documents (``localRecord(_:in:)``), the purge log
+    /// (``purge(_:onlyExpired:)``) and expirations by id and by time
+    /// (``setExpiration(_:for:)``); nil only in a database from before them,
+    /// opened read-only.
+    package let local: LMDBTable?
+    package let purges: LMDBTable?
+    package let expirations: LMDBTable?
+    package let expirationTimes: LMDBTable?
 
     package init(environment: LMDBEnvironment, logger: Logger, validation: (any DocumentWriteValidation)? = nil, sizeLimits: DocumentSizeLimits) throws {
         self.environment = environment
@@ -38,6 +46,8 @@ package final class DocumentStore: Sendable {
         let hasMetadata = try !environment.isReadOnly || environment.tableNames().contains(DatabaseFormat.table)
         metadata = hasMetadata ? try environment.openDatabases([DatabaseFormat.table])[0] : nil
         attachmentBodies = try AttachmentBodies(environment: environment)
+        let optional = try Self.openOptionalTables(environment)
+        (local, purges, expirations, expirationTimes) = (optional[0], optional[1], optional[2], optional[3])
         let seqs = seqs
         commits = try CommitSignal.shared(environment: environment) { transaction in
             try transaction.withCursor(seqs) { cursor in
@@ -50,6 +60,20 @@ package final class DocumentStore: Sendable {
 
     /// The current revision of a document, tombstones included.
     package func record(_ id: String, in transaction: LMDBTransaction) throws -> Document? {
+        if id.utf8.first == UInt8(ascii: "_") && id.hasPrefix(Self.localPrefix) { return try localRecord(id, in: transaction) }
+        var key = id
+        return try key.withUTF8 { key in
+            let key = UnsafeRawBufferPointer(key)
+            guard let bytes = try transaction.get(docs, key) else { return nil }
+            let document = try DocumentRecord(bytes: bytes, id: key, path: environment.path).document(id: id)
+            // Past its expiration time a document reads as missing, before the purge that removes it has run.
+            if try isExpired(key, in: transaction) { return nil }
+            return document
+        }
+    }
+
+    /// The current revision of a document as stored, tombstones and expired documents included.
+    package func storedRecord(_ id: String, in transaction: LMDBTransaction) throws -> Document? {
         var key = id
         return try key.withUTF8 { key in
             try transaction.get(docs, UnsafeRawBufferPointer(key)).map {
@@ -102,6 +126,11 @@ package final class DocumentStore: Sendable {
                 var entry = try withUnsafeBytes(of: start) { try cursor.seek(atOrAfter: $0) }
                 while let (key, id) = entry {
                     let sequence = try Self.sequence(fromKey: key, path: environment.path)
+                    // A purge's entry (``purge(_:onlyExpired:)``): it only holds the sequence.
+                    if id.isEmpty {
+                        entry = try cursor.next()
+                        continue
+                    }
                     guard let record = try documents.find(id)?.value else {
                         throw StorageError(code: MDB_CORRUPTED, operation: "reading the changes feed: seq \(sequence) names a missing document")
                     }
@@ -140,28 +169,34 @@ package final class DocumentStore: Sendable {
     package func apply(_ edit: DocumentEdit, sequence: UInt64, in transaction: LMDBTransaction, scratch: inout [UInt8],
                countChange: inout DocumentCounts) throws -> WriteResult {
         let id = edit.id ?? ids.next()
+        if id.utf8.first == UInt8(ascii: "_") && id.hasPrefix(Self.localPrefix) { return try applyLocal(edit, id: id, in: transaction, scratch: &scratch) }
         var idCopy = id
         return try idCopy.withUTF8 { idBytes in
             let key = UnsafeRawBufferPointer(idBytes)
             var previous: Revision?
             var previousSequence: UInt64?
             var current: DocumentRecord?
-            if let existing = try transaction.get(docs, key) {
-                let record = try DocumentRecord(bytes: existing, id: key, path: environment.path)
+            var stored = try transaction.get(docs, key).map { try DocumentRecord(bytes: $0, id: key, path: environment.path) }
+            var refusal = stored.flatMap { Self.refusal(of: edit, id: id, over: $0) }
+            // An expired document not yet purged reads as missing: it is purged
+            // once the edit has passed validation, and written anew.
+            var expired: (sequence: UInt64, isDeleted: Bool)?
+            if let record = stored, refusal != nil, try isExpired(key, in: transaction) {
+                expired = (record.sequence, record.isDeleted)
+                (stored, refusal) = (nil, nil)
+            }
+            if let record = stored {
                 current = record
-                if record.isDeleted {
-                    // A deleted document may be re-created without a _rev, as in CouchDB.
-                    if edit.revision != nil && edit.revision != record.revision { throw DocumentError.conflict(id) }
-                    if edit.deleted && edit.revision == nil { throw DocumentError(.notFound, "deleted", id: id) }
-                } else if edit.revision != record.revision {
-                    throw DocumentError.conflict(id)
-                }
+                if let refusal { throw refusal }
                 previous = record.revision
                 previousSequence = record.sequence
             } else if edit.revision != nil || edit.deleted {
                 throw edit.deleted ? DocumentError(.notFound, "missing", id: id) : DocumentError.conflict(id)
             }
             if let validation { try validation.validate(edit, id: id, current: current) }
+            if let expired {
+                try purgeExpired(key, sequence: expired.sequence, isDeleted: expired.isDeleted, in: transaction, countChange: &countChange)
+            }
             // Read before the put: the record points into the page the put rewrites.
             let wasDeleted = current?.isDeleted
             // Attachments: only an edit that names some, or replaces a revision that had some, pays for them.
@@ -203,6 +238,17 @@ package final class DocumentStore: Sendable {
         return result
     }
 
+    /// Why `edit` may not be written over the stored `record`, if it may not.
+    private static func refusal(of edit: DocumentEdit, id: String, over record: DocumentRecord) -> DocumentError? {
+        if record.isDeleted {
+            // A deleted document may be re-created without a _rev, as in CouchDB.
+            if edit.revision != nil && edit.revision != record.revision { return DocumentError.conflict(id) }
+            if edit.deleted && edit.revision == nil { return DocumentError(.notFound, "deleted", id: id) }
+            return nil
+        }
+        return edit.revision != record.revision ? DocumentError.conflict(id) : nil
+    }
+
     /// Writes one edit in its own transaction.
     package func write(_ edit: DocumentEdit) throws -> WriteResult {
         try writing { transaction, countChange in
@@ -225,7 +271,8 @@ package final class DocumentStore: Sendable {
                 do {
                     try check?(edit, transaction)
                     let result = try apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch, countChange: &countChange)
-                    sequence += 1
+                    // A local document takes no sequence number (its result's is 0).
+                    sequence = max(sequence, result.sequence)
                     results.append(.success(result))
                 } catch let error as DocumentError {
                     results.append(.failure(error))

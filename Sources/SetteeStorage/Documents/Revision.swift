@@ -12,9 +12,15 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
         self.hash = hash
     }
 
-    /// Parses `N-<32 hex digits>`; nil when the text is not a revision.
+    /// Parses `N-<32 hex digits>`, or a local document's `0-N`; nil when the
+    /// text is not a revision.
     public init?(_ text: String) {
         let utf8 = Array(text.utf8)
+        if utf8.count > 2, utf8[0] == UInt8(ascii: "0"), utf8[1] == UInt8(ascii: "-") {
+            guard let number = UInt64(String(decoding: utf8[2...], as: UTF8.self)) else { return nil }
+            self.init(local: number)
+            return
+        }
         guard let dash = utf8.firstIndex(of: UInt8(ascii: "-")), dash > 0, dash <= 10,
               utf8.count - dash - 1 == 32,
               let generation = UInt32(String(decoding: utf8[..<dash], as: UTF8.self)), generation > 0
@@ -31,7 +37,23 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
     }
 
     public var description: String {
-        "\(generation)-\(hash.hexString)"
+        isLocal ? "0-\(localNumber)" : "\(generation)-\(hash.hexString)"
+    }
+
+    /// A `_local/` document's revision `0-N`: generation 0, and `N` (which
+    /// counts its writes) in the hash's last eight bytes, big-endian.
+    package init(local number: UInt64) {
+        var hash = [UInt8](repeating: 0, count: 8)
+        withUnsafeBytes(of: number.bigEndian) { hash.append(contentsOf: $0) }
+        self.init(generation: 0, hash: hash)
+    }
+
+    /// Whether this is a `_local/` document's revision (`0-N`).
+    public var isLocal: Bool { generation == 0 }
+
+    /// `N` of a local revision `0-N`.
+    package var localNumber: UInt64 {
+        hash[8...].reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// The revision that follows this one (or the first, after `nil`) for an edit

@@ -37,7 +37,8 @@ public final class WriteBatch {
         precondition(isOpen, "A WriteBatch is used only inside the closure of Database.write.")
         try check(edit)
         let result = try store.apply(edit, sequence: sequence + 1, in: transaction, scratch: &scratch, countChange: &countChange)
-        sequence += 1
+        // A local document takes no sequence number (its result's is 0).
+        sequence = max(sequence, result.sequence)
         if result.id.hasPrefix("_design/") { designDocumentIDs.append(result.id) }
         return result
     }

@@ -23,9 +23,12 @@ package enum DatabaseFormat {
     /// The tables a Settee database holds.
     package static let documentTables = ["docs", "seqs"]
     package static let indexStateTable = "views"
+    /// Tables added since version 1 without changing it (an older Settee
+    /// leaves them alone): `_local/` documents, the purge log, expirations.
+    package static let laterTables = ["local", "purges", "expirations", "expiration_times"]
 
     package static func isSetteeTable(_ name: String) -> Bool {
-        name == table || name == indexStateTable || documentTables.contains(name)
+        name == table || name == indexStateTable || documentTables.contains(name) || laterTables.contains(name)
             || name == AttachmentBodies.referencesTable || name == AttachmentBodies.chunksTable
             || name.hasPrefix("rows:") || name.hasPrefix("back:") || name.hasPrefix("chunks:")
     }

@@ -20,12 +20,18 @@ package struct ViewIndexState: Sendable, Equatable {
     /// A view that produced it (for `settee info`).
     package var designDocument = ""
     package var view = ""
+    /// The database's purge sequence the index has caught up with: the rows
+    /// of documents purged after it are still there (``ViewIndexer``
+    /// removes them before its next update). Stored only when not 0.
+    package var purgeSequence: UInt64 = 0
 
     package var json: JSONValue {
-        [
-            "seq": .number(Double(sequence)), "rows": .number(Double(rowCount)), "map_errors": .number(Double(mapErrors)),
-            "ddoc": .string(designDocument), "view": .string(view), "chunks": .bool(chunksCurrent),
+        var members: [(key: String, value: JSONValue)] = [
+            ("seq", .number(Double(sequence))), ("rows", .number(Double(rowCount))), ("map_errors", .number(Double(mapErrors))),
+            ("ddoc", .string(designDocument)), ("view", .string(view)), ("chunks", .bool(chunksCurrent)),
         ]
+        if purgeSequence > 0 { members.append(("purge_seq", .number(Double(purgeSequence)))) }
+        return .object(members)
     }
 
     package init(designDocument: String, view: String) {
@@ -39,6 +45,7 @@ package struct ViewIndexState: Sendable, Equatable {
         mapErrors = Int(json["map_errors"]?.doubleValue ?? 0)
         designDocument = json["ddoc"]?.stringValue ?? ""
         view = json["view"]?.stringValue ?? ""
+        purgeSequence = UInt64(json["purge_seq"]?.doubleValue ?? 0)
         // Indexes written before chunks existed have none yet.
         chunksCurrent = json["chunks"] == true
     }
@@ -116,8 +123,9 @@ package final class ViewIndexStore: Sendable {
     /// The named tables a process may open (`mdb_env_set_maxdbs` in
     /// ``LMDBEnvironment/open(directory:initialMapSize:maximumMapSize:readAhead:)``).
     package static let tableHandles = 4_096
-    /// Named tables besides the indexes': `docs`, `seqs`, `views`.
-    package static let otherTables = 3
+    /// Named tables besides the indexes': `docs`, `seqs`, `views`, `settee`,
+    /// and ``DatabaseFormat/laterTables``.
+    package static let otherTables = 4 + DatabaseFormat.laterTables.count
     /// The most indexes a database holds: past it, opening a table fails
     /// (`MDB_DBS_FULL`) and with it every command that opens one. Design
     /// documents needing more are refused when stored.

@@ -115,7 +115,8 @@ package struct ViewIndexer {
     package func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws -> Bool {
         var seen = Set<String>()
         let unique = views.filter { seen.insert($0.signature).inserted }
-        let latest = try store.lastSequence()
+        // Read together: an index that catches up with these purges then maps the changes up to `latest`.
+        let (latest, purgeSequence) = try store.environment.read { (try store.lastSequence(in: $0), try store.purgeSequence(in: $0)) }
         let cpu = IndexingCPU()
         var targets: [Target] = []
         var states: [ViewIndexState] = []
@@ -123,7 +124,9 @@ package struct ViewIndexer {
         for view in unique {
             let tables = try indexes.tables(for: view.signature)
             let existing = try store.environment.read { try indexes.state(view.signature, in: $0) }
-            let state = existing ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
+            var state = existing ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
+            // A new index has no rows of documents purged before it.
+            if existing == nil { state.purgeSequence = purgeSequence }
             guard state.sequence < latest || !state.chunksCurrent else { continue }
             // Only an index this update writes counts (an empty database starts none).
             started = started || existing == nil
@@ -166,6 +169,9 @@ package struct ViewIndexer {
         let scattered = Flag()
         // Steady targets whose chunk partials wait for the end of the update.
         let deferred = DeferredChunks()
+        if states.contains(where: { $0.purgeSequence < purgeSequence }) {
+            try removePurgedRows(targets: targets, states: &states, upTo: purgeSequence, deferred: deferred)
+        }
         let writer = BackgroundJob<[ViewIndexState]>(label: "settee.index.writer")
         // The next batch of documents is read while this one maps.
         let reader = BackgroundJob<DocumentBatch>(label: "settee.index.reader")
@@ -560,6 +566,46 @@ package struct ViewIndexer {
         state.sequence = max(state.sequence, batch.sequences.last!)
         try indexes.setState(state, for: target.tables.signature, in: transaction)
         return (state, changed.map { !$0.isEmpty } ?? true, placement, deferred)
+    }
+
+    // MARK: Purge
+
+    /// Removes, in one write, the rows of the documents purged since each
+    /// index's purge sequence (through its back index), and brings the
+    /// indexes to `purgeSequence`. Chunks are kept up as a steady write keeps
+    /// them; a JavaScript reduce's wait for the update's end (`deferred`).
+    private func removePurgedRows(targets: [Target], states: inout [ViewIndexState], upTo purgeSequence: UInt64,
+                                  deferred: DeferredChunks) throws {
+        var changedKeys: [Int: [[UInt8]]] = [:]
+        let result = try store.environment.write(durable: false) { transaction in
+            var result = states
+            for index in targets.indices where states[index].purgeSequence < purgeSequence {
+                let target = targets[index]
+                try checkStillThere(target, state: states[index], in: transaction)
+                var changed: [[UInt8]]? = []
+                try removeRows(purgedAfter: states[index].purgeSequence, upTo: purgeSequence, from: target.tables,
+                               state: &result[index], in: transaction, removed: &changed)
+                if let changed, !changed.isEmpty {
+                    let reductions = StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
+                    if target.bulk || !result[index].chunksCurrent {
+                        // Rebuilt from the rows at the update's end.
+                        result[index].chunksCurrent = false
+                    } else if reductions.updatesInWrite {
+                        try reductions.update(changed: changed, in: transaction)
+                    } else {
+                        try reductions.markBoundaries(changed: changed, in: transaction)
+                        result[index].chunksCurrent = false
+                        changedKeys[index] = changed
+                    }
+                }
+                try indexes.setState(result[index], for: target.tables.signature, in: transaction)
+            }
+            return result
+        }
+        states = result
+        if !changedKeys.isEmpty {
+            deferred.committed(Dictionary(changedKeys.keys.map { ($0, result[$0]) }, uniquingKeysWith: { $1 }), changed: changedKeys)
+        }
     }
 
     /// A flag any thread may set, once and for good.
