@@ -121,7 +121,8 @@ package struct LMDBCursor {
 
     package typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
 
-    private func get(_ op: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil) throws(StorageError) -> Entry? {
+    @usableFromInline
+    func get(_ op: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil) throws(StorageError) -> Entry? {
         var k = MDB_val(mv_size: key?.count ?? 0, mv_data: UnsafeMutableRawPointer(mutating: key?.baseAddress))
         var v = MDB_val()
         let code = mdb_cursor_get(cursor, &k, &v, op)
@@ -130,16 +131,16 @@ package struct LMDBCursor {
         return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size), UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
     }
 
-    package func first() throws(StorageError) -> Entry? { try get(MDB_FIRST) }
-    package func last() throws(StorageError) -> Entry? { try get(MDB_LAST) }
-    package func next() throws(StorageError) -> Entry? { try get(MDB_NEXT) }
-    package func previous() throws(StorageError) -> Entry? { try get(MDB_PREV) }
+    @inlinable package func first() throws(StorageError) -> Entry? { try get(MDB_FIRST) }
+    @inlinable package func last() throws(StorageError) -> Entry? { try get(MDB_LAST) }
+    @inlinable package func next() throws(StorageError) -> Entry? { try get(MDB_NEXT) }
+    @inlinable package func previous() throws(StorageError) -> Entry? { try get(MDB_PREV) }
     /// The entry whose key is `key`, or nil. From a positioned cursor, LMDB
     /// looks on the current page first: lookups in key order skip the descent
     /// from the root.
-    package func find(_ key: UnsafeRawBufferPointer) throws(StorageError) -> Entry? { try get(MDB_SET_KEY, key: key) }
+    @inlinable package func find(_ key: UnsafeRawBufferPointer) throws(StorageError) -> Entry? { try get(MDB_SET_KEY, key: key) }
     /// The first entry whose key is at or after `key`.
-    package func seek(atOrAfter key: UnsafeRawBufferPointer) throws(StorageError) -> Entry? { try get(MDB_SET_RANGE, key: key) }
+    @inlinable package func seek(atOrAfter key: UnsafeRawBufferPointer) throws(StorageError) -> Entry? { try get(MDB_SET_RANGE, key: key) }
     package func seek(atOrAfter key: [UInt8]) throws(StorageError) -> Entry? {
         var k = MDB_val(mv_size: key.count, mv_data: nil)
         var v = MDB_val()

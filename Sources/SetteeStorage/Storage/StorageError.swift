@@ -53,7 +53,7 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
-@inline(__always)
+@inlinable
 package func check(_ code: Int32, _ operation: @autoclosure () -> String) throws(StorageError) {
     if code != 0 { throw StorageError(code: code, operation: operation()) }
 }
