@@ -124,8 +124,8 @@ package final class ViewIndexStore: Sendable {
     /// ``LMDBEnvironment/open(directory:initialMapSize:maximumMapSize:readAhead:)``).
     package static let tableHandles = 4_096
     /// Named tables besides the indexes': `docs`, `seqs`, `views`, `settee`,
-    /// and ``DatabaseFormat/laterTables``.
-    package static let otherTables = 4 + DatabaseFormat.laterTables.count
+    /// ``DatabaseFormat/laterTables`` and the attachments' two.
+    package static let otherTables = 4 + DatabaseFormat.laterTables.count + 2
     /// The most indexes a database holds: past it, opening a table fails
     /// (`MDB_DBS_FULL`) and with it every command that opens one. Design
     /// documents needing more are refused when stored.
