@@ -186,12 +186,18 @@ struct StorageTrustTests {
         let size = try #require(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
         // Where LMDB's last page in use ends: the file may run past it (pages
         // it grew into that no commit uses), and cutting those is no damage.
+        // Read with LMDB alone, read-only: opening a Database here would keep
+        // this process's environment (and whatever it does at open) in play.
         let lastPageEnd = try {
-            let db = try Database(at: url)
+            var env: OpaquePointer?
+            try check(mdb_env_create(&env), "creating")
+            defer { mdb_env_close(env) }
+            try check(mdb_env_set_maxdbs(env, 4096), "setting the tables")
+            try check(mdb_env_open(env, url.path, UInt32(MDB_RDONLY), 0o644), "opening")
             var info = MDB_envinfo()
             var stats = MDB_stat()
-            mdb_env_info(db.environment.environment, &info)
-            mdb_env_stat(db.environment.environment, &stats)
+            mdb_env_info(env, &info)
+            mdb_env_stat(env, &stats)
             return (info.me_last_pgno + 1) * Int(stats.ms_psize)
         }()
         let newSize = switch truncation {
