@@ -49,4 +49,20 @@ struct PublicAPITests {
             #expect(probe.output.contains("main.swift:\(line + 2):"), "\(name) is visible to a program importing Settee")
         }
     }
+
+    @Test("The README's library example type-checks as a program depending on Settee")
+    func readmeExampleCompiles() throws {
+        let directory = TemporaryDirectory()
+        let readme = try String(contentsOf: URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("README.md"), encoding: .utf8)
+        let library = try #require(readme.range(of: "## The library"))
+        let fence = try #require(readme.range(of: "```swift\n", range: library.upperBound..<readme.endIndex))
+        let end = try #require(readme.range(of: "\n```", range: fence.upperBound..<readme.endIndex))
+        // The example elides closure bodies with "…"; the names it assumes come first.
+        let example = String(readme[fence.upperBound..<end.lowerBound]).replacingOccurrences(of: "…", with: "")
+        let program = "import Foundation\nlet coverURL = URL(fileURLWithPath: \"cover.png\")\n" + example
+        let checked = try typeCheckAsDependent(program, in: directory)
+        #expect(checked.status == 0, "\(checked.output)")
+    }
 }
