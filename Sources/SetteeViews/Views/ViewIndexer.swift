@@ -118,29 +118,8 @@ package struct ViewIndexer {
         // Read together: an index that catches up with these purges then maps the changes up to `latest`.
         let (latest, purgeSequence) = try store.environment.read { (try store.lastSequence(in: $0), try store.purgeSequence(in: $0)) }
         let cpu = IndexingCPU()
-        var targets: [Target] = []
-        var states: [ViewIndexState] = []
-        var started = false
-        for view in unique {
-            let tables = try indexes.tables(for: view.signature)
-            let existing = try store.environment.read { try indexes.state(view.signature, in: $0) }
-            var state = existing ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
-            // A new index has no rows of documents purged before it.
-            if existing == nil { state.purgeSequence = purgeSequence }
-            guard state.sequence < latest || !state.chunksCurrent else { continue }
-            // Only an index this update writes counts (an empty database starts none).
-            started = started || existing == nil
-            let pending = Int(latest - min(latest, state.sequence))
-            var reducer: Reducer?
-            if let reduce = view.reduce, view.builtinReducer != .approximateCountDistinct {
-                reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: 1000, cpu: cpu, logger: logger)
-            }
-            targets.append(Target(
-                view: view, tables: tables, reducer: reducer, fresh: state.rowCount == 0,
-                bulk: !state.chunksCurrent || (state.rowCount == 0 && state.sequence == 0) || pending * 16 > max(state.rowCount, Self.bulkRowsFloor),
-                existed: existing != nil))
-            states.append(state)
-        }
+        let (targets, planned, started) = try plan(unique, latest: latest, purgeSequence: purgeSequence, cpu: cpu)
+        var states = planned
         guard !targets.isEmpty else { return started }
         let since = states.map(\.sequence).min()!
         var processed = 0
@@ -263,6 +242,38 @@ package struct ViewIndexer {
         }
         logIndexed()
         return started
+    }
+
+    /// The indexes of `views` an update to `latest` writes (those behind it,
+    /// or without their chunks), with their states and how each is kept up:
+    /// batch by batch, or in bulk (new, or changes past a sixteenth of its
+    /// rows); and whether one of them is a new index.
+    private func plan(_ views: [ViewDefinition], latest: UInt64, purgeSequence: UInt64,
+                      cpu: IndexingCPU) throws -> (targets: [Target], states: [ViewIndexState], started: Bool) {
+        var targets: [Target] = []
+        var states: [ViewIndexState] = []
+        var started = false
+        for view in views {
+            let tables = try indexes.tables(for: view.signature)
+            let existing = try store.environment.read { try indexes.state(view.signature, in: $0) }
+            var state = existing ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
+            // A new index has no rows of documents purged before it.
+            if existing == nil { state.purgeSequence = purgeSequence }
+            guard state.sequence < latest || !state.chunksCurrent else { continue }
+            // Only an index this update writes counts (an empty database starts none).
+            started = started || existing == nil
+            let pending = Int(latest - min(latest, state.sequence))
+            var reducer: Reducer?
+            if let reduce = view.reduce, view.builtinReducer != .approximateCountDistinct {
+                reducer = try Reducer(source: reduce, view: view, workers: workers, chunk: 1000, cpu: cpu, logger: logger)
+            }
+            targets.append(Target(
+                view: view, tables: tables, reducer: reducer, fresh: state.rowCount == 0,
+                bulk: !state.chunksCurrent || (state.rowCount == 0 && state.sequence == 0) || pending * 16 > max(state.rowCount, Self.bulkRowsFloor),
+                existed: existing != nil))
+            states.append(state)
+        }
+        return (targets, states, started)
     }
 
     /// Whether rows gathered for bulk targets go to the indexes now (before the
