@@ -87,14 +87,14 @@ extension Database {
     /// A design document that could not be used is refused too (see
     /// ``DocumentEdit/checkDesignDocument()``).
     func refuseOverIndexLimit(_ edit: DocumentEdit, in transaction: LMDBTransaction) throws {
+        let written: DesignDocument?
         do {
-            try edit.checkDesignDocument()
+            written = try edit.checkDesignDocument()
         } catch {
             throw DocumentError(.invalidDesignDocument, error.description, id: edit.id)
         }
-        guard let id = edit.id, id.hasPrefix("_design/"), !edit.deleted,
-              case .object(let members)? = try? edit.body.withUnsafeBytes({ try JSONParser.parse($0) }),
-              let design = try? DesignDocument(json: .object([(key: "_id", value: .string(id))] + members)) else { return }
+        guard let design = written else { return }
+        let id = design.id
         var signatures = try indexSignatures(in: transaction, excluding: id)
         for view in design.views { signatures.insert(view.signature) }
         guard signatures.count > ViewIndexStore.maximumIndexes else { return }

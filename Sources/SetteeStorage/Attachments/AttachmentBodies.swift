@@ -45,6 +45,23 @@ package struct AttachmentBodies: Sendable {
         return (md5.finalize(), length)
     }
 
+    /// Hands `source`'s bytes to `body` a chunk (``chunkBytes``) at a time.
+    private static func forEachChunk(of source: AttachmentSource, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        switch source {
+        case .bytes(let bytes):
+            try bytes.withUnsafeBytes { all in
+                var offset = 0
+                while offset < all.count {
+                    let end = min(offset + chunkBytes, all.count)
+                    try body(UnsafeRawBufferPointer(rebasing: all[offset..<end]))
+                    offset = end
+                }
+            }
+        case .file(let url):
+            try forEachChunk(ofFile: url, body)
+        }
+    }
+
     /// Reads a file a chunk at a time into one reused buffer.
     private static func forEachChunk(ofFile url: URL, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         let descriptor = open(url.path, O_RDONLY)
@@ -129,19 +146,7 @@ package struct AttachmentBodies: Sendable {
                 try Self.chunkKey(digest, number).withUnsafeBytes { try cursor.put($0, chunk) }
                 number += 1
             }
-            switch source {
-            case .bytes(let bytes):
-                try bytes.withUnsafeBytes { all in
-                    var offset = 0
-                    while offset < all.count {
-                        let end = min(offset + Self.chunkBytes, all.count)
-                        try put(UnsafeRawBufferPointer(rebasing: all[offset..<end]))
-                        offset = end
-                    }
-                }
-            case .file(let url):
-                try Self.forEachChunk(ofFile: url, put)
-            }
+            try Self.forEachChunk(of: source, put)
         }
         guard written == length, !isFile || md5.finalize() == digest else {
             throw DocumentError(.badRequest, "attachment \(name): its bytes changed while they were stored (\(written) bytes read where \(length) were hashed)")
@@ -171,19 +176,7 @@ package struct AttachmentBodies: Sendable {
                 }
                 entry = try cursor.next()
             }
-            switch source {
-            case .bytes(let bytes):
-                try bytes.withUnsafeBytes { all in
-                    var offset = 0
-                    while offset < all.count {
-                        let end = min(offset + Self.chunkBytes, all.count)
-                        try compare(UnsafeRawBufferPointer(rebasing: all[offset..<end]))
-                        offset = end
-                    }
-                }
-            case .file(let url):
-                try Self.forEachChunk(ofFile: url, compare)
-            }
+            try Self.forEachChunk(of: source, compare)
             if sinceRelease > 0 { environment.releaseMappedPages() }
             // No chunk of the stored body left over.
             if equal, let (key, _) = entry, key.count == 20, key.starts(with: digest) { equal = false }

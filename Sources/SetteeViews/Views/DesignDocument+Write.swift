@@ -11,11 +11,15 @@ extension DocumentEdit {
     /// failing every later query. A design document in another language is
     /// stored unchecked, as CouchDB stores one for a query server it does not
     /// have; a deletion is not checked.
-    package func checkDesignDocument() throws(DesignDocumentError) {
+    ///
+    /// - Returns: The design document written, or nil when the edit writes
+    ///   none that is checked.
+    @discardableResult
+    package func checkDesignDocument() throws(DesignDocumentError) -> DesignDocument? {
         guard let id, id.hasPrefix("_design/"), !deleted,
-              case .object(let members)? = try? body.withUnsafeBytes({ try JSONParser.parse($0) }) else { return }
+              case .object(let members)? = try? body.withUnsafeBytes({ try JSONParser.parse($0) }) else { return nil }
         let json = JSONValue.object([(key: "_id", value: .string(id))] + members)
-        if case .string(let language)? = json["language"], language != "javascript" { return }
-        _ = try DesignDocument(json: json)
+        if case .string(let language)? = json["language"], language != "javascript" { return nil }
+        return try DesignDocument(json: json)
     }
 }
