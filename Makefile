@@ -8,7 +8,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo-db
 BENCH_DOCS ?= 1000000
 
-.PHONY: deps build test crash-test demo bench bench-attachments bench-couchjs clean modules
+.PHONY: deps build test crash-test demo bench bench-attachments bench-couchjs clean modules docs
 
 deps:
 	@missing=""; \
@@ -61,3 +61,8 @@ bench-couchjs: deps
 # The targets and what each depends on (the layering SwiftPM enforces).
 modules:
 	@bash Scripts/module-graph.sh | sort
+
+# The library's DocC documentation, into .build/docs/Settee.doccarchive; fails
+# on any DocC warning or a public symbol that no article curates.
+docs: deps
+	SWIFT=$(SWIFT) bash Scripts/docs.sh
