@@ -60,11 +60,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `find`: CouchDB's Mango selectors, JSON and array indexes, the query planner.
+        .target(
+            name: "SetteeFind",
+            dependencies: ["SetteeCore", "SetteeStorage", "SetteeViews"]
+        ),
         // The library: `Database`, its async and Codable forms, live queries, watching.
         .target(
             name: "Settee",
             dependencies: [
-                "SetteeCore", "SetteeStorage", "SetteeJavaScript", "SetteeViews",
+                "SetteeCore", "SetteeStorage", "SetteeJavaScript", "SetteeViews", "SetteeFind",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

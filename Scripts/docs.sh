@@ -3,7 +3,7 @@
 # failing on any DocC warning and on a public type, protocol or free function
 # that the catalogue's root page does not curate.
 #
-# `Settee` re-exports SetteeCore, SetteeStorage, SetteeViews and
+# `Settee` re-exports SetteeCore, SetteeStorage, SetteeViews, SetteeFind and
 # SetteeJavaScript: their public symbols are the library's API, so the symbol
 # graph is extracted with them before DocC (through swift-docc-plugin) runs.
 set -euo pipefail
@@ -22,7 +22,7 @@ swift_bin="$(dirname "$(command -v "$SWIFT")")"
   -Xcc -fmodule-map-file=Sources/CSetteeLMDB/module.modulemap \
   -Xcc -ISources/CSetteeJS/include -Xcc -ISources/CSetteeCollation/include \
   -minimum-access-level public \
-  -experimental-allowed-reexported-modules=SetteeCore,SetteeStorage,SetteeViews,SetteeJavaScript \
+  -experimental-allowed-reexported-modules=SetteeCore,SetteeStorage,SetteeViews,SetteeJavaScript,SetteeFind \
   -output-dir "$graphs"
 out=.build/docs/Settee.doccarchive
 log=.build/docs/docc.log

@@ -4,3 +4,4 @@
 @_exported import SetteeStorage
 @_exported import SetteeJavaScript
 @_exported import SetteeViews
+@_exported import SetteeFind
