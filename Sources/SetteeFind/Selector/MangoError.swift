@@ -27,6 +27,11 @@ public struct MangoError: Error, Sendable, Equatable, CustomStringConvertible {
         String(decoding: ErlangFormat.write(ErlangTerm(value)), as: UTF8.self)
     }
 
+    /// A JSON value as Erlang's `~p` prints it (`<<"text">>` where `~w` writes bytes).
+    package static func erlangPrint(_ value: JSONValue) -> String {
+        String(decoding: ErlangFormat.print(ErlangTerm(value), column: 1), as: UTF8.self)
+    }
+
     /// `{bad_arg, Op, Arg}`: an operator given an argument it does not take.
     package static func badArgument(_ operator: String, _ argument: JSONValue) -> MangoError {
         MangoError(error: "bad_arg", reason: "Bad argument for operator \(`operator`): \(erlang(argument))")

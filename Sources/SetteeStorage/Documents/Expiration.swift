@@ -32,7 +32,7 @@ extension DocumentStore {
 
     /// Whether the document (its id's UTF-8) has an expiration time that has
     /// passed: one lookup, in a table that is empty unless expirations are set.
-    func isExpired(_ id: UnsafeRawBufferPointer, in transaction: LMDBTransaction) throws -> Bool {
+    package func isExpired(_ id: UnsafeRawBufferPointer, in transaction: LMDBTransaction) throws -> Bool {
         guard let expirations, let bytes = try transaction.get(expirations, id), bytes.count == 8 else { return false }
         return Self.date(bytes) <= Date()
     }
