@@ -17,6 +17,8 @@ enum ErrorReport {
             return .object(report)
         case let error as QueryError:
             return .object([("error", .string(error.error)), ("reason", .string(error.reason))])
+        case let error as MangoError:
+            return .object([("error", .string(error.error)), ("reason", .string(error.reason))])
         case let error as DesignDocumentErrors:
             let count = error.errors.count
             return .object([

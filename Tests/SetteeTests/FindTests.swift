@@ -168,3 +168,30 @@ struct FindTests {
         #expect(try db.find(request, as: Person.self) == [Person(_id: "p01", age: 21), Person(_id: "p02", age: 22)])
     }
 }
+
+@Suite("settee find")
+struct FindCommandTests {
+    @Test("settee find prints CouchDB's _find response, reads the body from standard input, and reports a bad selector as CouchDB does")
+    func findCommand() throws {
+        let directory = TemporaryDirectory()
+        let settee = try SetteeExecutable.find()
+        let db = directory.url.appendingPathComponent("db").path
+        for document in [#"{"_id":"a","n":1}"#, #"{"_id":"b","n":2}"#, #"{"_id":"c","n":3}"#] {
+            #expect(try settee.run(["--db", db, "put", document], in: directory.url).exitStatus == 0)
+        }
+        let found = try settee.run(["--db", db, "find", #"{"selector": {"n": {"$gte": 2}}, "fields": ["_id"]}"#], in: directory.url)
+        #expect(found.exitStatus == 0, "\(found.standardError)")
+        let response = try JSONValue(parsing: found.standardOutput)
+        #expect(response["docs"] == [["_id": "b"], ["_id": "c"]])
+        #expect(response["warning"]?.stringValue == "No matching index found, create an index to optimize query time.")
+
+        let body = directory.url.appendingPathComponent("body.json")
+        try Data(#"{"selector": {"n": 1}}"#.utf8).write(to: body)
+        let piped = try settee.run(["--db", db, "find", "-"], input: body, in: directory.url)
+        #expect(try JSONValue(parsing: piped.standardOutput)["docs"]?[0]?["_id"] == "a")
+
+        let bad = try settee.run(["--db", db, "find", #"{"selector": {"n": {"$foo": 1}}}"#], in: directory.url)
+        #expect(bad.exitStatus == 1)
+        #expect(try JSONValue(parsing: bad.standardError) == ["error": "invalid_operator", "reason": "Invalid operator: $foo"])
+    }
+}

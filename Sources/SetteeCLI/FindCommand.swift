@@ -1,0 +1,28 @@
+import ArgumentParser
+import Foundation
+import Settee
+
+struct FindCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "find",
+        abstract: "Find documents with a Mango selector (CouchDB's _find request; `-` reads it from standard input).",
+        discussion: """
+            BODY is CouchDB's _find request: {"selector": {...}, "fields": [...], "sort": [...], "limit": N, "skip": N, \
+            "bookmark": "...", "use_index": ..., "execution_stats": true}. Prints CouchDB's response: \
+            {"docs": [...], "bookmark": "...", "warning": "..."}. Pass the bookmark back for the next page.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: ArgumentHelp("The request as JSON, or - for standard input.", valueName: "body"))
+    var body: String
+
+    func run() throws {
+        try reportingErrors {
+            let text = body == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : body
+            let request = try FindRequest(json: text)
+            let db = try database.open(creating: false)
+            printJSON(try db.find(request).json)
+        }
+    }
+}
