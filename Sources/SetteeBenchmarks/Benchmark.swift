@@ -88,6 +88,16 @@ struct Benchmark {
         try? FileManager.default.removeItem(at: smallDirectory)
         try measureCounts(db, documentCount: documentCount, into: &table)
 
+        // find with no index: a scan of every document, each read, parsed and
+        // matched; the selector matches none, so all are examined.
+        do {
+            let request = FindRequest(selector: ["type": "contact", "city": "Oslo", "name": ["$beginsWith": "Nobody"]])
+            var examined = 0
+            let (time, cpu) = try measureCPU { examined = try findExamining(db, request) }
+            precondition(examined == documentCount, "the scan examined \(examined) documents")
+            table.add("find without an index (full scan, 3 conditions)", rate(documentCount, time, cpu: cpu))
+        }
+
         // (a) One view, one emit per order.
         try design(#"{"_id":"_design/one","views":{"by_customer":{"map":"\#(oneView)"}}}"#, in: directory, db: db)
         var peak = PeakMemory()
@@ -265,6 +275,13 @@ struct Benchmark {
         let file = directory.appendingPathComponent("design.json")
         try Data(json.utf8).write(to: file)
         try db.loadDesignDocuments(from: file)
+    }
+
+    /// Runs `request` with execution statistics: the documents it examined.
+    static func findExamining(_ db: Database, _ request: FindRequest) throws -> Int {
+        var request = request
+        request.executionStats = true
+        return try db.find(request).executionStats?.totalDocsExamined ?? 0
     }
 
     static func mapOnly(_ corpus: GeneratedCorpus, function: String, workers: Int) throws -> (Duration, cpu: Double) {

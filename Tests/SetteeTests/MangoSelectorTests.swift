@@ -1,4 +1,5 @@
 import Testing
+@testable import SetteeFind
 import Settee
 
 private func selector(_ text: String) throws -> MangoSelector {
@@ -9,8 +10,15 @@ private func normalized(_ text: String) throws -> String {
     try selector(text).normalized.jsonText
 }
 
+/// Whether the document matches; matching the parsed document and matching
+/// its text (only the fields named parsed) must agree.
 private func matches(_ selectorText: String, _ documentText: String) throws -> Bool {
-    try selector(selectorText).matches(try JSONValue(parsing: documentText))
+    let compiled = try selector(selectorText)
+    let parsed = compiled.matches(try JSONValue(parsing: documentText))
+    var text = documentText
+    let onText = try text.withUTF8 { try compiled.matches(json: UnsafeRawBufferPointer($0)) }
+    #expect(parsed == onText, "matching the text of \(documentText) disagrees with matching its value")
+    return parsed
 }
 
 private func mangoError(_ text: String) -> MangoError? {
@@ -130,5 +138,11 @@ struct MangoSelectorTests {
         #expect(try !matches(#"{"missing": {"$not": {"$regex": "^Bob"}}}"#, doc), "a negated condition still needs the field")
         #expect(try matches(#"{"kids": {"$elemMatch": {"name": "Cid"}}}"#, #"{"kids": [{"name": "Bo"}, {"name": "Cid"}]}"#))
         #expect(try matches("{}", doc))
+        #expect(try matches(#"{"a\\.b": 1, "q": {"$exists": false}}"#, #"{ "x" : [1, {"y": 2}], "a.b" : 1 }"#))
+        #expect(try matches(#"{"x.1.y": 2, "x.0": {"$gt": 0}}"#, #"{ "x" : [1, {"y": 2}] }"#))
+        #expect(try !matches(#"{"x.2": {"$exists": false}}"#, #"{"x": [1]}"#), "past an array's end is a bad path, not a missing member")
+        #expect(try matches(#"{"k\u00e9": 1}"#.replacingOccurrences(of: "\\u00e9", with: "é"), #"{"k\u00e9": 1}"#), "an escaped key is compared decoded")
+        #expect(try matches(#"{"n.m": {"$exists": false}}"#, #"{"n": {"o": 1}}"#))
+        #expect(try !matches(#"{"n.o.p": {"$exists": false}}"#, #"{"n": {"o": 1}}"#))
     }
 }

@@ -112,13 +112,12 @@ struct DocumentScan {
                     stats.totalDocsExamined += 1
                     json.removeAll(keepingCapacity: true)
                     record.appendFullJSON(id: key, into: &json)
-                    let document = try JSONParser.parse(json)
-                    guard selector.matches(document) else { continue }
+                    guard try json.withUnsafeBytes({ try selector.matches(json: $0) }) else { continue }
                     if skip > 0 {
                         skip -= 1
                         continue
                     }
-                    documents.append(projection.extract(document))
+                    documents.append(projection.extract(try JSONParser.parse(json)))
                     last = String(decoding: key, as: UTF8.self)
                     if documents.count >= limit { return }
                 }

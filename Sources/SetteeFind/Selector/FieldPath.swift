@@ -8,6 +8,8 @@ package struct FieldPath: Sendable, Hashable {
     package let name: String
     /// Its parts, escapes removed.
     package let parts: [String]
+    /// The parts' UTF-8, for finding the value in JSON text.
+    package var utf8Parts: [[UInt8]] { parts.map { Array($0.utf8) } }
 
     /// Splits `name`; an empty part (`a..b`, a leading or trailing dot) is an error.
     package init(_ name: String) throws(MangoError) {
@@ -16,6 +18,7 @@ package struct FieldPath: Sendable, Hashable {
             let parts = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
             if parts.contains("") { throw .invalidFieldName(name) }
             self.parts = parts
+            isID = name == "_id"
             return
         }
         // Split on dots not preceded by a backslash, then drop every backslash.
@@ -34,7 +37,11 @@ package struct FieldPath: Sendable, Hashable {
         parts.append(current)
         if parts.contains("") { throw .invalidFieldName(name) }
         self.parts = parts.map { $0.replacingOccurrences(of: "\\", with: "") }
+        isID = name == "_id"
     }
+
+    /// Whether this is `_id`, whose conditions compare in raw order.
+    package let isID: Bool
 
     /// What `mango_doc:get_field/2` finds at this path.
     package enum Lookup {

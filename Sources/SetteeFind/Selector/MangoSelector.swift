@@ -38,6 +38,13 @@ public struct MangoSelector: Sendable {
         condition.matches(document, mode: .unicode)
     }
 
+    /// Whether `document`, JSON text of a whole document, matches; only the
+    /// fields the selector names are parsed.
+    /// - Throws: When the text is not valid JSON.
+    package func matches(json document: UnsafeRawBufferPointer) throws -> Bool {
+        try condition.matches(json: document)
+    }
+
     /// Whether the selector matches every document (`{}`).
     public var matchesEverything: Bool {
         if case .everything = condition { return true }
@@ -54,7 +61,7 @@ indirect enum Condition: @unchecked Sendable {
     case not(Condition)
     /// The condition applies to the value at a path; `nil` for the value itself
     /// (an `$elemMatch` element's own condition).
-    case field(FieldPath?, Condition)
+    case field(FieldPath?, Condition, utf8Path: [[UInt8]])
     case elemMatch(Condition)
     case allMatch(Condition)
     case keyMapMatch(Condition)
@@ -119,10 +126,11 @@ indirect enum Condition: @unchecked Sendable {
             else { throw .badArgument(key, argument) }
             self = .regex(regex)
         case "":
-            self = .field(nil, try Condition(argument))
+            self = .field(nil, try Condition(argument), utf8Path: [])
         default:
             if key.hasPrefix("$") { throw .invalidOperator(key) }
-            self = .field(try FieldPath(key), try Condition(argument))
+            let path = try FieldPath(key)
+            self = .field(path, try Condition(argument), utf8Path: path.utf8Parts)
         }
     }
 
@@ -138,12 +146,12 @@ indirect enum Condition: @unchecked Sendable {
             return conditions.isEmpty || conditions.contains { $0.matches(value, mode: mode) }
         case .not(let condition):
             return !condition.matches(value, mode: mode)
-        case .field(nil, let condition):
+        case .field(nil, let condition, _):
             return condition.matches(value, mode: mode)
-        case .field(let path?, let condition):
+        case .field(let path?, let condition, _):
             switch path.lookup(in: value) {
             case .found(let found):
-                return condition.matches(found, mode: path.name == "_id" ? .raw : mode)
+                return condition.matches(found, mode: path.isID ? .raw : mode)
             case .notFound:
                 if case .exists(false) = condition { return true }
                 return false
@@ -200,6 +208,38 @@ indirect enum Condition: @unchecked Sendable {
         case .beginsWith(let prefix):
             guard case .string(let text) = value else { return false }
             return text.utf8.starts(with: prefix.utf8)
+        }
+    }
+
+    /// ``matches(_:mode:)`` on a whole document's JSON text: the boolean
+    /// operators and field conditions at the top are worked out on the text,
+    /// and only the values the conditions test are parsed.
+    func matches(json document: UnsafeRawBufferPointer) throws -> Bool {
+        switch self {
+        case .everything:
+            return true
+        case .and(let conditions):
+            for condition in conditions where try !condition.matches(json: document) { return false }
+            return true
+        case .or(let conditions):
+            if conditions.isEmpty { return true }
+            for condition in conditions where try condition.matches(json: document) { return true }
+            return false
+        case .not(let condition):
+            return try !condition.matches(json: document)
+        case .field(let path?, let condition, let utf8Path):
+            switch try JSONMemberLocator.locate(utf8Path, in: document) {
+            case .found(let range):
+                let value = try JSONParser.parse(UnsafeRawBufferPointer(rebasing: document[range]))
+                return condition.matches(value, mode: path.isID ? .raw : .unicode)
+            case .notFound:
+                if case .exists(false) = condition { return true }
+                return false
+            case .badPath:
+                return false
+            }
+        default:
+            return matches(try JSONParser.parse(document), mode: .unicode)
         }
     }
 
