@@ -20,6 +20,7 @@ struct SetteeCommand: AsyncParsableCommand {
         subcommands: [
             ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
             ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self, FindCommand.self,
+            CreateIndexCommand.self, ListIndexesCommand.self, DeleteIndexCommand.self,
             VerifyCommand.self, WatchCommand.self, CouchJSCommand.self, AttachmentCommand.self,
             PurgeCommand.self, ExpireCommand.self, ExpiringCommand.self,
         ])

@@ -154,7 +154,7 @@ public struct FindRequest: Sendable {
     }
 
     /// `mango_sort:new/1`.
-    private static func sortFields(_ value: JSONValue) throws(MangoError) -> [SortField] {
+    static func sortFields(_ value: JSONValue) throws(MangoError) -> [SortField] {
         guard case .array(let elements) = value else {
             throw MangoError(error: "invalid_sort_json", reason: "Sort must be an array of sort specs, not: \(erlangPrint(value))")
         }

@@ -7,7 +7,8 @@ public struct DesignDocument: Sendable, Equatable {
     public let id: String
     /// The name after `_design/`.
     public var name: String { String(id.dropFirst("_design/".count)) }
-    /// Always `javascript` (the only language Settee runs).
+    /// `javascript`, or `query` for a design document holding `find`'s JSON
+    /// indexes (CouchDB's Mango indexes), which has no JavaScript views.
     public let language: String
     /// `options.include_design`: map functions also see design documents.
     public let includeDesign: Bool
@@ -41,8 +42,19 @@ public struct DesignDocument: Sendable, Equatable {
         case .string(let text)?: language = text
         default: throw failure("\"language\" must be a string", id: id)
         }
-        guard language == "javascript" else {
-            throw failure("unsupported language \"\(language)\": Settee runs javascript only", id: id)
+        guard language == "javascript" || language == "query" else {
+            throw failure("unsupported language \"\(language)\": Settee runs javascript, and query for find's indexes", id: id)
+        }
+        if language == "query" {
+            // CouchDB's Mango indexes: their views are read by `find` (SetteeFind), not run as JavaScript.
+            self.id = id
+            self.language = language
+            includeDesign = false
+            localSequence = false
+            views = []
+            self.json = json
+            validateDocumentUpdate = nil
+            return
         }
         let options = json["options"]
         if let options, !options.isNull, options.objectValue == nil { throw failure("\"options\" must be an object", id: id) }

@@ -1,0 +1,94 @@
+import Foundation
+import SetteeCore
+import SetteeStorage
+import SetteeFind
+
+/// What creating a `find` index did: CouchDB's `POST /db/_index` response.
+public struct IndexCreation: Sendable, Equatable {
+    /// `created`, or `exists` when the design document already held the same index.
+    public var result: String
+    /// The design document's id.
+    public var id: String
+    /// The index's name.
+    public var name: String
+
+    /// As CouchDB writes it.
+    public var json: JSONValue { ["result": .string(result), "id": .string(id), "name": .string(name)] }
+}
+
+/// `find`'s JSON indexes, kept in `"language": "query"` design documents as CouchDB keeps them.
+extension Database {
+    /// Creates a JSON index, in its design document (made when missing).
+    ///
+    /// ```swift
+    /// try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["type", "year"]}, "name": "type-year", "ddoc": "books"}"#))
+    /// ```
+    /// - Throws: ``MangoError`` when the design document exists and is not a
+    ///   `query` one; storage and conflict errors.
+    @discardableResult
+    public func createIndex(_ request: IndexRequest) throws -> IndexCreation {
+        let index = request.index
+        let id = index.designDocument ?? ""
+        return try write { batch in
+            var members: [(key: String, value: JSONValue)] = [("_id", .string(id)), ("language", "query")]
+            if let existing = try batch.document(id), !existing.isDeleted {
+                let value = try existing.value
+                guard case .object(let stored) = value, value["language"]?.stringValue == "query" else {
+                    throw MangoError(error: "invalid_index", reason: "Invalid design document query language.")
+                }
+                members = stored
+            }
+            var views = members.first(where: { $0.key == "views" })?.value.objectValue ?? []
+            if let position = views.firstIndex(where: { $0.key == index.name }) {
+                if views[position].value == index.view { return IndexCreation(result: "exists", id: id, name: index.name) }
+                views[position].value = index.view
+            } else {
+                views.append((index.name, index.view))
+            }
+            if let position = members.firstIndex(where: { $0.key == "views" }) {
+                members[position].value = .object(views)
+            } else {
+                members.append(("views", .object(views)))
+            }
+            try batch.put(JSONValue.object(members).jsonText)
+            return IndexCreation(result: "created", id: id, name: index.name)
+        }
+    }
+
+    /// Every index `find` can use: `_all_docs` first, then the JSON indexes
+    /// by design document and name (CouchDB's `GET /db/_index`).
+    public func listIndexes() throws -> [MangoIndex] {
+        let stored = try store.designDocumentRecords().flatMap { record in
+            MangoIndex.indexes(inDesignDocument: try record.value)
+        }
+        return [MangoIndex.allDocuments] + stored.sorted {
+            let order = JSONValue.compareBytes($0.designDocument ?? "", $1.designDocument ?? "")
+            return order != 0 ? order < 0 : JSONValue.compareBytes($0.name, $1.name) < 0
+        }
+    }
+
+    /// Deletes a JSON index; its design document goes with its last index.
+    /// - Parameters:
+    ///   - designDocument: The design document, `NAME` or `_design/NAME`.
+    ///   - name: The index's name.
+    /// - Throws: ``MangoError`` `not_found` when there is no such index.
+    public func deleteIndex(designDocument: String, name: String) throws {
+        let id = designDocument.hasPrefix("_design/") ? designDocument : "_design/" + designDocument
+        try write { batch in
+            guard let existing = try batch.document(id), !existing.isDeleted, let value = try? existing.value,
+                  value["language"]?.stringValue == "query", case .object(var members) = value,
+                  let viewsAt = members.firstIndex(where: { $0.key == "views" }),
+                  case .object(var views) = members[viewsAt].value,
+                  let position = views.firstIndex(where: { $0.key == name })
+            else { throw MangoError(status: 404, error: "not_found", reason: "missing") }
+            views.remove(at: position)
+            if views.isEmpty { members.remove(at: viewsAt) } else { members[viewsAt].value = .object(views) }
+            let rest = members.filter { $0.key != "_id" && $0.key != "_rev" }
+            if rest.count == 1, rest[0].key == "language" {
+                try batch.delete(id, revision: existing.revision)
+            } else {
+                try batch.put(JSONValue.object(members).jsonText)
+            }
+        }
+    }
+}

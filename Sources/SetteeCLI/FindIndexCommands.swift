@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import Settee
+
+struct CreateIndexCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create-index",
+        abstract: "Create a JSON index for find (CouchDB's _index request; `-` reads it from standard input).",
+        discussion: """
+            BODY is CouchDB's POST /db/_index body: {"index": {"fields": ["type", {"year": "desc"}], \
+            "partial_filter_selector": {...}}, "name": "...", "ddoc": "...", "type": "json"}. The index is kept in a \
+            design document with "language": "query", as CouchDB keeps it. Prints {"result": "created" or "exists", "id", "name"}.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: ArgumentHelp("The request as JSON, or - for standard input.", valueName: "body"))
+    var body: String
+
+    func run() throws {
+        try reportingErrors {
+            let text = body == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : body
+            let request = try IndexRequest(json: text)
+            printJSON(try database.open().createIndex(request).json)
+        }
+    }
+}
+
+struct ListIndexesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list-indexes",
+        abstract: "List the indexes find can use (CouchDB's GET /db/_index): _all_docs, then the JSON indexes.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() throws {
+        try reportingErrors {
+            let indexes = try database.open(creating: false).listIndexes()
+            printJSON(["total_rows": .number(Double(indexes.count)), "indexes": .array(indexes.map(\.json))])
+        }
+    }
+}
+
+struct DeleteIndexCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete-index",
+        abstract: "Delete a JSON index; its design document goes with its last index.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: ArgumentHelp("The design document (NAME or _design/NAME).", valueName: "ddoc"))
+    var designDocument: String
+
+    @Argument(help: "The index's name.")
+    var name: String
+
+    func run() throws {
+        try reportingErrors {
+            try database.open(creating: false).deleteIndex(designDocument: designDocument, name: name)
+            printJSON(["ok": true])
+        }
+    }
+}

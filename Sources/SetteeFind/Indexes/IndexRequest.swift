@@ -1,0 +1,82 @@
+import SetteeCore
+import SetteeViews
+
+/// A request to create a `find` index: CouchDB's `POST /db/_index` body,
+/// `{"index": {"fields": [...], "partial_filter_selector": {...}}, "name": "...", "ddoc": "...", "type": "json"}`.
+public struct IndexRequest: Sendable, Equatable {
+    /// The index it defines (its design document and name filled in).
+    public var index: MangoIndex
+
+    /// Reads and checks a request as CouchDB does (`mango_opts:validate_idx_create/1`,
+    /// `mango_idx_view:validate_new/2`). Without `name` or `ddoc`, both are a
+    /// hash of the definition, so the same request names the same index.
+    public init(json body: JSONValue) throws(MangoError) {
+        guard case .object(let members) = body else { throw MangoError(error: "invalid_ejson", reason: "Invalid JSON value: \(MangoError.erlang(body))") }
+        var definition: JSONValue?
+        var type = "json"
+        var name: String?
+        var designDocument: String?
+        for (key, value) in members {
+            switch key {
+            case "index": definition = value
+            case "type":
+                guard case .string(let text) = value else { throw MangoError(error: "invalid_string", reason: "Invalid string: \(MangoError.erlang(value))") }
+                type = text
+            case "name": name = try Self.nonEmptyString(value)
+            case "ddoc": designDocument = try Self.nonEmptyString(value)
+            case "w":
+                guard let w = SelectorNormalization.integer(value), w > 0 else {
+                    throw MangoError(error: "invalid_pos_integer", reason: "\(MangoError.erlang(value)) is not an integer greater than zero")
+                }
+            case "partitioned":
+                guard value == .bool(false) else {
+                    throw MangoError(error: "invalid_partitioned_value", reason: "Settee databases are not partitioned: \(MangoError.erlang(value))")
+                }
+            default:
+                throw MangoError(error: "invalid_key", reason: "Invalid key \(key) for this request.")
+            }
+        }
+        guard let definition else { throw MangoError(error: "missing_required_key", reason: "Missing required key: index") }
+        guard type == "json" else {
+            if type == "text" || type == "nouveau" {
+                throw MangoError(status: 503, error: "required index service unavailable", reason: type)
+            }
+            throw MangoError(error: "invalid_index", reason: "Invalid type for index: \(type)")
+        }
+        guard case .object(let definitionMembers) = definition else {
+            throw MangoError(error: "invalid_index", reason: "JSON indexes must be an object, not: \(MangoError.erlang(definition))")
+        }
+        var fields: [FindRequest.SortField]?
+        var partial: JSONValue?
+        for (key, value) in definitionMembers {
+            switch key {
+            case "fields": fields = try FindRequest.sortFields(value)
+            case "partial_filter_selector":
+                guard case .object = value else { throw .invalidSelectorJSON(value) }
+                _ = try MangoSelector(value)
+                partial = value == [:] ? nil : value
+            default:
+                throw MangoError(error: "invalid_key", reason: "Invalid key \(key) for this request.")
+            }
+        }
+        guard let fields else { throw MangoError(error: "missing_required_key", reason: "Missing required key: fields") }
+        guard !fields.isEmpty else { throw MangoError(error: "invalid_index", reason: "Index is missing its definition.") }
+        var index = MangoIndex(designDocument: nil, name: "", type: "json", fields: fields, partialFilterSelector: partial)
+        let generated = SHA256.hexDigest(Array(index.view.canonicalized().jsonText.utf8)).prefix(40)
+        index.name = name ?? String(generated)
+        let design = designDocument ?? String(generated)
+        index.designDocument = design.hasPrefix("_design/") ? design : "_design/" + design
+        self.index = index
+    }
+
+    /// A request given as JSON text.
+    public init(json text: String) throws {
+        try self.init(json: try JSONValue(parsing: text))
+    }
+
+    private static func nonEmptyString(_ value: JSONValue) throws(MangoError) -> String {
+        guard case .string(let text) = value else { throw MangoError(error: "invalid_string", reason: "Invalid string: \(MangoError.erlang(value))") }
+        guard !text.isEmpty else { throw MangoError(error: "invalid_empty_string", reason: "Index name or ddoc cannot be empty string") }
+        return text
+    }
+}

@@ -1,0 +1,86 @@
+import SetteeCore
+
+/// A `find` index: CouchDB's Mango JSON index (the document's values at some
+/// fields, in order, as one key), or `_all_docs`, CouchDB's "special" index
+/// that every database has.
+///
+/// A JSON index lives in a design document with `"language": "query"`, in
+/// the shape CouchDB stores it, so that the same design document defines the
+/// same index in CouchDB:
+///
+/// ```json
+/// {"_id": "_design/by-type", "language": "query",
+///  "views": {"type-name": {"map": {"fields": {"type": "asc", "name": "asc"}, "partial_filter_selector": {}},
+///                          "reduce": "_count", "options": {"def": {"fields": ["type", "name"]}}}}}
+/// ```
+public struct MangoIndex: Sendable, Equatable {
+    /// The design document holding it (`_design/…`); nil for `_all_docs`.
+    public var designDocument: String?
+    /// Its name: the view's name in its design document, or `_all_docs`.
+    public var name: String
+    /// `json`, or `special` for `_all_docs`.
+    public var type: String
+    /// The indexed fields, in key order, each with its direction.
+    public var fields: [FindRequest.SortField]
+    /// Only documents matching this selector are indexed (CouchDB's partial index); nil for all.
+    public var partialFilterSelector: JSONValue?
+
+    /// `_all_docs`.
+    public static let allDocuments = MangoIndex(designDocument: nil, name: "_all_docs", type: "special",
+                                                fields: [FindRequest.SortField("_id")], partialFilterSelector: nil)
+
+    /// The index as CouchDB lists it (`GET /db/_index`) and `explain` shows it.
+    public var json: JSONValue {
+        var definition: [(key: String, value: JSONValue)] = [
+            ("fields", .array(fields.map { .object([($0.field, .string($0.descending ? "desc" : "asc"))]) })),
+        ]
+        if let partialFilterSelector, partialFilterSelector != [:] {
+            definition.append(("partial_filter_selector", partialFilterSelector))
+        }
+        var members: [(key: String, value: JSONValue)] = [
+            ("ddoc", designDocument.map(JSONValue.string) ?? .null),
+            ("name", .string(name)),
+            ("type", .string(type)),
+        ]
+        if type == "json" { members.append(("partitioned", false)) }
+        members.append(("def", .object(definition)))
+        return .object(members)
+    }
+
+    /// The design document's view that stores this index, as CouchDB writes
+    /// it (`mango_idx_view:make_view/1`): `map` holds the fields and the
+    /// partial filter, `reduce` is `_count`, `options.def` the definition as requested.
+    package var view: JSONValue {
+        var map: [(key: String, value: JSONValue)] = [
+            ("fields", .object(fields.map { ($0.field, .string($0.descending ? "desc" : "asc")) })),
+        ]
+        map.append(("partial_filter_selector", partialFilterSelector ?? [:]))
+        var definition: [(key: String, value: JSONValue)] = [
+            ("fields", .array(fields.map { $0.descending ? JSONValue.object([($0.field, JSONValue.string("desc"))]) : JSONValue.string($0.field) })),
+        ]
+        if let partialFilterSelector, partialFilterSelector != [:] {
+            definition.append(("partial_filter_selector", partialFilterSelector))
+        }
+        return ["map": .object(map), "reduce": "_count", "options": ["def": .object(definition)]]
+    }
+
+    /// The JSON indexes a `"language": "query"` design document holds
+    /// (`mango_idx_view:from_ddoc/1`): views whose definition does not read
+    /// as an index are left out, as CouchDB leaves them out.
+    package static func indexes(inDesignDocument document: JSONValue) -> [MangoIndex] {
+        guard document["language"]?.stringValue == "query", case .string(let id)? = document["_id"],
+              case .object(let views)? = document["views"] else { return [] }
+        return views.compactMap { name, view in
+            guard case .object(let fields)? = view["map"]?["fields"], !fields.isEmpty else { return nil }
+            var sortFields: [FindRequest.SortField] = []
+            for (field, direction) in fields {
+                guard direction == "asc" || direction == "desc", (try? FieldPath(field)) != nil else { return nil }
+                sortFields.append(FindRequest.SortField(field, descending: direction == "desc"))
+            }
+            var partial = view["map"]?["partial_filter_selector"]
+            if partial == [:] || partial == .null { partial = nil }
+            if let partial, (try? MangoSelector(partial)) == nil { return nil }
+            return MangoIndex(designDocument: id, name: name, type: "json", fields: sortFields, partialFilterSelector: partial)
+        }
+    }
+}

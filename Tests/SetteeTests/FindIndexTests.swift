@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+import Settee
+
+private func openDatabase(_ directory: TemporaryDirectory) throws -> Database {
+    var options = Database.Options()
+    options.javaScriptWorkers = 1
+    return try Database(at: directory.url.appendingPathComponent("db"), options: options)
+}
+
+private func mangoError(_ body: () throws -> Void) -> MangoError? {
+    do {
+        try body()
+        return nil
+    } catch let error as MangoError {
+        return error
+    } catch {
+        Issue.record(error)
+        return nil
+    }
+}
+
+@Suite("find's JSON indexes: CouchDB's _index requests and query design documents")
+struct FindIndexTests {
+    @Test("An index is kept in a query design document in CouchDB's shape; the same request again exists")
+    func createAndList() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        let created = try db.createIndex(IndexRequest(json: #"{"index": {"fields": [{"type": "desc"}, {"year": "desc"}]}, "name": "type-year", "ddoc": "books"}"#))
+        #expect(created.json == ["result": "created", "id": "_design/books", "name": "type-year"])
+        let stored = try #require(try db.document("_design/books")).value
+        #expect(stored["language"] == "query")
+        #expect(stored["views"]?["type-year"] == [
+            "map": ["fields": ["type": "desc", "year": "desc"], "partial_filter_selector": [:]],
+            "reduce": "_count",
+            "options": ["def": ["fields": [["type": "desc"], ["year": "desc"]]]],
+        ])
+        #expect(try db.createIndex(IndexRequest(json: #"{"index": {"fields": [{"type": "desc"}, {"year": "desc"}]}, "name": "type-year", "ddoc": "books"}"#)).result == "exists")
+
+        let partial = try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["city"], "partial_filter_selector": {"type": "contact"}}, "ddoc": "_design/books", "name": "city"}"#))
+        #expect(partial.result == "created")
+        let automatic = try IndexRequest(json: #"{"index": {"fields": ["name"]}}"#)
+        #expect(try IndexRequest(json: #"{"index": {"fields": ["name"]}}"#) == automatic, "a request without names names its index the same way each time")
+        try db.createIndex(automatic)
+
+        let listed = try db.listIndexes()
+        #expect(listed.count == 4)
+        #expect(listed.map(\.designDocument) == [nil, automatic.index.designDocument, "_design/books", "_design/books"].sorted { ($0 ?? "") < ($1 ?? "") })
+        #expect(listed.first?.json == ["ddoc": nil, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]]])
+        let city = try #require(listed.first { $0.name == "city" })
+        #expect(city.json == ["ddoc": "_design/books", "name": "city", "type": "json", "partitioned": false,
+                              "def": ["fields": [["city": "asc"]], "partial_filter_selector": ["type": "contact"]]])
+        #expect(listed.filter { $0.designDocument == "_design/books" }.map(\.name) == ["city", "type-year"])
+        // The JavaScript side of the database is untouched: no views, queries still work.
+        #expect(try db.viewInfo().isEmpty)
+        try db.updateIndexes()
+    }
+
+    @Test("Deleting an index rewrites its design document; its last index deletes it")
+    func delete() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["a"]}, "ddoc": "d", "name": "a"}"#))
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["b"]}, "ddoc": "d", "name": "b"}"#))
+        try db.deleteIndex(designDocument: "d", name: "a")
+        #expect(try db.document("_design/d")?.value["views"]?["a"] == nil)
+        #expect(try db.listIndexes().map(\.name) == ["_all_docs", "b"])
+        try db.deleteIndex(designDocument: "_design/d", name: "b")
+        #expect(try db.document("_design/d") == nil)
+        #expect(mangoError { try db.deleteIndex(designDocument: "d", name: "b") } == MangoError(status: 404, error: "not_found", reason: "missing"))
+    }
+
+    @Test("A query design document put or loaded from disk defines its indexes")
+    func fromDesignDocuments() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        let folder = directory.url.appendingPathComponent("design")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(#"""
+            {"_id": "_design/q", "language": "query", "views": {
+              "by-x": {"map": {"fields": {"x": "asc"}, "partial_filter_selector": {}}, "reduce": "_count", "options": {"def": {"fields": ["x"]}}},
+              "broken": {"map": {"fields": {"y": "sideways"}}, "reduce": "_count", "options": {}}}}
+            """#.utf8).write(to: folder.appendingPathComponent("q.json"))
+        try db.loadDesignDocuments(from: folder)
+        #expect(try db.listIndexes().map(\.name) == ["_all_docs", "by-x"], "a view that is no index is left out, as CouchDB leaves it out")
+        // A JavaScript design document is not a place for an index.
+        try db.put(#"{"_id": "_design/js", "views": {"v": {"map": "function (doc) { emit(doc._id, null); }"}}}"#)
+        #expect(mangoError { try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["a"]}, "ddoc": "js"}"#)) }
+                == MangoError(error: "invalid_index", reason: "Invalid design document query language."))
+    }
+
+    @Test("A request CouchDB refuses is refused with its error and reason")
+    func requestErrors() throws {
+        #expect(mangoError { _ = try IndexRequest(json: #"{"index": {"fields": ["a", {"b": "desc"}]}}"#) }?.error == "unsupported_mixed_sort")
+        #expect(mangoError { _ = try IndexRequest(json: #"{"name": "x"}"#) } == MangoError(error: "missing_required_key", reason: "Missing required key: index"))
+        #expect(mangoError { _ = try IndexRequest(json: #"{"index": {}}"#) } == MangoError(error: "missing_required_key", reason: "Missing required key: fields"))
+        #expect(mangoError { _ = try IndexRequest(json: #"{"index": {"fields": []}}"#) } == MangoError(error: "invalid_index", reason: "Index is missing its definition."))
+        #expect(mangoError { _ = try IndexRequest(json: #"{"index": 3}"#) } == MangoError(error: "invalid_index", reason: "JSON indexes must be an object, not: 3"))
+        #expect(mangoError { _ = try IndexRequest(json: #"{"index": {"fields": ["a"]}, "type": "geo"}"#) } == MangoError(error: "invalid_index", reason: "Invalid type for index: geo"))
+        #expect(mangoError { _ = try IndexRequest(json: #"{"index": {"fields": ["a"]}, "type": "text"}"#) }?.status == 503)
+        #expect(mangoError { _ = try IndexRequest(json: #"{"index": {"fields": ["a"]}, "name": ""}"#) }
+                == MangoError(error: "invalid_empty_string", reason: "Index name or ddoc cannot be empty string"))
+        #expect(mangoError { _ = try IndexRequest(json: #"{"index": {"fields": ["a"], "partial_filter_selector": {"b": {"$bad": 1}}}}"#) }?.error == "invalid_operator")
+        #expect(mangoError { _ = try IndexRequest(json: #"{"index": {"fields": ["a"]}, "colour": "red"}"#) }
+                == MangoError(error: "invalid_key", reason: "Invalid key colour for this request."))
+    }
+
+    @Test("settee create-index, list-indexes and delete-index")
+    func commands() throws {
+        let directory = TemporaryDirectory()
+        let settee = try SetteeExecutable.find()
+        let db = directory.url.appendingPathComponent("db").path
+        let created = try settee.run(["--db", db, "create-index", #"{"index": {"fields": ["type"]}, "ddoc": "t", "name": "type"}"#], in: directory.url)
+        #expect(created.exitStatus == 0, "\(created.standardError)")
+        #expect(try JSONValue(parsing: created.standardOutput) == ["result": "created", "id": "_design/t", "name": "type"])
+        let listed = try settee.run(["--db", db, "list-indexes"], in: directory.url)
+        let listing = try JSONValue(parsing: listed.standardOutput)
+        #expect(listing["total_rows"] == 2)
+        #expect(listing["indexes"]?[1]?["name"] == "type")
+        let deleted = try settee.run(["--db", db, "delete-index", "t", "type"], in: directory.url)
+        #expect(try JSONValue(parsing: deleted.standardOutput) == ["ok": true])
+        let again = try settee.run(["--db", db, "delete-index", "t", "type"], in: directory.url)
+        #expect(again.exitStatus == 1)
+        #expect(try JSONValue(parsing: again.standardError) == ["error": "not_found", "reason": "missing"])
+    }
+}
