@@ -17,7 +17,7 @@ extension Database {
     /// - Throws: ``MangoError`` with CouchDB's error and reason for a request
     ///   CouchDB would refuse.
     public func find(_ request: FindRequest) throws -> FindResult {
-        try Finder(store: store).find(request)
+        try Finder(store: store).find(request, indexes: try listIndexes())
     }
 
     /// Runs a `find` query and decodes the documents as `T`.

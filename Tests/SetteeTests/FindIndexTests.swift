@@ -124,3 +124,37 @@ struct FindIndexTests {
         #expect(try JSONValue(parsing: again.standardError) == ["error": "not_found", "reason": "missing"])
     }
 }
+
+@Suite("find with JSON indexes")
+struct FindWithIndexTests {
+    @Test("A sort by indexed fields returns the indexed documents in the index's order and pages through them")
+    func sortedByIndex() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.write { batch in
+            for (id, age) in [("a", 30), ("b", 25), ("c", 35), ("d", 25), ("e", 40)] {
+                try batch.put(#"{"_id": "\#(id)", "type": "person", "age": \#(age)}"#)
+            }
+            try batch.put(#"{"_id": "f", "type": "person"}"#)
+        }
+        let sortError = mangoError { _ = try db.find(try FindRequest(json: #"{"selector": {"age": {"$gt": 0}}, "sort": ["age"]}"#)) }
+        #expect(sortError?.error == "no_usable_index")
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["age"]}, "ddoc": "people", "name": "age"}"#))
+        let ascending = try db.find(try FindRequest(json: #"{"selector": {"age": {"$gt": 0}}, "sort": ["age"], "fields": ["_id"]}"#))
+        #expect(ascending.documents.map { $0["_id"]?.stringValue } == ["b", "d", "a", "c", "e"], "ties by document id")
+        #expect(ascending.warning == nil)
+        var request = try FindRequest(json: #"{"selector": {"age": {"$gte": 25}}, "sort": [{"age": "desc"}], "limit": 2, "fields": ["_id"]}"#)
+        var pages: [[String]] = []
+        for _ in 0..<5 {
+            let page = try db.find(request)
+            if page.documents.isEmpty { break }
+            pages.append(page.documents.compactMap { $0["_id"]?.stringValue })
+            request.bookmark = page.bookmark
+        }
+        #expect(pages == [["e", "c"], ["a", "d"], ["b"]])
+        // A document without the indexed field is not in the index, as in CouchDB.
+        let all = try db.find(try FindRequest(json: #"{"selector": {"type": "person"}, "use_index": "people"}"#))
+        #expect(all.documents.count == 6, "the index cannot serve a selector that does not require its field: _all_docs does")
+        #expect(all.warning?.contains("_design/people was not used") == true)
+    }
+}

@@ -16,46 +16,39 @@ package struct Finder {
     /// - Throws: ``MangoError`` for a request CouchDB would refuse
     ///   (a bad selector, a sort no index serves, `use_index` naming no usable
     ///   index with `allow_fallback` false); storage errors.
-    package func find(_ request: FindRequest) throws -> FindResult {
+    package func find(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments]) throws -> FindResult {
         let started = ContinuousClock.now
         let selector = try MangoSelector(request.selector)
         let projection = try FieldProjection(request.fields)
         let bookmark = try request.bookmark.map { text throws(MangoError) in try Bookmark(decoding: text) }
+        let plan = try QueryPlanner.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
+                                         allowFallback: request.allowFallback, indexes: indexes)
         var warnings: [String] = []
-
-        // `_all_docs` serves every selector; a sort only when it is by `_id`
-        // and the selector constrains `_id` (mango_idx_special:is_usable/3).
-        if !request.sort.isEmpty {
-            let sortsByID = request.sort.map(\.field) == ["_id"]
-            guard sortsByID, Self.indexableFields(selector.normalized).contains("_id") else {
-                throw MangoError(error: "no_usable_index", reason: "No index exists for this sort, try indexing by the sort fields.")
-            }
-        }
-        if !request.useIndex.isEmpty {
-            guard request.allowFallback else {
-                let details = request.useIndex.map { $0.hasPrefix("_design/") ? String($0.dropFirst("_design/".count)) : $0 }
-                throw MangoError(error: "invalid_index", reason: details.count == 1
-                    ? "_design/\(details[0]) specified by `use_index` could not be found or it is not suitable."
-                    : "_design/\(details[0]), \(details[1]) specified by `use_index` could not be found or it is not suitable.")
-            }
-            warnings.append(Self.unusedIndexWarning(request.useIndex))
-        }
+        if plan.ignoredUseIndex { warnings.append(Self.unusedIndexWarning(request.useIndex)) }
 
         var stats = FindResult.ExecutionStats()
-        let scan = DocumentScan(store: store, selector: selector, projection: projection, request: request,
-                                descending: request.sort.first?.descending ?? false)
-        let (documents, last) = try scan.run(after: bookmark, stats: &stats)
+        let descending = request.sort.first?.descending ?? false
+        let documents: [JSONValue]
+        let last: Bookmark?
+        if plan.index.type == "special" {
+            let scan = DocumentScan(store: store, selector: selector, projection: projection, request: request, descending: descending)
+            let (found, lastID) = try scan.run(after: bookmark, stats: &stats)
+            documents = found
+            last = lastID.map { Bookmark(key: .string($0), id: $0) }
+            warnings.append("No matching index found, create an index to optimize query time.")
+        } else {
+            (documents, last) = try IndexOrder(index: plan.index, store: store, selector: selector, projection: projection,
+                                               request: request, descending: descending).run(after: bookmark, stats: &stats)
+        }
         stats.resultsReturned = documents.count
         stats.executionTimeMilliseconds = Double((ContinuousClock.now - started) / .microseconds(1)) / 1000
-
-        warnings.append("No matching index found, create an index to optimize query time.")
         if Self.examinesTooMany(stats) {
             warnings.append("The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this.")
         }
         return FindResult(
             documents: documents,
-            bookmark: last.map { Bookmark(key: .string($0), id: $0).encoded } ?? request.bookmark ?? "nil",
-            warning: warnings.joined(separator: "\n"),
+            bookmark: last?.encoded ?? request.bookmark ?? "nil",
+            warning: warnings.isEmpty ? nil : warnings.joined(separator: "\n"),
             executionStats: request.executionStats ? stats : nil)
     }
 
