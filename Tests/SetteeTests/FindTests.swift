@@ -64,6 +64,20 @@ struct FindTests {
         #expect(none.warning?.contains("The number of documents examined is high") == true)
     }
 
+    @Test("Design documents are not found; an empty $or finds nothing, as CouchDB's planner reads nothing for it")
+    func designDocumentsAndEmptyOperators() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try people(db)
+        try db.put(#"{"_id": "_design/d", "views": {}}"#)
+        #expect(ids(try find(db, #"{"selector": {"_id": {"$gte": null}}, "limit": 100}"#)).count == 41)
+        #expect(try find(db, #"{"selector": {"$or": []}}"#).documents.isEmpty)
+        #expect(ids(try find(db, #"{"selector": {"age": 22, "$or": []}}"#)) == ["p02"])
+        #expect(try find(db, #"{"selector": {"age": 22, "city": {"$in": []}}}"#).documents.isEmpty)
+        #expect(ids(try find(db, #"{"selector": {"age": 22, "$and": []}}"#)) == ["p02"])
+        #expect(try find(db, #"{"selector": {"tags": {"$nin": []}}, "limit": 100}"#).documents.count == 40)
+    }
+
     @Test("fields returns the paths asked for; deleted documents are not found")
     func fieldsAndDeletions() throws {
         let directory = TemporaryDirectory()

@@ -12,6 +12,8 @@ struct DocumentScan {
     let request: FindRequest
     let descending: Bool
 
+    private static let designPrefix = Array("_design/".utf8)
+
     /// The ids the selector allows, from its top-level conditions on `_id`.
     struct IDRange {
         var start: (id: String, inclusive: Bool)?
@@ -105,6 +107,8 @@ struct DocumentScan {
                             return
                         }
                     }
+                    // Design documents are not found (mango_cursor_view skips them in _all_docs).
+                    if key.starts(with: Self.designPrefix) { continue }
                     let record = try DocumentRecord(bytes: value, id: key, path: store.environment.path)
                     if record.isDeleted { continue }
                     if try store.isExpired(key, in: transaction) { continue }

@@ -30,16 +30,20 @@ package struct Finder {
         let descending = request.sort.first?.descending ?? false
         let documents: [JSONValue]
         let last: Bookmark?
-        if plan.index.type == "special" {
+        if plan.ranges == [.empty] {
+            // A selector that is an empty $or, $and, $in or $all: nothing to read (mango_cursor:maybe_noop_range/2).
+            documents = []
+            last = nil
+        } else if plan.index.type == "special" {
             let scan = DocumentScan(store: store, selector: selector, projection: projection, request: request, descending: descending)
             let (found, lastID) = try scan.run(after: bookmark, stats: &stats)
             documents = found
             last = lastID.map { Bookmark(key: .string($0), id: $0) }
-            warnings.append("No matching index found, create an index to optimize query time.")
         } else {
             (documents, last) = try IndexOrder(index: plan.index, store: store, selector: selector, projection: projection,
                                                request: request, descending: descending).run(after: bookmark, stats: &stats)
         }
+        if plan.index.type == "special" { warnings.append("No matching index found, create an index to optimize query time.") }
         stats.resultsReturned = documents.count
         stats.executionTimeMilliseconds = Double((ContinuousClock.now - started) / .microseconds(1)) / 1000
         if Self.examinesTooMany(stats) {
