@@ -20,6 +20,14 @@ extension Database {
         try Finder(store: store).find(request, indexes: try listIndexes())
     }
 
+    /// How ``find(_:)`` would run `request`, in the shape of CouchDB's
+    /// `_explain` response: the index it would use and the key range it
+    /// would read, the normalized selector, and every other index with the
+    /// reason it was not chosen.
+    public func explain(_ request: FindRequest) throws -> JSONValue {
+        try Finder(store: store).explain(request, indexes: try listIndexes(), databaseName: url.lastPathComponent)
+    }
+
     /// Runs a `find` query and decodes the documents as `T`.
     public func find<T: Decodable>(_ request: FindRequest, as type: T.Type) throws -> [T] {
         try find(request).decoded(as: T.self)

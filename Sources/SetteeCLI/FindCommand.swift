@@ -26,3 +26,23 @@ struct FindCommand: ParsableCommand {
         }
     }
 }
+
+struct ExplainCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "explain",
+        abstract: "Show how find would run a request (CouchDB's _explain; `-` reads it from standard input).",
+        discussion: "Prints the index chosen, the key range read, the normalized selector and why each other index was not chosen.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: ArgumentHelp("The _find request as JSON, or - for standard input.", valueName: "body"))
+    var body: String
+
+    func run() throws {
+        try reportingErrors {
+            let text = body == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : body
+            let request = try FindRequest(json: text)
+            printJSON(try database.open(creating: false).explain(request))
+        }
+    }
+}

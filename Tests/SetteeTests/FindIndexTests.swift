@@ -158,3 +158,47 @@ struct FindWithIndexTests {
         #expect(all.warning?.contains("_design/people was not used") == true)
     }
 }
+
+@Suite("explain")
+struct ExplainTests {
+    @Test("explain shows the index chosen, the key range, the options and why the other indexes were not chosen")
+    func explain() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["age"]}, "ddoc": "a", "name": "age"}"#))
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["age", "name"]}, "ddoc": "b", "name": "age-name"}"#))
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["city"]}, "ddoc": "c", "name": "city"}"#))
+        let plan = try db.explain(try FindRequest(json: #"{"selector": {"age": {"$gt": 20}}, "fields": ["_id", "age"]}"#))
+        #expect(plan["dbname"] == "db")
+        #expect(plan["index"]?["name"] == "age")
+        #expect(plan["selector"] == ["age": ["$gt": 20]])
+        let both = try db.explain(try FindRequest(json: #"{"selector": {"age": {"$gt": 20}, "name": {"$exists": true}}}"#))
+        #expect(both["index"]?["name"] == "age-name", "the index covering more of the selector's ranges")
+        #expect(both["covering"] == false, "without fields, whole documents are read")
+        #expect(both["index_candidates"]?.arrayValue?.first { $0["index"]?["name"] == "age" }?["analysis"]?["reasons"]?[0]?["name"] == "less_overlap")
+        #expect(plan["opts"]?["bookmark"] == "nil")
+        #expect(plan["opts"]?["sort"] == [:])
+        #expect(plan["mrargs"]?["start_key"] == [20])
+        #expect(plan["mrargs"]?["end_key"] == ["<MAX>"])
+        #expect(plan["mrargs"]?["direction"] == "fwd")
+        #expect(plan["covering"] == true, "_id and age are both in the index's key")
+        #expect(plan["mrargs"]?["include_docs"] == false)
+        #expect(plan["selector_hints"] == [["type": "json", "indexable_fields": ["age"], "unindexable_fields": []]])
+        let candidates = plan["index_candidates"]?.arrayValue ?? []
+        func reason(_ name: String) -> JSONValue? {
+            candidates.first { $0["index"]?["name"]?.stringValue == name }?["analysis"]?["reasons"]?[0]?["name"]
+        }
+        #expect(reason("age-name") == "field_mismatch", "it needs name too")
+        #expect(reason("city") == "field_mismatch")
+        #expect(reason("_all_docs") == "unfavored_type")
+        #expect(candidates.count == 3)
+
+        let scan = try db.explain(try FindRequest(json: #"{"selector": {"name": "x"}, "sort": [{"_id": "desc"}], "use_index": "c"}"#.replacingOccurrences(of: #""sort": [{"_id": "desc"}], "#, with: "")))
+        #expect(scan["index"]?["type"] == "special")
+        #expect(scan["mrargs"]?["start_key"] == nil || scan["mrargs"]?["start_key"] == .null)
+        #expect(scan["mrargs"]?["end_key"] == "<MAX>")
+        #expect(scan["opts"]?["use_index"] == ["c"])
+        let empty = try db.explain(try FindRequest(json: #"{"selector": {"$or": []}}"#))
+        #expect(empty["mrargs"]?["start_key"] == .null && empty["mrargs"]?["end_key"] == .null)
+    }
+}

@@ -56,6 +56,16 @@ package struct Finder {
             executionStats: request.executionStats ? stats : nil)
     }
 
+    /// How `request` would run: CouchDB's `_explain` response.
+    /// - Parameter databaseName: The name `explain` reports as `dbname`.
+    package func explain(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments], databaseName: String) throws -> JSONValue {
+        let selector = try MangoSelector(request.selector)
+        _ = try FieldProjection(request.fields)
+        let plan = try QueryPlanner.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
+                                         allowFallback: request.allowFallback, indexes: indexes)
+        return Explanation.explain(request, plan: plan, selector: selector.normalized, indexes: indexes, databaseName: databaseName)
+    }
+
     /// `mango_idx_view:indexable_fields/1`: the fields a normalized selector
     /// constrains in a way an index can seek (through `$and` only).
     static func indexableFields(_ selector: JSONValue) -> Set<String> {
