@@ -44,18 +44,21 @@ public struct TypedView<Key: Decodable & Sendable, Value: Decodable & Sendable, 
 
     /// The view's reduction of the rows the options select (with no
     /// grouping: one value), or nil when they select none. The options'
-    /// `reduce`, `group` and `groupLevel` are set for it.
+    /// `reduce`, `group` and `groupLevel` are set for it. For grouped
+    /// reductions, ``query(_:progress:)-(_,_)`` with `group` or `groupLevel`.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func reduce(_ options: ViewQueryOptions = ViewQueryOptions()) throws -> Value? {
-        try query(Self.reducing(options)).first?.value
+        try database.query(path, options: Self.reducing(options)).rows.first?.value(as: Value.self)
     }
 
     /// The view's reduction of the rows the options select, or nil when they
     /// select none (see ``reduce(_:)-(_)``).
     public func reduce(_ options: ViewQueryOptions = ViewQueryOptions()) async throws -> Value? {
-        try await query(Self.reducing(options)).first?.value
+        try await database.query(path, options: Self.reducing(options)).rows.first?.value(as: Value.self)
     }
 
+    /// The options with every selected row reduced to one (its key is
+    /// `null`, so it is not decoded as `Key`).
     private static func reducing(_ options: ViewQueryOptions) -> ViewQueryOptions {
         var options = options
         (options.reduce, options.group, options.groupLevel) = (true, nil, nil)
