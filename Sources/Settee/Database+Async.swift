@@ -30,7 +30,7 @@ extension Database {
     private static let backgroundQueue = DispatchQueue(label: "settee.database", qos: .userInitiated, attributes: .concurrent)
 
     /// Runs `body` on a Settee queue, off Swift's cooperative threads. The
-    /// calling task's cancellation is ``Cancellation/current`` while it
+    /// calling task's cancellation is `Cancellation.current` while it
     /// runs: what `body` does with JavaScript and index builds stops when the
     /// task is cancelled, and it then throws `CancellationError`.
     func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
@@ -55,13 +55,13 @@ extension Database {
 
     // MARK: Documents
 
-    /// Writes a document given as a JSON object (see ``put(_:)-(String)``).
+    /// Writes a document given as a JSON object (see `put(_:)`).
     @discardableResult
     public func put(_ json: String) async throws -> WriteResult {
         try await background { try self.put(json) }
     }
 
-    /// Writes `value` as the document `id` (see ``put(_:id:revision:)-(_,_,_)``).
+    /// Writes `value` as the document `id` (see `put(_:id:revision:)`).
     ///
     /// The value is encoded before the work leaves the calling task, so its
     /// type need not be `Sendable`.
@@ -71,7 +71,7 @@ extension Database {
         return try await background { try self.write(edit) }
     }
 
-    /// The document `id` decoded as `T`, or nil (see ``get(_:as:)-(_,_)``).
+    /// The document `id` decoded as `T`, or nil (see `get(_:as:)`).
     ///
     /// The document is read on a Settee queue and decoded in the calling
     /// task, so `T` need not be `Sendable`.
@@ -79,45 +79,49 @@ extension Database {
         try await document(id)?.decoded(as: T.self)
     }
 
-    /// Runs `body` with a batch whose writes commit in one transaction (see ``write(_:)-(_)``).
+    /// Runs `body` with a batch whose writes commit in one transaction (see `write(_:)`).
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteBatch) throws -> T) async throws -> T {
         try await background { try self.write(body) }
     }
 
-    /// The document with this id, or nil (see ``document(_:)-(String)``).
+    /// The document with this id, or nil (see `document(_:)`).
     public func document(_ id: String) async throws -> Document? {
         try await background { try self.document(id) }
     }
 
-    /// The document's current revision, deleted or not (see ``documentIncludingDeleted(_:)-(_)``).
+    /// The document's current revision, deleted or not (see `documentIncludingDeleted(_:)`).
     public func documentIncludingDeleted(_ id: String) async throws -> Document? {
         try await background { try self.documentIncludingDeleted(id) }
     }
 
-    /// Deletes a document (see ``delete(_:revision:)-(_,_)``).
+    /// Deletes a document (see `delete(_:revision:)`).
     @discardableResult
     public func delete(_ id: String, revision: Revision?) async throws -> WriteResult {
         try await background { try self.delete(id, revision: revision) }
     }
 
-    /// The documents changed after `since` (see ``changes(since:limit:)-(_,_)``).
+    /// The documents changed after `since` (see `changes(since:limit:)`).
     public func changes(since: UInt64 = 0, limit: Int? = nil) async throws -> [Change] {
         try await background { try self.changes(since: since, limit: limit) }
     }
 
     /// Hands the changes after `since` to `body` one by one as they are read
-    /// (see ``forEachChange(since:limit:_:)-(_,_,_)``); `body` runs on a Settee queue.
+    /// (see `forEachChange(since:limit:_:)`); `body` runs on a Settee queue.
+    /// Cancelling the task stops the reading before the next change, with `CancellationError`.
     public func forEachChange(since: UInt64 = 0, limit: Int? = nil, _ body: @escaping @Sendable (Change) throws -> Void) async throws {
-        try await background { try self.forEachChange(since: since, limit: limit, body) }
+        try await background {
+            let cancellation = Cancellation.current
+            try self.forEachChange(since: since, limit: limit) { try cancellation?.checkCancelled(); try body($0) }
+        }
     }
 
-    /// The sequence number of the latest write (see ``lastSequence()-()``).
+    /// The sequence number of the latest write (see `lastSequence()`).
     public func lastSequence() async throws -> UInt64 {
         try await background { try self.lastSequence() }
     }
 
-    /// What the database holds (see ``info()-()``).
+    /// What the database holds (see `info()`).
     public func info() async throws -> DatabaseInfo {
         try await background { try self.info() }
     }
@@ -125,14 +129,14 @@ extension Database {
     // MARK: Import
 
     /// Imports NDJSON or a JSON array of documents from a file (see
-    /// ``importDocuments(from:progress:)-(URL,_)``); `progress` is called on a Settee queue.
+    /// `importDocuments(from:progress:)`); `progress` is called on a Settee queue.
     @discardableResult
     public func importDocuments(from file: URL, progress: @escaping @Sendable (ImportProgress) -> Void = { _ in }) async throws -> ImportReport {
         try await background { try self.importDocuments(from: file, progress: progress) }
     }
 
     /// Imports documents read from a file handle (see
-    /// ``importDocuments(from:totalBytes:progress:)-(FileHandle,_,_)``).
+    /// `importDocuments(from:totalBytes:progress:)`).
     @discardableResult
     public func importDocuments(from handle: FileHandle, totalBytes: Int? = nil,
                                 progress: @escaping @Sendable (ImportProgress) -> Void = { _ in }) async throws -> ImportReport {
@@ -140,7 +144,7 @@ extension Database {
     }
 
     /// Imports documents from NDJSON or JSON-array bytes in memory (see
-    /// ``importDocuments(_:progress:)-(Data,_)``).
+    /// `importDocuments(_:progress:)`).
     @discardableResult
     public func importDocuments(_ data: Data, progress: @escaping @Sendable (ImportProgress) -> Void = { _ in }) async throws -> ImportReport {
         try await background { try self.importDocuments(data, progress: progress) }
@@ -148,24 +152,24 @@ extension Database {
 
     // MARK: Design documents and views
 
-    /// Loads design documents from a file or folder (see ``loadDesignDocuments(from:)-(URL)``).
+    /// Loads design documents from a file or folder (see `loadDesignDocuments(from:)`).
     @discardableResult
     public func loadDesignDocuments(from url: URL) async throws -> [DesignDocument] {
         try await background { try self.loadDesignDocuments(from: url) }
     }
 
-    /// The design document `_design/NAME` (see ``designDocument(_:)-(String)``).
+    /// The design document `_design/NAME` (see `designDocument(_:)`).
     public func designDocument(_ name: String) async throws -> DesignDocument? {
         try await background { try self.designDocument(name) }
     }
 
-    /// Every design document stored in the database (see ``designDocuments()-()``).
+    /// Every design document stored in the database (see `designDocuments()`).
     public func designDocuments() async throws -> [DesignDocument] {
         try await background { try self.designDocuments() }
     }
 
     /// Queries a view (`DDOC/VIEW`), updating its index first unless the
-    /// options say otherwise (see ``query(_:options:progress:)-(String,_,_)``);
+    /// options say otherwise (see `query(_:options:progress:)`);
     /// `progress` is called on a Settee queue while the index is brought up to date.
     ///
     /// Cancelling the task interrupts the view's JavaScript and stops the
@@ -177,23 +181,27 @@ extension Database {
     }
 
     /// Queries the view `view` of the design document `designDocument`, as
-    /// ``query(_:options:progress:)-(String,_,_)`` does.
+    /// `query(_:options:progress:)` does.
     public func query(designDocument name: String, view viewName: String, options: ViewQueryOptions = ViewQueryOptions(),
                       progress: @escaping @Sendable (IndexProgress) -> Void = { _ in }) async throws -> ViewResult {
         try await background { try self.query(designDocument: name, view: viewName, options: options, progress: progress) }
     }
 
     /// Queries a view, handing over the result as it is read (see
-    /// ``forEachRow(_:options:progress:header:_:)-(_,_,_,_,_)``); `header`
-    /// and `body` run on a Settee queue.
+    /// `forEachRow(_:options:progress:header:_:)`); `header`
+    /// and `body` run on a Settee queue. Cancelling the task stops the query
+    /// (its index update too) before the next row, with `CancellationError`.
     public func forEachRow(_ path: String, options: ViewQueryOptions = ViewQueryOptions(),
                            progress: @escaping @Sendable (IndexProgress) -> Void = { _ in },
                            header: @escaping @Sendable (ViewResultHeader) throws -> Void = { _ in },
                            _ body: @escaping @Sendable (ViewRow) throws -> Void) async throws {
-        try await background { try self.forEachRow(path, options: options, progress: progress, header: header, body) }
+        try await background {
+            let cancellation = Cancellation.current
+            try self.forEachRow(path, options: options, progress: progress, header: header) { try cancellation?.checkCancelled(); try body($0) }
+        }
     }
 
-    /// Brings every view's index up to date (see ``updateIndexes(progress:)-(_)``);
+    /// Brings every view's index up to date (see `updateIndexes(progress:)`);
     /// `progress` is called on a Settee queue.
     ///
     /// Cancelling the task interrupts the views' JavaScript and stops the
@@ -203,87 +211,91 @@ extension Database {
         try await background { try self.updateIndexes(progress: progress) }
     }
 
-    /// CouchDB's `_all_docs` (see ``allDocuments(options:)-(_)``).
+    /// CouchDB's `_all_docs` (see `allDocuments(options:)`).
     public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) async throws -> ViewResult {
         try await background { try self.allDocuments(options: options) }
     }
 
     /// CouchDB's `_all_docs`, handed over as it is read (see
-    /// ``forEachDocumentRow(options:header:_:)-(_,_,_)``); `header` and `body` run on a Settee queue.
+    /// `forEachDocumentRow(options:header:_:)`); `header` and `body` run on a Settee queue.
+    /// Cancelling the task stops the reading before the next row, with `CancellationError`.
     public func forEachDocumentRow(options: ViewQueryOptions = ViewQueryOptions(),
                                    header: @escaping @Sendable (ViewResultHeader) throws -> Void = { _ in },
                                    _ body: @escaping @Sendable (ViewRow) throws -> Void) async throws {
-        try await background { try self.forEachDocumentRow(options: options, header: header, body) }
+        try await background {
+            let cancellation = Cancellation.current
+            try self.forEachDocumentRow(options: options, header: header) { try cancellation?.checkCancelled(); try body($0) }
+        }
     }
 
     /// Per view: its signature, how far its index is built, rows, bytes, map
-    /// errors (see ``viewInfo()-()``).
+    /// errors (see `viewInfo()`).
     public func viewInfo() async throws -> [ViewInfo] {
         try await background { try self.viewInfo() }
     }
 
     // MARK: Attachments
 
-    /// Attachment `name` of document `id`, its bytes read into memory (see ``attachment(_:of:)-(_,_)``).
+    /// Attachment `name` of document `id`, its bytes read into memory (see `attachment(_:of:)`).
     public func attachment(_ name: String, of id: String) async throws -> Blob? {
         try await background { try self.attachment(name, of: id) }
     }
 
     /// Hands the bytes of an attachment to `body` a chunk at a time (see
-    /// ``readAttachment(_:of:_:)-(_,_,_)``); `body` runs on a Settee queue.
+    /// `readAttachment(_:of:_:)`); `body` runs on a Settee queue.
     @discardableResult
     public func readAttachment(_ name: String, of id: String,
                                _ body: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Void) async throws -> Blob {
         try await background { try self.readAttachment(name, of: id, body) }
     }
 
-    /// Writes the bytes of an attachment to a file (see ``writeAttachment(_:of:to:)-(_,_,_)``).
+    /// Writes the bytes of an attachment to a file (see `writeAttachment(_:of:to:)`).
     @discardableResult
     public func writeAttachment(_ name: String, of id: String, to url: URL) async throws -> Blob {
         try await background { try self.writeAttachment(name, of: id, to: url) }
     }
 
-    /// Adds or replaces attachment `name` of document `id` (see ``putAttachment(_:named:of:revision:)-(_,_,_,_)``).
+    /// Adds or replaces attachment `name` of document `id` (see `putAttachment(_:named:of:revision:)`).
     @discardableResult
     public func putAttachment(_ blob: Blob, named name: String, of id: String, revision: Revision?) async throws -> WriteResult {
         try await background { try self.putAttachment(blob, named: name, of: id, revision: revision) }
     }
 
-    /// Removes attachment `name` from document `id` (see ``removeAttachment(_:of:revision:)-(_,_,_)``).
+    /// Removes attachment `name` from document `id` (see `removeAttachment(_:of:revision:)`).
     @discardableResult
     public func removeAttachment(_ name: String, of id: String, revision: Revision) async throws -> WriteResult {
         try await background { try self.removeAttachment(name, of: id, revision: revision) }
     }
 
-    /// The document with its attachments' bytes inline (see ``document(_:attachments:since:)-(_,_,_)``).
+    /// The document with its attachments' bytes inline (see `document(_:attachments:since:)`).
     public func document(_ id: String, attachments: Bool, since: [Revision]? = nil) async throws -> Document? {
         try await background { try self.document(id, attachments: attachments, since: since) }
     }
 
     // MARK: Purge and expiration
 
-    /// Purges several documents in one transaction (see ``purge(_:)-([String:[Revision]])``).
+    /// Purges several documents in one transaction (see `purge(_:)`).
     @discardableResult
     public func purge(_ requests: [String: [Revision]]) async throws -> PurgeResult {
         try await background { try self.purge(requests) }
     }
 
-    /// How many documents have been purged, ever (see ``purgeSequence()-()``).
+    /// How many documents have been purged, ever (see `purgeSequence()`).
     public func purgeSequence() async throws -> UInt64 {
         try await background { try self.purgeSequence() }
     }
 
-    /// When a document expires, or nil (see ``expiration(of:)-(_)``).
+    /// When a document expires, or nil (see `expiration(of:)`).
     public func expiration(of id: String) async throws -> Date? {
         try await background { try self.expiration(of: id) }
     }
 
-    /// The documents with an expiration time before `date` (see ``documentsExpiring(before:)-(_)``).
+    /// The documents with an expiration time before `date` (see `documentsExpiring(before:)`).
     public func documentsExpiring(before date: Date) async throws -> [DocumentExpiration] {
         try await background { try self.documentsExpiring(before: date) }
     }
 
-    /// Purges the documents whose expiration time has passed, now (see ``purgeExpiredDocuments()-()``).
+    /// Purges the documents whose expiration time has passed, now (see `purgeExpiredDocuments()`).
     @discardableResult
     public func purgeExpiredDocuments() async throws -> PurgeResult? {
         try await background { try self.purgeExpiredDocuments() }
@@ -291,7 +303,7 @@ extension Database {
 
     // MARK: Verification
 
-    /// Reads the whole database and checks it (see ``verify()-()``).
+    /// Reads the whole database and checks it (see `verify()`).
     public func verify() async throws -> VerificationReport {
         try await background { try self.verify() }
     }

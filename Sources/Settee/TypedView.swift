@@ -26,7 +26,7 @@ public struct TypedView<Key: Decodable & Sendable, Value: Decodable & Sendable, 
     public let path: String
 
     /// The rows the options select, decoded.
-    /// - Throws: As ``Database/query(_:options:progress:)-(String,_,_)``, and
+    /// - Throws: As `Database/query(_:options:progress:)`, and
     ///   ``CodingError`` naming the first row that does not fit the types.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func query(_ options: ViewQueryOptions = ViewQueryOptions(),
@@ -35,7 +35,7 @@ public struct TypedView<Key: Decodable & Sendable, Value: Decodable & Sendable, 
     }
 
     /// The rows the options select, decoded; the query runs on a Settee
-    /// queue (see ``Database/query(_:options:progress:)-(String,_,_)`` for
+    /// queue (see `Database/query(_:options:progress:)` for
     /// cancellation), the rows are decoded in the calling task.
     public func query(_ options: ViewQueryOptions = ViewQueryOptions(),
                       progress: @escaping @Sendable (IndexProgress) -> Void = { _ in }) async throws -> [TypedViewRow<Key, Value, Document>] {
@@ -45,14 +45,14 @@ public struct TypedView<Key: Decodable & Sendable, Value: Decodable & Sendable, 
     /// The view's reduction of the rows the options select (with no
     /// grouping: one value), or nil when they select none. The options'
     /// `reduce`, `group` and `groupLevel` are set for it. For grouped
-    /// reductions, ``query(_:progress:)-(_,_)`` with `group` or `groupLevel`.
+    /// reductions, `query(_:progress:)` with `group` or `groupLevel`.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func reduce(_ options: ViewQueryOptions = ViewQueryOptions()) throws -> Value? {
         try database.query(path, options: Self.reducing(options)).rows.first?.value(as: Value.self)
     }
 
     /// The view's reduction of the rows the options select, or nil when they
-    /// select none (see ``reduce(_:)-(_)``).
+    /// select none (see `reduce(_:)`).
     public func reduce(_ options: ViewQueryOptions = ViewQueryOptions()) async throws -> Value? {
         try await database.query(path, options: Self.reducing(options)).rows.first?.value(as: Value.self)
     }

@@ -137,6 +137,7 @@ struct TypedViewTests {
         var descending = ViewQueryOptions(descending: true)
         descending.setKeyPrefix([tag])
         #expect(try await byTagDate.query(descending).map(\.documentID) == ["n2", "n1"])
+        #expect(try await byTagDate.query(ViewQueryOptions(keyPrefix: [tag], descending: true, limit: 1)).map(\.documentID) == ["n2"])
         // Literals still make JSONValue keys.
         #expect(try await byTag.query(ViewQueryOptions(startKey: "s", endKey: "t", reduce: false)).count == 2)
     }

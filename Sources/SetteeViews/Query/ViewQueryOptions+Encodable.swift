@@ -50,6 +50,21 @@ extension ViewQueryOptions {
         }
     }
 
+    /// Options selecting the rows whose key is an array that starts with
+    /// `prefix`'s elements (see ``setKeyPrefix(_:)``):
+    ///
+    /// ```swift
+    /// ViewQueryOptions(keyPrefix: [tag])                     // ["swift"], ["swift", date], …
+    /// ViewQueryOptions(keyPrefix: [tag], descending: true, limit: 10)
+    /// ```
+    public init(keyPrefix prefix: some Encodable, inclusiveEnd: Bool = true, descending: Bool = false, limit: Int? = nil,
+                skip: Int = 0, reduce: Bool? = nil, group: Bool? = nil, groupLevel: Int? = nil, includeDocs: Bool = false,
+                update: UpdateMode = .true) {
+        self.init(inclusiveEnd: inclusiveEnd, descending: descending, limit: limit, skip: skip, reduce: reduce, group: group,
+                  groupLevel: groupLevel, includeDocs: includeDocs, update: update)
+        setKeyPrefix(prefix)
+    }
+
     /// Selects the rows whose key is an array that starts with `prefix`'s
     /// elements, CouchDB's `startkey=[…]&endkey=[…,{}]` (the other way round
     /// when ``descending``): with `["swift"]`, the keys `["swift"]`,
