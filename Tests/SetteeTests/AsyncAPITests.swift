@@ -204,6 +204,26 @@ struct AsyncAPITests {
         #expect(try await db.viewInfo().first?.mapErrors == 0, "the interrupted call was no map error")
     }
 
+    @Test("Cancelling a query interrupts a slow reduce function")
+    func cancelSlowReduce() async throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory, workers: 1)
+        try await db.loadDesignDocuments(from: directory.file("sum.json", contents: #"""
+            {"_id": "_design/sum", "views": {"total": {
+              "map": "function (doc) { emit(doc.n, doc.n); }",
+              "reduce": "function (keys, values, rereduce) { var until = Date.now() + 4000; while (Date.now() < until) {} return sum(values); }"}}}
+            """#))
+        try await db.put(#"{"_id": "a", "n": 1}"#)
+        let query = Task { try await db.query("sum/total") }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelledAt = ContinuousClock.now
+        query.cancel()
+        let outcome = await awaitCancellation(of: query)
+        #expect(outcome.cancelled, "\(String(describing: outcome.error))")
+        #expect(ContinuousClock.now - cancelledAt < .seconds(1))
+        #expect(try await db.allDocuments().rows.count == 2, "the database answers")
+    }
+
     @Test("Cancelling updateIndexes stops it at the next batch; the next update resumes from what it committed")
     func cancelIndexUpdate() async throws {
         let directory = TemporaryDirectory()
