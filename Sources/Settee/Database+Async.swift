@@ -41,8 +41,8 @@ extension Database {
                     continuation.resume(with: Result {
                         do {
                             return try cancellation.makeCurrent(body)
-                        } catch where cancellation.isCancelled {
-                            // Failed once called off: for that reason, or its result no longer wanted.
+                        } catch let error as JavaScriptError where error.kind == .interrupted && cancellation.isCancelled {
+                            // A function interrupted for the cancellation, its error not yet turned into one.
                             throw CancellationError()
                         }
                     })
