@@ -63,10 +63,13 @@ extension Database {
 
     /// Writes `value` as the document `id` (see `put(_:id:revision:)`).
     ///
-    /// The value is encoded before the work leaves the calling task, so its
-    /// type need not be `Sendable`.
+    /// The value is encoded where the caller runs (on its actor, if it has
+    /// one: `isolation` is the caller's, filled in by the compiler), before
+    /// the work leaves for a Settee queue, so its type need not be
+    /// `Sendable`: a main-actor model writes its own non-`Sendable` values.
     @discardableResult
-    public func put(_ value: some Encodable, id: String, revision: Revision? = nil) async throws -> WriteResult {
+    public func put(_ value: some Encodable, id: String, revision: Revision? = nil,
+                    isolation: isolated (any Actor)? = #isolation) async throws -> WriteResult {
         let edit = try DocumentEdit(value, id: id, revision: revision, sizeLimits: options.sizeLimits)
         return try await background { try self.write(edit) }
     }

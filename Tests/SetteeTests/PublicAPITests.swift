@@ -4,7 +4,11 @@ import Testing
 /// Type-checks `source`, a file of a program that depends on Settee, against
 /// the Settee module this test run was built with. Returns the compiler's
 /// exit status and its diagnostics.
-private func typeCheckAsDependent(_ source: String, in directory: TemporaryDirectory, arguments: [String] = []) throws -> (status: Int32, output: String) {
+///
+/// `stage` is how far the compiler goes: `-typecheck`, or `-emit-sil` for
+/// the checks that run on SIL (data races: sending a value across isolation).
+private func typeCheckAsDependent(_ source: String, in directory: TemporaryDirectory, arguments: [String] = [],
+                                  stage: [String] = ["-typecheck"]) throws -> (status: Int32, output: String) {
     let build = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         .deletingLastPathComponent()  // …/debug/SetteePackageTests.xctest → …/debug
     let modules = build.appendingPathComponent("Modules")
@@ -15,7 +19,7 @@ private func typeCheckAsDependent(_ source: String, in directory: TemporaryDirec
     let file = directory.file("main.swift", contents: source)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["swiftc", "-typecheck", file.path, "-I", modules.path,
+    process.arguments = ["swiftc"] + stage + [file.path, "-I", modules.path,
                          "-Xcc", "-fmodule-map-file=\(packageRoot.path)/Sources/CSetteeLMDB/module.modulemap",
                          "-Xcc", "-fmodule-map-file=\(build.path)/CSetteeJS.build/module.modulemap",
                          "-Xcc", "-fmodule-map-file=\(build.path)/CSetteeCollation.build/module.modulemap"] + arguments
@@ -123,5 +127,22 @@ struct PublicAPITests {
             try await main()
             """, in: directory, arguments: ["-swift-version", "6", "-warnings-as-errors"])
         #expect(wrapped.status == 0, "\(wrapped.output)")
+    }
+
+    @Test("A main-actor model writes and reads its non-Sendable values with the async forms, without a data race")
+    func mainActorModel() throws {
+        let directory = TemporaryDirectory()
+        let checked = try typeCheckAsDependent("""
+            import Settee
+            final class Note: Codable { var text = "" }
+            @MainActor final class Model {
+                var note = Note()
+                func save(_ db: Database) async throws {
+                    try await db.put(note, id: "n1")
+                    note = try await db.get("n1", as: Note.self) ?? note
+                }
+            }
+            """, in: directory, arguments: ["-swift-version", "6", "-warnings-as-errors"], stage: ["-emit-sil", "-o", "/dev/null"])
+        #expect(checked.status == 0, "\(checked.output)")
     }
 }
