@@ -19,7 +19,7 @@ import SetteeViews
 /// of a map view (or of a reduce view queried with `reduce: false`), the
 /// reductions otherwise. A view whose map and reduce values differ in type
 /// is read through two handles.
-public struct TypedView<Key: Decodable & Sendable, Value: Decodable & Sendable, Document: Decodable & Sendable>: Sendable {
+public struct TypedView<Key: Decodable, Value: Decodable, Document: Decodable>: Sendable {
     /// The database the view is in.
     public let database: Database
     /// The view, as `DDOC/VIEW`.
@@ -80,7 +80,7 @@ extension Database {
     ///   - key: The type of its keys.
     ///   - value: The type of its values (or reductions).
     ///   - document: The type of its documents with `include_docs`; ``JSONValue`` by default.
-    public func view<Key: Decodable & Sendable, Value: Decodable & Sendable, Document: Decodable & Sendable>(
+    public func view<Key: Decodable, Value: Decodable, Document: Decodable>(
         _ path: String, key: Key.Type, value: Value.Type, document: Document.Type = JSONValue.self
     ) -> TypedView<Key, Value, Document> {
         TypedView(database: self, path: path)

@@ -129,7 +129,7 @@ struct PublicAPITests {
         #expect(wrapped.status == 0, "\(wrapped.output)")
     }
 
-    @Test("A main-actor model writes and reads its non-Sendable values with the async forms, without a data race")
+    @Test("A main-actor model writes, reads and follows (a typed view) its non-Sendable values with the async forms, without a data race")
     func mainActorModel() throws {
         let directory = TemporaryDirectory()
         let checked = try typeCheckAsDependent("""
@@ -137,9 +137,15 @@ struct PublicAPITests {
             final class Note: Codable { var text = "" }
             @MainActor final class Model {
                 var note = Note()
+                var rows: [TypedViewRow<String, Int, Note>] = []
                 func save(_ db: Database) async throws {
                     try await db.put(note, id: "n1")
                     note = try await db.get("n1", as: Note.self) ?? note
+                }
+                func follow(_ db: Database) async throws {
+                    let byTag = db.view("notes/by_tag", key: String.self, value: Int.self, document: Note.self)
+                    rows = try await byTag.query(ViewQueryOptions(includeDocs: true))
+                    for try await update in byTag.liveQuery(ViewQueryOptions(includeDocs: true)) { rows = update }
                 }
             }
             """, in: directory, arguments: ["-swift-version", "6", "-warnings-as-errors"], stage: ["-emit-sil", "-o", "/dev/null"])

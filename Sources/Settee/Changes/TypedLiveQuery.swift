@@ -12,7 +12,7 @@ import SetteeViews
 ///     model.rows = rows
 /// }
 /// ```
-public struct TypedLiveQuery<Key: Decodable & Sendable, Value: Decodable & Sendable, Document: Decodable & Sendable>: AsyncSequence, Sendable {
+public struct TypedLiveQuery<Key: Decodable, Value: Decodable, Document: Decodable>: AsyncSequence, Sendable {
     /// Each element is the query's rows, decoded.
     public typealias Element = [TypedViewRow<Key, Value, Document>]
 
