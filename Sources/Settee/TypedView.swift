@@ -26,7 +26,7 @@ public struct TypedView<Key: Decodable, Value: Decodable, Document: Decodable>: 
     public let path: String
 
     /// The rows the options select, decoded.
-    /// - Throws: As `Database/query(_:options:progress:)`, and
+    /// - Throws: As `Database.query(_:options:progress:)`, and
     ///   ``CodingError`` naming the first row that does not fit the types.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func query(_ options: ViewQueryOptions = ViewQueryOptions(),
@@ -35,7 +35,7 @@ public struct TypedView<Key: Decodable, Value: Decodable, Document: Decodable>: 
     }
 
     /// The rows the options select, decoded; the query runs on a Settee
-    /// queue (see `Database/query(_:options:progress:)` for
+    /// queue (see `Database.query(_:options:progress:)` for
     /// cancellation), the rows are decoded in the calling task.
     public func query(_ options: ViewQueryOptions = ViewQueryOptions(),
                       progress: @escaping @Sendable (IndexProgress) -> Void = { _ in }) async throws -> [TypedViewRow<Key, Value, Document>] {
