@@ -81,6 +81,10 @@ void settee_js_context_interrupt(settee_js_context *context) {
     JS_RequestInterruptCallback(context->cx);
 }
 
+void settee_js_context_clear_interrupt(settee_js_context *context) {
+    context->interruptRequested.store(false);
+}
+
 void settee_js_context_collect_garbage(settee_js_context *context) { JS_GC(context->cx); }
 
 int32_t settee_js_compile(settee_js_context *context, const char *source, size_t source_length, const char *name,

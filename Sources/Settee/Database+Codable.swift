@@ -34,6 +34,7 @@ extension Database {
     ///   value does not encode as a JSON object; ``DocumentError`` for a bad id
     ///   or a conflict.
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func put(_ value: some Encodable, id: String, revision: Revision? = nil) throws -> WriteResult {
         try write(try DocumentEdit(value, id: id, revision: revision, sizeLimits: options.sizeLimits))
     }
@@ -42,6 +43,7 @@ extension Database {
     ///
     /// - Throws: ``CodingError`` (``SetteeErrorCode/decodingFailed``) naming
     ///   the document and the member that does not fit `T`.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func get<T: Decodable>(_ id: String, as type: T.Type = T.self) throws -> T? {
         try document(id)?.decoded(as: T.self)
     }

@@ -24,6 +24,7 @@ extension Database {
     /// Times are kept to the millisecond.
     /// - Throws: ``DocumentError`` (`not_found`) when setting a time on a
     ///   document that is missing or deleted; `bad_request` for a `_local/` one.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func setExpiration(_ date: Date?, for id: String) throws {
         try store.setExpiration(date, for: id)
         if date != nil { expirationTimer.arm() }
@@ -31,11 +32,13 @@ extension Database {
 
     /// When a document expires (Couchbase Lite's `getDocumentExpiration`),
     /// or nil when it has no expiration time.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func expiration(of id: String) throws -> Date? {
         try environment.read { try store.expiration(of: id, in: $0) }
     }
 
     /// The documents with an expiration time before `date`, soonest first.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func documentsExpiring(before date: Date) throws -> [DocumentExpiration] {
         try environment.read { try store.expiring(before: date, in: $0) }.map { DocumentExpiration(id: $0.id, expiration: $0.expiration) }
     }
@@ -44,6 +47,7 @@ extension Database {
     /// what was purged, or nil when nothing had expired. The timer and
     /// queries do this by themselves.
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func purgeExpiredDocuments() throws -> PurgeResult? {
         try store.purgeExpired()
     }

@@ -20,6 +20,7 @@ extension Database {
     /// - Returns: What was purged: `[id: [revision]]`, or `[id: []]` when
     ///   the document was missing or its revision not named.
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func purge(_ id: String, revisions: [Revision]? = nil) throws -> PurgeResult {
         try purge([(id, revisions)])
     }
@@ -28,6 +29,7 @@ extension Database {
     /// request `{docid: [revs]}`: each is purged when its current revision
     /// is among those named (an empty list purges whatever is current).
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func purge(_ requests: [String: [Revision]]) throws -> PurgeResult {
         try purge(requests.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
     }
@@ -41,6 +43,7 @@ extension Database {
 
     /// How many documents have been purged from the database, ever
     /// (CouchDB's `purge_seq`).
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func purgeSequence() throws -> UInt64 {
         try environment.read { try store.purgeSequence(in: $0) }
     }

@@ -56,6 +56,7 @@ extension Database {
     /// snapshot each (what they are compared with, in the same one); writes
     /// may go on meanwhile. A page LMDB cannot read ends the check of its
     /// part, reported as a problem; the other parts are still checked.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func verify() throws -> VerificationReport {
         var report = VerificationReport()
         let path = environment.path

@@ -32,6 +32,7 @@ extension Database {
     /// - Returns: The design documents loaded.
     /// - Throws: ``DesignDocumentErrors`` naming file, design document, view and line.
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func loadDesignDocuments(from url: URL) throws -> [DesignDocument] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
@@ -215,6 +216,7 @@ extension Database {
     }
 
     /// The design document `_design/NAME` stored in the database.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func designDocument(_ name: String) throws -> DesignDocument? {
         let id = name.hasPrefix("_design/") ? name : "_design/" + name
         guard let document = try document(id) else { return nil }
@@ -222,6 +224,7 @@ extension Database {
     }
 
     /// Every design document stored in the database.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func designDocuments() throws -> [DesignDocument] {
         try store.designDocumentRecords().compactMap { try? designDocumentCache.parsed($0) }
     }
@@ -233,12 +236,14 @@ extension Database {
     ///
     /// - Throws: ``QueryError`` for invalid options (CouchDB's messages),
     ///   ``DocumentError`` (`not_found`) for a missing design document or view.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func query(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
         let (design, view) = try Self.splitViewPath(path)
         return try query(designDocument: design, view: view, options: options, progress: progress)
     }
 
     /// Queries the view `view` of the design document `designDocument`.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func query(designDocument name: String, view viewName: String, options: ViewQueryOptions = ViewQueryOptions(),
                       progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
         try query(designDocument: name, view: viewName, options: options, progress: progress, storedReductions: true)
@@ -278,6 +283,7 @@ extension Database {
     ///   - header: Called once, before the first row.
     ///   - body: Called with each row; an error it throws ends the query and is rethrown.
     /// - Throws: As ``query(_:options:progress:)``.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func forEachRow(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in },
                            header: (ViewResultHeader) throws -> Void = { _ in }, _ body: (ViewRow) throws -> Void) throws {
         let (design, view) = try Self.splitViewPath(path)
@@ -386,6 +392,7 @@ extension Database {
     ///
     /// - Throws: ``DesignDocumentErrors`` naming each design document left
     ///   out and why, after the others' indexes are up to date.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func updateIndexes(progress: (IndexProgress) -> Void = { _ in }) throws {
         let unusable = try retryingWhenIndexRemoved {
             var usable: [DesignDocument] = []
@@ -423,7 +430,7 @@ extension Database {
         // Expired documents leave the indexes before a query reads them.
         try purgeExpiredIfDue()
         let indexer = try makeIndexer()
-        let started = try indexing.withLock {
+        let started = try whileIndexing {
             let stale = try indexer.staleSignatures(views)
             guard !stale.isEmpty else { return false }
             // While another process builds one of these indexes, wait for it: the
@@ -435,12 +442,27 @@ extension Database {
         }
     }
 
+    /// Runs `body` holding ``indexing``. While another thread holds it (an
+    /// index build), waits, and stops waiting with `CancellationError` once
+    /// the work of the calling thread is called off (``Cancellation/current``).
+    private func whileIndexing<T>(_ body: () throws -> T) throws -> T {
+        if let cancellation = Cancellation.current {
+            try cancellation.checkCancelled()
+            while !indexing.lock(before: Date(timeIntervalSinceNow: 0.02)) { try cancellation.checkCancelled() }
+        } else {
+            indexing.lock()
+        }
+        defer { indexing.unlock() }
+        return try body()
+    }
+
     /// CouchDB's `_all_docs`: every live document by id (raw order), with
     /// `{"rev": …}` as value; key, keys, start/end keys, descending, limit, skip,
     /// inclusive_end and include_docs as for views. `total_rows` is the kept
     /// count of live documents (design documents included, as in CouchDB);
     /// `offset` with a start key counts the live documents before it, reading
     /// their records.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
         let validated = try ValidatedViewQuery(allDocuments: options)
         try purgeExpiredIfDue()
@@ -452,6 +474,7 @@ extension Database {
     /// each row in order, in one read transaction (see
     /// ``forEachRow(_:options:progress:header:_:)`` for what that means for
     /// writers). Memory stays the same however many rows there are.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func forEachDocumentRow(options: ViewQueryOptions = ViewQueryOptions(), header: (ViewResultHeader) throws -> Void = { _ in },
                                    _ body: (ViewRow) throws -> Void) throws {
         let validated = try ValidatedViewQuery(allDocuments: options)
@@ -462,6 +485,7 @@ extension Database {
     // MARK: Indexes
 
     /// Per view: its signature, how far its index is built, rows, bytes, map errors.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func viewInfo() throws -> [ViewInfo] {
         let views = try designDocuments().flatMap(\.views)
         while true {

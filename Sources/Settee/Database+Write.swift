@@ -21,6 +21,7 @@ extension Database {
     /// database past the indexes it can hold is rolled back with a
     /// ``DesignDocumentError``.
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func write<T>(_ body: (WriteBatch) throws -> T) throws -> T {
         var wroteDesignDocument = false
         let result = try store.writing { transaction, countChange in

@@ -163,9 +163,10 @@ public final class Database: Sendable {
         try workers.pool(count: options.javaScriptWorkers, configuration: options.javaScript)
     }
 
-    /// The JavaScript workers, as the workers views run their functions on.
+    /// The JavaScript workers, as the workers views run their functions on:
+    /// for work called off with the calling thread's ``Cancellation``, if any.
     func viewFunctions() throws -> any FunctionWorkers {
-        JavaScriptFunctionWorkers(pool: try javaScript())
+        JavaScriptFunctionWorkers(pool: try javaScript(), cancellation: Cancellation.current)
     }
 
     // MARK: Documents
@@ -184,6 +185,7 @@ public final class Database: Sendable {
     ///   `_top_N` rank…) or whose views would take the database past the
     ///   indexes it can hold.
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func put(_ json: String) throws -> WriteResult {
         var json = json
         return try json.withUTF8 { try put(json: UnsafeRawBufferPointer($0)) }
@@ -203,12 +205,14 @@ public final class Database: Sendable {
     }
 
     /// The document with this id, or nil when there is none or it was deleted.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func document(_ id: String) throws -> Document? {
         try store.document(id)
     }
 
     /// The document's current revision, deleted or not (a tombstone has
     /// ``Document/isDeleted`` set), or nil when the id was never written.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func documentIncludingDeleted(_ id: String) throws -> Document? {
         try environment.read { try store.record(id, in: $0) }
     }
@@ -219,12 +223,14 @@ public final class Database: Sendable {
     ///   - id: The document's `_id`.
     ///   - revision: The current revision; `nil` deletes whatever is current.
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func delete(_ id: String, revision: Revision?) throws -> WriteResult {
         try write { try $0.delete(id, revision: revision) }
     }
 
     /// The documents changed after sequence number `since`, oldest first; each
     /// document appears once, at its latest change.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func changes(since: UInt64 = 0, limit: Int? = nil) throws -> [Change] {
         try store.changes(since: since, limit: limit)
     }
@@ -234,6 +240,7 @@ public final class Database: Sendable {
     /// many there are. They are read in one read transaction (one snapshot);
     /// while `body` runs, writers go on, but the pages they replace cannot be
     /// reused until the call returns. `limit` counts as it does there.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func forEachChange(since: UInt64 = 0, limit: Int? = nil, _ body: (Change) throws -> Void) throws {
         try environment.read { transaction in
             var count = 0
@@ -246,6 +253,7 @@ public final class Database: Sendable {
     }
 
     /// The sequence number of the latest write.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func lastSequence() throws -> UInt64 {
         try store.lastSequence()
     }
@@ -259,6 +267,7 @@ public final class Database: Sendable {
     /// (``SetteeErrorCode/documentTooLarge``) without being held whole: once
     /// its line (or array element) runs past the limit, the rest of it is
     /// read and dropped.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func importDocuments(from file: URL, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
         let handle = try FileHandle(forReadingFrom: file)
         defer { try? handle.close() }
@@ -267,6 +276,7 @@ public final class Database: Sendable {
     }
 
     /// Imports documents read from a file handle (a pipe or standard input too).
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func importDocuments(from handle: FileHandle, totalBytes: Int? = nil, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
         let importer = makeImporter()
         let report = try importer.run(totalBytes: totalBytes, read: { try handle.read(upToCount: importer.chunkBytes) }, progress: progress)
@@ -282,6 +292,7 @@ public final class Database: Sendable {
     }
 
     /// Imports documents from NDJSON or JSON-array bytes in memory.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func importDocuments(_ data: Data, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
         let importer = makeImporter()
         var offset = 0
@@ -302,6 +313,7 @@ public final class Database: Sendable {
     ///
     /// The counts are kept by every write, in its transaction: this reads a
     /// record, and costs the same however many documents there are.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func info() throws -> DatabaseInfo {
         let (counts, sequence) = try environment.read { transaction in
             (try store.counts(in: transaction), try store.lastSequence(in: transaction))

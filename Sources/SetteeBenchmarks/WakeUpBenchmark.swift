@@ -23,8 +23,9 @@ enum WakeUpBenchmark {
             db.watchOtherProcesses(mode: mode)
             let name = db.commitWatchMode == .automatic ? "inotify on data.mdb" : "polling the last transaction id every 50 ms"
             let seen = ChangeTimes()
+            let since = try db.lastSequence()
             let feed = Task {
-                for try await change in db.continuousChanges(since: try db.lastSequence()) { seen.add(change.sequence) }
+                for try await change in db.continuousChanges(since: since) { seen.add(change.sequence) }
             }
             defer { feed.cancel() }
 

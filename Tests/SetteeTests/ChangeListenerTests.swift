@@ -114,7 +114,7 @@ struct ChangeListenerTests {
 
         // More changes than listeners: their documents are looked up, not the changes read.
         let lines = (0..<5000).map { #"{"_id": "bulk\#($0)"}"# } + [#"{"_id": "d7", "_rev": "\#(try #require(try await db.document("d7")).revision)", "n": 1}"#]
-        _ = try db.importDocuments(Data(lines.joined(separator: "\n").utf8))
+        _ = try await db.importDocuments(Data(lines.joined(separator: "\n").utf8))
         let change = await calls.next()
         #expect(change?.id == "d7")
         #expect(change?.revision.generation == 2)
@@ -126,7 +126,7 @@ struct ChangeListenerTests {
         let directory = TemporaryDirectory()
         let db = try openDatabase(directory)
         let before = try await db.put(#"{"_id": "ann", "n": 0}"#)
-        let since = try db.lastSequence()
+        let since = try await db.lastSequence()
         let calls = Calls<Change>()
         let follower = Task {
             for try await change in db.documentChanges("ann", since: since) { calls.sink.yield(change) }

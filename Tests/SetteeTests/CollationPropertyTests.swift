@@ -38,15 +38,15 @@ struct CollationPropertyTests {
             var options = Database.Options()
             options.javaScriptWorkers = 1
             let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
-            try db.loadDesignDocuments(from: directory.file("keys.json", contents: #"""
+            try await db.loadDesignDocuments(from: directory.file("keys.json", contents: #"""
                 {"_id": "_design/keys", "views": {
                   "unicode": {"map": "function (doc) { emit(doc.k, null); }"},
                   "raw": {"map": "function (doc) { emit(doc.k, null); }", "options": {"collation": "raw"}}}}
                 """#))
             let lines = zip(ids, values).map { JSONValue.object([("_id", .string($0)), ("k", $1)]).jsonText }
-            _ = try db.importDocuments(Data(lines.joined(separator: "\n").utf8))
+            _ = try await db.importDocuments(Data(lines.joined(separator: "\n").utf8))
             for (view, mode) in [("keys/unicode", CollationMode.unicode), ("keys/raw", .raw)] {
-                let rows = try db.query(view, options: ViewQueryOptions(parameters: [])).rows
+                let rows = try await db.query(view, options: ViewQueryOptions(parameters: [])).rows
                 let index = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, $0) })
                 for row in rows {
                     let original = values[index[row.id!]!]

@@ -90,10 +90,10 @@ extension ConcurrencyTests {
         let url = directory.url.appendingPathComponent("db")
         var db: Database? = try Database(at: url)
         _ = try await db!.loadDesignDocuments(from: directory.file("pairs.json", contents: pairsDesign))
-        _ = try db!.importDocuments(Data(pairLines(0..<2000).utf8))
+        _ = try await db!.importDocuments(Data(pairLines(0..<2000).utf8))
         let queries = (0..<4).map { _ in
             Task.detached { [db = db!] in
-                try db.query("pairs/by_n", options: ViewQueryOptions(parameters: [("reduce", "false")])).rows.count
+                try await db.query("pairs/by_n", options: ViewQueryOptions(parameters: [("reduce", "false")])).rows.count
             }
         }
         weak let environment = db!.environment

@@ -93,7 +93,7 @@ struct CrossProcessWakeUpTests {
         let db = try Database(at: path, options: options)
         try await db.loadDesignDocuments(from: directory.file("people.json", contents: contactsDesign))
         try await db.put(#"{"_id": "ann", "type": "contact", "city": "Oslo", "name": "Ann"}"#)
-        let since = try db.lastSequence()
+        let since = try await db.lastSequence()
 
         let (results, resultSink) = AsyncStream.makeStream(of: (ViewResult, ContinuousClock.Instant).self)
         let query = Task {

@@ -57,7 +57,7 @@ struct HotReloadTests {
         #expect(first.loaded.map(\.file) == [file.path])
         #expect(first.loaded.first?.changedViews == ["by_city", "by_name"])
         #expect(try watched.keys("people/by_city") == [#""Bergen""#, #""Oslo""#])
-        let before = try watched.db.viewInfo()
+        let before = try await watched.db.viewInfo()
         let byNameBefore = try #require(before.first { $0.path == "people/by_name" })
         #expect(byNameBefore.rowCount == 2)
 
@@ -69,7 +69,7 @@ struct HotReloadTests {
         #expect(edit.loaded.first?.removedViews == [])
 
         // Before any query: by_name keeps its index; by_city has a new, empty one.
-        let after = try watched.db.viewInfo()
+        let after = try await watched.db.viewInfo()
         let byNameAfter = try #require(after.first { $0.path == "people/by_name" })
         #expect(byNameAfter.signature == byNameBefore.signature)
         #expect(byNameAfter.indexedSequence == byNameBefore.indexedSequence)
@@ -131,8 +131,8 @@ struct HotReloadTests {
         let removal = try #require(try await reloads.next())
         #expect(removal.removed.map(\.designDocument) == ["_design/people"])
         #expect(removal.removed.map(\.file) == [file.path])
-        #expect(try watched.db.designDocument("people") == nil)
-        #expect(try watched.db.viewInfo().map(\.path) == ["other/all"])
+        #expect(try await watched.db.designDocument("people") == nil)
+        #expect(try await watched.db.viewInfo().map(\.path) == ["other/all"])
         #expect { try watched.db.query("people/by_city") } throws: { ($0 as? any SetteeError)?.errorCode == .notFound }
     }
 

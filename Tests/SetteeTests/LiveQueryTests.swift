@@ -164,7 +164,7 @@ struct LiveQueryTests {
 
         // From a later sequence, in batches larger than one read of the feed.
         let many = (0..<(ChangeFeed.batchSize + 10)).map { #"{"_id": "m\#($0)"}"# }.joined(separator: "\n")
-        _ = try db.importDocuments(Data(many.utf8))
+        _ = try await db.importDocuments(Data(many.utf8))
         var count = 0
         for try await change in db.continuousChanges(since: 3) {
             count += 1

@@ -137,7 +137,7 @@ struct PurgeTests {
         try await db.put(#"{"_id": "b"}"#)
         #expect(try await db.purge("a").purged.keys.sorted() == ["a"])
         try await db.setExpiration(Date(timeIntervalSince1970: 4_000_000_000), for: "b")
-        #expect(try db.expiration(of: "b") == Date(timeIntervalSince1970: 4_000_000_000))
+        #expect(try await db.expiration(of: "b") == Date(timeIntervalSince1970: 4_000_000_000))
     }
 
     @Test("a local document is not purged")

@@ -94,6 +94,10 @@ void settee_js_context_destroy(settee_js_context *context);
 void settee_js_context_set_timeout(settee_js_context *context, uint32_t milliseconds);
 /// Interrupts the call running on `context`, if any. Safe from any thread.
 void settee_js_context_interrupt(settee_js_context *context);
+
+/// Forgets an interrupt requested while no call was running, which would
+/// otherwise stop the next call. Only on the context's own thread, between calls.
+void settee_js_context_clear_interrupt(settee_js_context *context);
 /// Runs a full garbage collection.
 void settee_js_context_collect_garbage(settee_js_context *context);
 

@@ -9,6 +9,7 @@ extension Database {
     ///   no attachment of that name.
     /// - Note: For large attachments, ``readAttachment(_:of:_:)`` and
     ///   ``writeAttachment(_:of:to:)`` hand the bytes on a chunk at a time.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func attachment(_ name: String, of id: String) throws -> Blob? {
         var data = Data()
         do {
@@ -30,6 +31,7 @@ extension Database {
     /// - Throws: ``DocumentError`` `not_found` when the document is missing,
     ///   deleted, or has no such attachment ("Document is missing attachment").
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func readAttachment(_ name: String, of id: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Blob {
         Blob(stub: try store.readAttachment(name, of: id, body), data: nil)
     }
@@ -37,6 +39,7 @@ extension Database {
     /// Writes the bytes of attachment `name` of document `id` to the file at
     /// `url` (created or replaced), a chunk at a time.
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func writeAttachment(_ name: String, of id: String, to url: URL) throws -> Blob {
         guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
             throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: url.path])
@@ -63,6 +66,7 @@ extension Database {
     ///     that does not exist yet (it is created holding only the attachment).
     /// - Throws: ``DocumentError`` `conflict` for a stale or missing revision.
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func putAttachment(_ blob: Blob, named name: String, of id: String, revision: Revision?) throws -> WriteResult {
         let attachment: AttachmentEdit
         switch blob.content {
@@ -82,6 +86,7 @@ extension Database {
     /// - Throws: ``DocumentError`` `conflict` for a stale revision,
     ///   `not_found` when the document has no such attachment.
     @discardableResult
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func removeAttachment(_ name: String, of id: String, revision: Revision) throws -> WriteResult {
         try store.removeAttachment(name, of: id, revision: revision)
     }
@@ -94,6 +99,7 @@ extension Database {
     ///   stay stubs. Settee keeps one line of revisions per document, so any
     ///   of them whose generation is not past the current revision's counts.
     /// - Returns: nil when the document does not exist or was deleted.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func document(_ id: String, attachments: Bool, since: [Revision]? = nil) throws -> Document? {
         attachments ? try store.documentWithAttachments(id, since: since) : try store.document(id)
     }

@@ -50,7 +50,8 @@ public struct DocumentChanges: AsyncSequence, Sendable {
         public mutating func next() async throws -> Change? {
             let store = database.store
             let id = id
-            var cursor = try self.cursor ?? database.lastSequence()
+            var cursor: UInt64
+            if let known = self.cursor { cursor = known } else { cursor = try await database.lastSequence() }
             defer { self.cursor = cursor }
             while true {
                 if Task.isCancelled { return nil }

@@ -62,8 +62,15 @@ public struct LiveQuery: AsyncSequence, Sendable {
                 }
                 if Task.isCancelled { return nil }
                 // Read before the query: the index it updates reflects at least this sequence.
-                let sequence = try database.lastSequence()
-                let result = try await database.query(query.path, options: query.options)
+                let (path, options) = (query.path, query.options)
+                let sequence: UInt64, result: ViewResult
+                do {
+                    (sequence, result) = try await database.background {
+                        (try database.lastSequence(), try database.query(path, options: options))
+                    }
+                } catch is CancellationError {
+                    return nil
+                }
                 reflected = sequence
                 let changed = last.map { !$0.hasSameRows(as: result) } ?? true
                 query.runObserver?(sequence, changed)

@@ -143,3 +143,34 @@ extension JSONValue: ExpressibleByDictionaryLiteral {
         self = .object(elements.map { (key: $0.0, value: $0.1) })
     }
 }
+
+// MARK: - Hashing
+
+extension JSONValue: Hashable {
+    /// Hashes what ``==(_:_:)`` compares: equal values hash alike.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null:
+            hasher.combine(0)
+        case .bool(let value):
+            hasher.combine(1)
+            hasher.combine(value)
+        case .number(let value):
+            hasher.combine(2)
+            hasher.combine(value)
+        case .string(let value):
+            hasher.combine(3)
+            hasher.combine(value)
+        case .array(let elements):
+            hasher.combine(4)
+            hasher.combine(elements)
+        case .object(let members):
+            hasher.combine(5)
+            hasher.combine(members.count)
+            for member in members {
+                hasher.combine(member.key)
+                hasher.combine(member.value)
+            }
+        }
+    }
+}

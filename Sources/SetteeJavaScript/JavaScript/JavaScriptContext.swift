@@ -38,6 +38,18 @@ public final class JavaScriptContext {
         self.raw = raw
     }
 
+    /// Stops the call running on this context, or the next one to run: it
+    /// fails with ``JavaScriptError/Kind-swift.enum/interrupted``. Safe from any thread.
+    package func interrupt() {
+        settee_js_context_interrupt(raw)
+    }
+
+    /// Forgets an ``interrupt()`` that came after the last call ended, so
+    /// that it does not stop the next one. On the context's thread, between calls.
+    package func clearInterrupt() {
+        settee_js_context_clear_interrupt(raw)
+    }
+
     package func destroy() {
         settee_js_context_destroy(raw)
     }

@@ -33,6 +33,7 @@ package struct ValidatedViewQuery: Sendable {
 
     /// CouchDB's checks for a view query; see ``ViewQueryOptions/validated(viewHasReduce:compare:)``.
     package init(view given: ViewQueryOptions, viewHasReduce: Bool, compare: (JSONValue, JSONValue) -> Int) throws(QueryError) {
+        if let failure = given.keyEncodingFailure { throw .badRequest(failure) }
         var options = given
         // A one-element `keys` never reaches #mrargs.keys for a view (parse_params/4,
         // treat_single_keys_as_key/1): it is `key`.
@@ -54,6 +55,7 @@ package struct ValidatedViewQuery: Sendable {
 
     /// CouchDB's checks for `_all_docs`; see ``ViewQueryOptions/validatedForAllDocs()``.
     package init(allDocuments given: ViewQueryOptions) throws(QueryError) {
+        if let failure = given.keyEncodingFailure { throw .badRequest(failure) }
         // chttpd_db: GET /db/_all_docs checks `keys` before anything else.
         if given.keysJSON != nil && given.keys == nil {
             throw .badRequest("`keys` parameter must be an array.")

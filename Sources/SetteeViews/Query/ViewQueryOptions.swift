@@ -99,6 +99,9 @@ public struct ViewQueryOptions: Sendable, Equatable {
     /// `partition`. Settee has no partitioned databases, so validation rejects it as
     /// CouchDB does for a non-partitioned database.
     public var partition: String?
+    /// Why a key given as an `Encodable` value did not encode; validation
+    /// refuses the options with it.
+    package var keyEncodingFailure: String?
 
     public init() {}
 

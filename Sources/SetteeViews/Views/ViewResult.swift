@@ -5,7 +5,7 @@ import SetteeStorage
 /// A row of a view or `_all_docs` result. Keys, values and documents are kept
 /// as the JSON text the view produced; decode them with ``key(as:)`` and
 /// ``value(as:)``, or read them as ``JSONValue``s.
-public struct ViewRow: Sendable, Equatable {
+public struct ViewRow: Sendable, Hashable {
     /// The emitting document's id (nil for reduce rows).
     public var id: String?
     /// The key as JSON text.
@@ -73,6 +73,11 @@ public struct ViewRow: Sendable, Equatable {
 }
 
 /// A view row with its key and value decoded into the caller's types.
+///
+/// Its ``id`` is the emitting document's, as in CouchDB's rows, which does
+/// not tell rows apart (a reduce row has none; a document may emit several
+/// rows): ``TypedViewRow``, from ``ViewResult/rows(key:value:document:)``,
+/// is the `Identifiable` form.
 public struct DecodedViewRow<Key: Decodable & Sendable, Value: Decodable & Sendable>: Sendable {
     /// The emitting document's id (nil for reduce rows).
     public var id: String?
@@ -84,8 +89,14 @@ public struct DecodedViewRow<Key: Decodable & Sendable, Value: Decodable & Senda
     public var row: ViewRow
 }
 
+extension DecodedViewRow: Equatable where Key: Equatable, Value: Equatable {}
+extension DecodedViewRow: Hashable where Key: Hashable, Value: Hashable {}
+
 extension ViewResult {
     /// The rows with keys and values decoded into the caller's types.
+    ///
+    /// For rows that are `Identifiable` (a SwiftUI list) and hold their
+    /// decoded documents, see ``rows(key:value:document:)``.
     ///
     /// ```swift
     /// for row in try result.decodedRows(key: String.self, value: Int.self) {

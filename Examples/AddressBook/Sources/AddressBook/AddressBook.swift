@@ -51,10 +51,10 @@ struct AddressBook {
             }
         }
 
-        // The screen: a live query, redrawn each time its rows change.
+        // The screen: a live query of a typed view, redrawn each time its rows change.
+        let byPlace = db.view("contacts/by_city", key: [String].self, value: JSONValue.self)
         let screen = Task {
-            for try await result in db.liveQuery("contacts/by_city", options: ViewQueryOptions(reduce: false)) {
-                let rows = try result.decodedRows(key: [String].self, value: JSONValue.self)
+            for try await rows in byPlace.liveQuery(ViewQueryOptions(reduce: false)) {
                 print("— \(rows.count) contacts —")
                 for row in rows { print("  \(row.key[0]): \(row.key[1])") }
                 if rows.contains(where: { $0.key[1] == "Zoë" }) { break }
