@@ -16,6 +16,7 @@ extension Database {
     ///
     /// - Throws: ``MangoError`` with CouchDB's error and reason for a request
     ///   CouchDB would refuse.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func find(_ request: FindRequest) throws -> FindResult {
         try Finder(store: store).find(request, indexes: try listIndexes())
     }
@@ -24,17 +25,30 @@ extension Database {
     /// `_explain` response: the index it would use and the key range it
     /// would read, the normalized selector, and every other index with the
     /// reason it was not chosen.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func explain(_ request: FindRequest) throws -> JSONValue {
         try Finder(store: store).explain(request, indexes: try listIndexes(), databaseName: url.lastPathComponent)
     }
 
     /// Runs a `find` query and decodes the documents as `T`.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func find<T: Decodable>(_ request: FindRequest, as type: T.Type) throws -> [T] {
         try find(request).decoded(as: T.self)
     }
 
-    /// Runs a `find` query on a background thread (see ``find(_:)``).
+    /// Runs a `find` query on a Settee queue (see ``find(_:)``).
     public func find(_ request: FindRequest) async throws -> FindResult {
         try await background { try self.find(request) }
+    }
+
+    /// Runs a `find` query on a Settee queue and decodes the documents as `T`
+    /// once they are read (see ``find(_:as:)``); `T` need not be `Sendable`.
+    public func find<T: Decodable>(_ request: FindRequest, as type: T.Type) async throws -> [T] {
+        try await find(request).decoded(as: T.self)
+    }
+
+    /// How ``find(_:)`` would run `request` (see ``explain(_:)``).
+    public func explain(_ request: FindRequest) async throws -> JSONValue {
+        try await background { try self.explain(request) }
     }
 }

@@ -25,6 +25,7 @@ extension Database {
     /// ```
     /// - Throws: ``MangoError`` when the design document exists and is not a
     ///   `query` one; storage and conflict errors.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     @discardableResult
     public func createIndex(_ request: IndexRequest) throws -> IndexCreation {
         let index = request.index
@@ -57,6 +58,7 @@ extension Database {
 
     /// Every index `find` can use: `_all_docs` first, then the JSON indexes
     /// by design document and name (CouchDB's `GET /db/_index`).
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func listIndexes() throws -> [MangoIndex] {
         let stored = try store.designDocumentRecords().flatMap { record in
             MangoIndex.indexes(inDesignDocument: try record.value)
@@ -72,6 +74,7 @@ extension Database {
     ///   - designDocument: The design document, `NAME` or `_design/NAME`.
     ///   - name: The index's name.
     /// - Throws: ``MangoError`` `not_found` when there is no such index.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func deleteIndex(designDocument: String, name: String) throws {
         let id = designDocument.hasPrefix("_design/") ? designDocument : "_design/" + designDocument
         try write { batch in
@@ -90,5 +93,21 @@ extension Database {
                 try batch.put(JSONValue.object(members).jsonText)
             }
         }
+    }
+
+    /// Creates a JSON index on a Settee queue (see ``createIndex(_:)``).
+    @discardableResult
+    public func createIndex(_ request: IndexRequest) async throws -> IndexCreation {
+        try await background { try self.createIndex(request) }
+    }
+
+    /// The indexes `find` can use (see ``listIndexes()``).
+    public func listIndexes() async throws -> [MangoIndex] {
+        try await background { try self.listIndexes() }
+    }
+
+    /// Deletes a JSON index on a Settee queue (see ``deleteIndex(designDocument:name:)``).
+    public func deleteIndex(designDocument: String, name: String) async throws {
+        try await background { try self.deleteIndex(designDocument: designDocument, name: name) }
     }
 }
