@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import SetteeCore
-import SetteeStorage
+@_spi(LMDB) import SetteeStorage
 
 /// An index's chunk boundaries held in memory, each with the rows up to and
 /// including it: all of level 2, and the level-1 boundaries between two
