@@ -79,7 +79,8 @@ private struct Boundaries: Sendable {
         var entry = try StoredReductions.chunk(level: level, after: after, cursor: cursor, key: &seekKey)
         var total = rowsBefore
         while let (key, value) = entry, key.first == UInt8(level) {
-            let part = UnsafeRawBufferPointer(rebasing: key.dropFirst())
+            // A slice, not dropFirst(): that one is not inlined here, a call per boundary.
+            let part = UnsafeRawBufferPointer(rebasing: key[1...])
             if let before, compareBytes(part, before) >= 0 { break }
             let chunk = try StoredChunk(value: value)
             if chunk.isTail { break }
