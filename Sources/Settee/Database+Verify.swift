@@ -1,7 +1,7 @@
 import CSetteeLMDB
 import Foundation
 import SetteeCore
-import SetteeStorage
+@_spi(LMDB) import SetteeStorage
 import SetteeJavaScript
 import SetteeViews
 

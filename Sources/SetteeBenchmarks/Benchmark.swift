@@ -17,6 +17,8 @@ struct Benchmark {
         var attachmentMegabytes: Int?
         var arguments = CommandLine.arguments.dropFirst()
         var wakeUpOnly = false
+        var queryOnlyDirectory: URL?
+        var queryOnlyKind: String?
         while let argument = arguments.popFirst() {
             switch argument {
             case "--put-and-report":
@@ -27,10 +29,15 @@ struct Benchmark {
             case "--workers": workerCount = Int(arguments.popFirst() ?? "") ?? workerCount
             case "--query-runs": queryRuns = Int(arguments.popFirst() ?? "") ?? queryRuns
             case "--attachments": attachmentMegabytes = Int(arguments.popFirst() ?? "") ?? 200
+            case "--query-only": queryOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-query-bench")
+            case "--only": queryOnlyKind = arguments.popFirst()
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--attachments MB (only: put and get one attachment of MB megabytes)]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--query-only DIR [--only lookups|ranges|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)]")
                 return
             }
+        }
+        if let queryOnlyDirectory {
+            return try QueryOnlyBenchmark.run(in: queryOnlyDirectory, documentCount: documentCount, queryRuns: queryRuns, only: queryOnlyKind)
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("settee-bench-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

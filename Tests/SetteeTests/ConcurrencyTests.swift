@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Settee
+@_spi(LMDB) import SetteeStorage
 
 private let pairsDesign = #"""
     {"_id": "_design/pairs", "views": {

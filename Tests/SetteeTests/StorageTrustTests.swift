@@ -2,6 +2,7 @@ import CSetteeLMDB
 import Foundation
 import Testing
 @testable import Settee
+@_spi(LMDB) import SetteeStorage
 
 /// The processes LMDB's reader table lists for an environment (one entry per
 /// reader slot in use, live or left behind by a dead process).

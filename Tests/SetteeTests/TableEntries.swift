@@ -1,5 +1,6 @@
 import CSetteeLMDB
 @testable import Settee
+@_spi(LMDB) import SetteeStorage
 
 extension LMDBTransaction {
     /// Every entry of `table` in key order, each as its key, 0xEE and its value.

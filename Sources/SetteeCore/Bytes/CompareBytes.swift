@@ -1,7 +1,11 @@
 import Foundation
 
 /// memcmp order, shorter first on a common prefix.
-@inlinable package func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+///
+/// Always inlined: across the module boundary the optimizer would otherwise
+/// call it, once or twice for each row a view query reads.
+@inlinable @inline(__always)
+package func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
     let common = min(a.count, b.count)
     if common > 0 {
         let order = memcmp(a.baseAddress!, b.baseAddress!, common)
@@ -10,6 +14,7 @@ import Foundation
     return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
 }
 
-@inlinable package func compareBytes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
+@inlinable @inline(__always)
+package func compareBytes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
     b.withUnsafeBytes { compareBytes(a, $0) }
 }

@@ -115,14 +115,18 @@ package struct LMDBTransaction {
 }
 
 /// A position in a sorted LMDB table.
-package struct LMDBCursor {
-    package let cursor: OpaquePointer
-    package let path: String
+///
+/// Public, as SPI, only so that its steps inline into the other modules'
+/// loops over rows: the `@inlinable` methods of a `package` type are not
+/// serialized, so each step would be two calls across the module boundary.
+@_spi(LMDB) public struct LMDBCursor {
+    @usableFromInline package let cursor: OpaquePointer
+    @usableFromInline package let path: String
 
-    package typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+    @usableFromInline package typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
 
-    @usableFromInline
-    func get(_ op: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil) throws(StorageError) -> Entry? {
+    @inlinable
+    package func get(_ op: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil) throws(StorageError) -> Entry? {
         var k = MDB_val(mv_size: key?.count ?? 0, mv_data: UnsafeMutableRawPointer(mutating: key?.baseAddress))
         var v = MDB_val()
         let code = mdb_cursor_get(cursor, &k, &v, op)
@@ -141,7 +145,7 @@ package struct LMDBCursor {
     @inlinable package func find(_ key: UnsafeRawBufferPointer) throws(StorageError) -> Entry? { try get(MDB_SET_KEY, key: key) }
     /// The first entry whose key is at or after `key`.
     @inlinable package func seek(atOrAfter key: UnsafeRawBufferPointer) throws(StorageError) -> Entry? { try get(MDB_SET_RANGE, key: key) }
-    package func seek(atOrAfter key: [UInt8]) throws(StorageError) -> Entry? {
+    @inlinable package func seek(atOrAfter key: [UInt8]) throws(StorageError) -> Entry? {
         var k = MDB_val(mv_size: key.count, mv_data: nil)
         var v = MDB_val()
         let code = key.withUnsafeBytes { key in

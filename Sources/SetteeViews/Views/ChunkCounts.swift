@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import SetteeCore
-import SetteeStorage
+@_spi(LMDB) import SetteeStorage
 
 /// An index's chunk boundaries held in memory, each with the rows up to and
 /// including it: all of level 2, and the level-1 boundaries between two
@@ -79,7 +79,8 @@ private struct Boundaries: Sendable {
         var entry = try StoredReductions.chunk(level: level, after: after, cursor: cursor, key: &seekKey)
         var total = rowsBefore
         while let (key, value) = entry, key.first == UInt8(level) {
-            let part = UnsafeRawBufferPointer(rebasing: key.dropFirst())
+            // A slice, not dropFirst(): that one is not inlined here, a call per boundary.
+            let part = UnsafeRawBufferPointer(rebasing: key[1...])
             if let before, compareBytes(part, before) >= 0 { break }
             let chunk = try StoredChunk(value: value)
             if chunk.isTail { break }

@@ -1,5 +1,5 @@
 import SetteeCore
-import SetteeStorage
+@_spi(LMDB) import SetteeStorage
 extension DocumentStore {
     /// The stored `_design/` documents (live ones).
     package func designDocumentRecords() throws -> [Document] {

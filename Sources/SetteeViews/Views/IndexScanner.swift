@@ -1,6 +1,6 @@
 import Foundation
 import SetteeCore
-import SetteeStorage
+@_spi(LMDB) import SetteeStorage
 
 /// Walks an index's rows in full-key order (either direction) within a range,
 /// sorting the rare groups of long keys that share a stored prefix (see

@@ -1,6 +1,6 @@
 import Foundation
 import SetteeCore
-import SetteeStorage
+@_spi(LMDB) import SetteeStorage
 
 /// Rows of a ``MappedBatch`` in stored-key order, sorted without touching the
 /// batch's arrays per comparison: each entry carries eight bytes of its key

@@ -1,6 +1,6 @@
 import Foundation
 import SetteeCore
-import SetteeStorage
+@_spi(LMDB) import SetteeStorage
 
 extension Reducer {
     /// Whether partials are cheap enough to compute while holding the

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import SetteeCore
-import SetteeStorage
+@_spi(LMDB) import SetteeStorage
 
 /// Where an index stands, kept in the `views` table under its signature and
 /// committed with the rows it describes.

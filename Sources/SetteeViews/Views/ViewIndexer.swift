@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import SetteeCore
-import SetteeStorage
+@_spi(LMDB) import SetteeStorage
 
 /// Progress of an index build.
 public struct IndexProgress: Sendable {

@@ -142,15 +142,16 @@ package struct ViewQueryRunner {
                           transaction: LMDBTransaction, streaming: Bool,
                           header: (_ offset: Int) throws -> Void, row emit: (consuming ViewRow) throws -> Void) throws {
         let ranges = ranges(options, collation: view.collation)
-        var skip = options.skip
         let limit = options.limit ?? .max
-        var taken = 0
+        // The rows still to skip and those taken, handed to `take` rather than captured
+        // by it: captured, they were boxed and each access checked at run time.
+        var progress = (skip: options.skip, taken: 0)
         // Neither the options nor the transaction are captured by `take`: copying them for each row costs.
         let document: ((IndexRow) throws -> String)? = options.includeDocs ? { try includedDocument(for: $0, transaction: transaction) } : nil
         // Takes a row of the result; false once `limit` rows are taken.
-        func take(_ row: IndexRow) throws -> Bool {
-            if skip > 0 {
-                skip -= 1
+        func take(_ row: IndexRow, _ progress: inout (skip: Int, taken: Int)) throws -> Bool {
+            if progress.skip > 0 {
+                progress.skip -= 1
                 return true
             }
             // Handed over, not copied: a copy would retain and release each of its strings.
@@ -159,14 +160,14 @@ package struct ViewQueryRunner {
                 keyJSON: String(decoding: row.keyJSON, as: UTF8.self),
                 valueJSON: String(decoding: row.valueJSON, as: UTF8.self),
                 documentJSON: try document?(row)))
-            taken += 1
-            return taken < limit
+            progress.taken += 1
+            return progress.taken < limit
         }
         if !streaming, !options.descending, ranges.count == 1, let lower = ranges[0].lower, let counts, let chunks = scanner.chunks {
             // The kept boundaries count the rows up to the last level-1 chunk below
             // the range; one walk from there counts the rest and reaches the range.
             let start = try counts.lastChunk(below: .below(lower), chunks: chunks, in: transaction)
-            let passed = try scanner.scan(ranges[0], countingAfter: start?.boundary) { row in limit > 0 ? try take(row) : false }
+            let passed = try scanner.scan(ranges[0], countingAfter: start?.boundary) { row in limit > 0 ? try take(row, &progress) : false }
             try header((start?.rows ?? 0) + passed + options.skip)
             return
         }
@@ -194,26 +195,26 @@ package struct ViewQueryRunner {
         // expands them (couch_mrview_util:fold/4, expand_dups/2): each such run is handed over
         // reversed. Its rows point into the memory map; the array's room is reused.
         var run: [IndexRow] = []
-        func handOverRun() throws -> Bool {
+        func handOverRun(_ run: inout [IndexRow], _ progress: inout (skip: Int, taken: Int)) throws -> Bool {
             defer { run.removeAll(keepingCapacity: true) }
-            for row in run.reversed() where try !take(row) { return false }
+            for row in run.reversed() where try !take(row, &progress) { return false }
             return true
         }
         for range in ranges[first...] {
             var more = true
             try scanner.scan(range, descending: options.descending) { row in
                 guard options.descending else {
-                    more = try take(row)
+                    more = try take(row, &progress)
                     return more
                 }
                 if let last = run.last, !Self.sameKeyAndDocument(last, row) {
-                    more = try handOverRun()
+                    more = try handOverRun(&run, &progress)
                     if !more { return false }
                 }
                 run.append(row)
                 return true
             }
-            if more && !run.isEmpty { more = try handOverRun() }
+            if more && !run.isEmpty { more = try handOverRun(&run, &progress) }
             if !more { break }
         }
     }

@@ -1,0 +1,69 @@
+import Foundation
+import Settee
+
+/// `--query-only DIR`: key lookups and 100-row ranges on the one-view index
+/// alone, on a database kept in DIR between runs (built there, with `--docs`
+/// documents, when DIR holds none). Without the import and the build, a run
+/// is short enough for `valgrind --tool=callgrind`, whose instruction counts
+/// do not depend on the machine's load. `only` runs one kind of query
+/// (`lookups`, `ranges`) or `none`: a query's instructions are the difference
+/// between a run of one kind and a run of none, divided by the runs.
+enum QueryOnlyBenchmark {
+    static func run(in directory: URL, documentCount: Int, queryRuns: Int, only: String?) throws {
+        let databaseDirectory = directory.appendingPathComponent("db")
+        if !FileManager.default.fileExists(atPath: databaseDirectory.path) {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let file = directory.appendingPathComponent("docs.ndjson")
+            try GeneratedCorpus(count: documentCount).ndjson().write(to: file)
+            let db = try Database(at: databaseDirectory)
+            _ = try db.importDocuments(from: file)
+            try? FileManager.default.removeItem(at: file)
+            let oneView = "function (doc) { if (doc.type === 'order') emit([doc.customer, doc.date], doc.total); }"
+            try Benchmark.design(#"{"_id":"_design/one","views":{"by_customer":{"map":"\#(oneView)"}}}"#, in: directory, db: db)
+            try db.updateIndexes()
+            print("built \(documentCount) documents and the index in \(databaseDirectory.path)")
+        }
+        let db = try Database(at: databaseDirectory)
+        let documentCount = try db.info().documentCount
+        // The same choice of keys as the full benchmark's.
+        var generator = SplitMix64(seed: 7)
+        var options = ViewQueryOptions()
+        options.update = .false
+        var queries: [(lookup: ViewQueryOptions, range: ViewQueryOptions)] = []
+        for _ in 0..<queryRuns {
+            var document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
+            while try document.value["type"] != "order" {
+                document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
+            }
+            let value = try document.value
+            var lookup = options
+            lookup.key = [value["customer"]!, value["date"]!]
+            var range = options
+            range.startKey = [value["customer"]!]
+            range.limit = 100
+            queries.append((lookup, range))
+        }
+        // One query first in every kind of run, `none` too: the first compiles the design document.
+        if let first = queries.first { try lookup(db, first.lookup) }
+        var lookups: [Duration] = []
+        var ranges: [Duration] = []
+        for (lookupOptions, rangeOptions) in queries {
+            if only == nil || only == "lookups" { lookups.append(try Benchmark.measure { try lookup(db, lookupOptions) }) }
+            if only == nil || only == "ranges" { ranges.append(try Benchmark.measure { try range(db, rangeOptions) }) }
+        }
+        if !lookups.isEmpty { print("key lookup (update=false): \(Benchmark.percentiles(lookups))") }
+        if !ranges.isEmpty { print("100-row range (update=false): \(Benchmark.percentiles(ranges))") }
+    }
+
+    @inline(never)
+    static func lookup(_ db: Database, _ options: ViewQueryOptions) throws {
+        let result = try db.query("one/by_customer", options: options)
+        precondition(!result.rows.isEmpty, "no rows for \(options.key!)")
+    }
+
+    @inline(never)
+    static func range(_ db: Database, _ options: ViewQueryOptions) throws {
+        let result = try db.query("one/by_customer", options: options)
+        precondition(result.rows.count == 100 || result.rows.count == result.totalRows! - result.offset!)
+    }
+}
