@@ -1,6 +1,6 @@
 import Foundation
 import SetteeCore
-import SetteeStorage
+@_spi(LMDB) import SetteeStorage
 
 /// `find` over `_all_docs`, CouchDB's "special" index: the documents in `_id`
 /// order (bytes), each matched against the selector. The selector's
