@@ -47,6 +47,33 @@ package enum JSONObjectScanner {
         }
     }
 
+    /// The range of the value of the member named `key` in `bytes`, a JSON
+    /// object already known to be valid (a stored document), or nil when it
+    /// has none. With the name written more than once, the last one's, as
+    /// `JSON.parse` keeps it. Keys are compared without being decoded unless
+    /// they hold escapes; values are skipped, not read.
+    package static func valueRange(of name: UnsafeBufferPointer<UInt8>, in bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> Range<Int>? {
+            var lexer = JSONLexer(bytes)
+            lexer.skipWhitespace()
+            guard lexer.next(is: UInt8(ascii: "{")) else { throw lexer.unexpected() }
+            lexer.position &+= 1
+            lexer.skipWhitespace()
+            if lexer.next(is: UInt8(ascii: "}")) { return nil }
+            var found: Range<Int>?
+            repeat {
+                let written = try lexer.skipKey()
+                let content = written.range.lowerBound + 1..<written.range.upperBound - 1
+                let matches = written.hasEscapes
+                    ? lexer.decodeString(from: written.range.lowerBound, to: written.range.upperBound, hasEscapes: true).utf8.elementsEqual(name)
+                    : content.count == name.count && bytes[content].elementsEqual(UnsafeRawBufferPointer(name))
+                lexer.skipWhitespace()
+                let valueStart = lexer.position
+                try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
+                if matches { found = valueStart..<lexer.position }
+            } while try lexer.skipElementSeparator(closing: UInt8(ascii: "}"))
+            return found
+    }
+
     /// Scans the object at `lexer.position` through to the end of input.
     private static func scanMembers(_ lexer: inout JSONLexer, maximumDepth: Int) throws(JSONParseError) -> [JSONObjectMember] {
         guard maximumDepth >= 1 else { throw lexer.depthError(maximumDepth) }
