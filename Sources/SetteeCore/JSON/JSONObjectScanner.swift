@@ -47,31 +47,34 @@ package enum JSONObjectScanner {
         }
     }
 
-    /// The range of the value of the member named `key` in `bytes`, a JSON
-    /// object already known to be valid (a stored document), or nil when it
-    /// has none. With the name written more than once, the last one's, as
-    /// `JSON.parse` keeps it. Keys are compared without being decoded unless
-    /// they hold escapes; values are skipped, not read.
-    package static func valueRange(of name: UnsafeBufferPointer<UInt8>, in bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> Range<Int>? {
-            var lexer = JSONLexer(bytes)
+    /// Appends to `table`, for each top-level member of `bytes` (a JSON
+    /// object already known to be valid: a stored document), in order, five
+    /// numbers: where its key's text starts and ends (inside the quotes),
+    /// 1 when the key has escapes (0 otherwise), where its value starts and
+    /// ends. Keys are not decoded, values are skipped, not read.
+    package static func memberTable(of bytes: UnsafeRawBufferPointer, into table: inout [Int32]) throws(JSONParseError) {
+        var lexer = JSONLexer(bytes)
+        lexer.skipWhitespace()
+        guard lexer.next(is: UInt8(ascii: "{")) else { throw lexer.unexpected() }
+        lexer.position &+= 1
+        lexer.skipWhitespace()
+        if lexer.next(is: UInt8(ascii: "}")) { return }
+        repeat {
+            let key = try lexer.skipKey()
             lexer.skipWhitespace()
-            guard lexer.next(is: UInt8(ascii: "{")) else { throw lexer.unexpected() }
-            lexer.position &+= 1
-            lexer.skipWhitespace()
-            if lexer.next(is: UInt8(ascii: "}")) { return nil }
-            var found: Range<Int>?
-            repeat {
-                let written = try lexer.skipKey()
-                let content = written.range.lowerBound + 1..<written.range.upperBound - 1
-                let matches = written.hasEscapes
-                    ? lexer.decodeString(from: written.range.lowerBound, to: written.range.upperBound, hasEscapes: true).utf8.elementsEqual(name)
-                    : content.count == name.count && bytes[content].elementsEqual(UnsafeRawBufferPointer(name))
-                lexer.skipWhitespace()
-                let valueStart = lexer.position
-                try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
-                if matches { found = valueStart..<lexer.position }
-            } while try lexer.skipElementSeparator(closing: UInt8(ascii: "}"))
-            return found
+            let valueStart = lexer.position
+            try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
+            table.append(Int32(key.range.lowerBound + 1))
+            table.append(Int32(key.range.upperBound - 1))
+            table.append(key.hasEscapes ? 1 : 0)
+            table.append(Int32(valueStart))
+            table.append(Int32(lexer.position))
+        } while try lexer.skipElementSeparator(closing: UInt8(ascii: "}"))
+    }
+
+    /// The key of a member ``memberTable(of:into:)`` found, decoded.
+    package static func decodedKey(in bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> String {
+        JSONLexer(bytes).decodeString(from: start - 1, to: end + 1, hasEscapes: true)
     }
 
     /// Scans the object at `lexer.position` through to the end of input.

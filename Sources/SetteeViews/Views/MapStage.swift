@@ -72,6 +72,7 @@ package struct MapStage: Sendable {
         let plainGroup: Group = (plain, plain.map(\.function))
         let sequencedGroup: Group = (sequenced, sequenced.map(\.function))
         let emitter = Emitter()
+        var members: [Int32] = []
         // The views mapping a document are usually all of its form's, or the
         // same few (an index already past it leaves it out): each subset is
         // made once per slice, not per document.
@@ -167,7 +168,11 @@ package struct MapStage: Sendable {
                     let firstRow = output.rows.count
                     defer { output.orderEqualKeysByValue(fromRow: firstRow, scratch: &equalKeyScratch) }
                     if indexed == nil {
-                        indexed = IndexedDocument(storage: documents.json, range: documents.jsonRange(document),
+                        // The table's room is reused: the last document's view of it is gone by now.
+                        members.removeAll(keepingCapacity: true)
+                        let range = documents.jsonRange(document)
+                        try JSONObjectScanner.memberTable(of: UnsafeRawBufferPointer(rebasing: json[range]), into: &members)
+                        indexed = IndexedDocument(storage: documents.json, range: range, members: members,
                                                   id: String(decoding: id, as: UTF8.self), sequence: sequence)
                     }
                     emitter.reset()
