@@ -192,8 +192,9 @@ extension Database {
         }
     }
 
-    /// How reports name an index: `index DESIGN/VIEW`.
+    /// How reports name an index: `index DESIGN/VIEW`, or `index NAME` for a view written in Swift.
     private static func indexName(_ state: ViewIndexState) -> String {
+        if state.designDocument.isEmpty { return "index \(state.view)" }
         let design = state.designDocument.hasPrefix("_design/") ? state.designDocument.dropFirst("_design/".count) : Substring(state.designDocument)
         return "index \(design)/\(state.view)"
     }

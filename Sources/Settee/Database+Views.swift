@@ -231,15 +231,31 @@ extension Database {
 
     // MARK: Queries
 
-    /// Queries a view (`DDOC/VIEW`) with CouchDB's options, updating its index
-    /// first unless `update` says otherwise.
+    /// Queries a view (`DDOC/VIEW`, or the name of a view written in Swift:
+    /// see ``register(_:)``) with CouchDB's options, updating its index first
+    /// unless `update` says otherwise.
     ///
     /// - Throws: ``QueryError`` for invalid options (CouchDB's messages),
     ///   ``DocumentError`` (`not_found`) for a missing design document or view.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func query(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in }) throws -> ViewResult {
+        try ViewResult.collected { header, row in
+            try query(path, options: options, progress: progress, storedReductions: true, streaming: false, header: header, row: row)
+        }
+    }
+
+    /// A query of `path`: `DDOC/VIEW`, or the name of a view written in Swift.
+    func query(_ path: String, options: ViewQueryOptions, progress: (IndexProgress) -> Void, storedReductions: Bool, streaming: Bool,
+               header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
+        guard path.utf8.contains(UInt8(ascii: "/")) else {
+            return try retryingWhenIndexRemoved {
+                try querySwiftView(path, options: options, progress: progress, storedReductions: storedReductions, streaming: streaming,
+                                   header: header, row: row)
+            }
+        }
         let (design, view) = try Self.splitViewPath(path)
-        return try query(designDocument: design, view: view, options: options, progress: progress)
+        try query(designDocument: design, view: view, options: options, progress: progress, storedReductions: storedReductions,
+                  streaming: streaming, header: header, row: row)
     }
 
     /// Queries the view `view` of the design document `designDocument`.
@@ -286,9 +302,7 @@ extension Database {
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func forEachRow(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in },
                            header: (ViewResultHeader) throws -> Void = { _ in }, _ body: (ViewRow) throws -> Void) throws {
-        let (design, view) = try Self.splitViewPath(path)
-        try query(designDocument: design, view: view, options: options, progress: progress, storedReductions: true, streaming: true,
-                  header: header, row: { try body($0) })
+        try query(path, options: options, progress: progress, storedReductions: true, streaming: true, header: header, row: { try body($0) })
     }
 
     /// `DDOC/VIEW` split at its slash.
@@ -365,25 +379,52 @@ extension Database {
         guard let view = design.view(viewName) else {
             throw DocumentError.missingNamedView(viewName, in: design)
         }
-        let validated = try ValidatedViewQuery(view: options, viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
-        if !designDocumentCache.isChecked(id, revision: revision) {
+        // All views of the design document share one pass over the changes.
+        try answer(view, updating: design.views, options: options, progress: progress, storedReductions: storedReductions,
+                   streaming: streaming, header: header, row: row) {
+            guard !designDocumentCache.isChecked(id, revision: revision) else { return }
             // One stored under a higher limit is refused too: each process would parse and compile it whole.
             if let bytes = designDocumentCache.bodyBytes(id, revision: revision) { try checkStoredDesignDocumentSize(bytes, id: id) }
             try checkOnce(design, revision: revision)
         }
+    }
+
+    /// One run of a query of a view written in Swift: the registered views
+    /// share one pass over the changes, as a design document's views do.
+    private func querySwiftView(_ name: String, options: ViewQueryOptions, progress: (IndexProgress) -> Void, storedReductions: Bool,
+                                streaming: Bool, header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
+        guard let view = swiftViews.view(name) else {
+            var error = DocumentError(.notFound, "missing_named_view: views of design documents are named DDOC/VIEW, and no view written in Swift "
+                                      + "has this name on this Database (Database.register)")
+            error.view = name
+            error.suggestions = ViewNameSuggestions.nearest(to: name, in: swiftViews.all.map(\.name))
+            throw error
+        }
+        try answer(view, updating: swiftViews.all, options: options, progress: progress, storedReductions: storedReductions,
+                   streaming: streaming, header: header, row: row) {}
+    }
+
+    /// Answers a query of `view`, bringing the indexes of `views` (`view`'s
+    /// and those updated with it) up to date first as the options say;
+    /// `check` runs once the options are known to be valid, before any update.
+    private func answer(_ view: ViewDefinition, updating views: [ViewDefinition], options: ViewQueryOptions, progress: (IndexProgress) -> Void,
+                        storedReductions: Bool, streaming: Bool, header: (ViewResultHeader) throws -> Void,
+                        row: (consuming ViewRow) throws -> Void, check: () throws -> Void) throws {
+        let validated = try ValidatedViewQuery(view: options, viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
+        try check()
         if validated.update == .true {
-            // All views of the design document share one pass over the changes.
-            try update(design.views, progress: progress)
+            try update(views, progress: progress)
         }
         let tables = try indexes.tables(for: view.signature)
         var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try viewFunctions())
         runner.storedReductions = storedReductions
         try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true, streaming: streaming,
                        header: header, row: row)
-        if validated.update == .lazy { try update(design.views) }
+        if validated.update == .lazy { try update(views) }
     }
 
-    /// Brings every view's index up to date.
+    /// Brings every view's index up to date: the design documents' views and
+    /// the views written in Swift registered on this instance, in one pass.
     ///
     /// A stored design document that cannot be used (one written with
     /// ``put(_:)`` in another language, without a map, or with a function
@@ -412,7 +453,7 @@ extension Database {
                     unusable.append(DesignDocumentError(designDocument: record.id, reason: "\(error.code.rawValue): \(error.reason)"))
                 }
             }
-            try update(usable.flatMap(\.views), progress: progress)
+            try update(usable.flatMap(\.views) + swiftViews.all, progress: progress)
             return unusable
         }
         if !unusable.isEmpty { throw DesignDocumentErrors(errors: unusable) }
@@ -484,10 +525,12 @@ extension Database {
 
     // MARK: Indexes
 
-    /// Per view: its signature, how far its index is built, rows, bytes, map errors.
+    /// Per view (those of the design documents, then the views written in
+    /// Swift registered on this instance): its signature, how far its index
+    /// is built, rows, bytes, map errors.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func viewInfo() throws -> [ViewInfo] {
-        let views = try designDocuments().flatMap(\.views)
+        let views = try designDocuments().flatMap(\.views) + swiftViews.all
         while true {
             // Tables are opened before the read transaction: LMDB handles opened later are not valid in it.
             let tables = try views.map { try indexes.tables(for: $0.signature) }
@@ -509,14 +552,31 @@ extension Database {
 
     /// Removes the indexes no design document references any more, except
     /// those with the signatures in `kept`.
+    ///
+    /// The index of a view written in Swift (its state names no design
+    /// document) is not one of them: a process that does not register the
+    /// view cannot tell it is unused. It goes only when a view of the same
+    /// name is registered here with another signature (a new version), or
+    /// with ``removeUnregisteredIndexes()``.
     func removeUnusedIndexes(keeping kept: Set<String> = []) throws {
-        let used = Set(try designDocuments().flatMap(\.views).map(\.signature)).union(kept)
+        let registered = swiftViews.all
+        let used = Set(try designDocuments().flatMap(\.views).map(\.signature)).union(kept).union(registered.map(\.signature))
+        let registeredNames = Set(registered.map { Array($0.name.utf8) })
+        try removeIndexes { signature, state in
+            guard !used.contains(signature) else { return false }
+            return !state.designDocument.isEmpty || registeredNames.contains(Array(state.view.utf8))
+        }
+    }
+
+    /// Removes the indexes for which `unused` says so.
+    func removeIndexes(where unused: (_ signature: String, ViewIndexState) -> Bool) throws {
         // Read first: most calls find nothing to remove, and need no write.
-        guard try environment.read({ try indexes.allStates(in: $0) }).contains(where: { !used.contains($0.signature) }) else { return }
+        guard try environment.read({ try indexes.allStates(in: $0) }).contains(where: { unused($0.signature, $0.state) }) else { return }
         try indexing.withLock {
             try environment.write { transaction in
-                for (signature, state) in try indexes.allStates(in: transaction) where !used.contains(signature) {
-                    logger.info("removing an index no design document uses", metadata: ["view.signature": "\(signature)", "view.name": "\(state.designDocument)/\(state.view)"])
+                for (signature, state) in try indexes.allStates(in: transaction) where unused(signature, state) {
+                    let name = state.designDocument.isEmpty ? state.view : "\(state.designDocument)/\(state.view)"
+                    logger.info("removing an index no view uses", metadata: ["view.signature": "\(signature)", "view.name": "\(name)"])
                     try indexes.drop(signature, in: transaction)
                 }
             }

@@ -95,6 +95,8 @@ public final class Database: Sendable {
     let indexes: ViewIndexStore
     let designDocumentCache: DesignDocumentCache
     let logger: Logger
+    /// The views written in Swift registered on this instance (``register(_:)``).
+    let swiftViews = SwiftViewRegistry()
     /// One index build at a time per database.
     let indexing = NSLock()
     /// One build of an index at a time across processes.

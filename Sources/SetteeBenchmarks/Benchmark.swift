@@ -123,6 +123,8 @@ struct Benchmark {
         table.add("  of which after the last batch was mapped", seconds(oneTail))
         table.add("  CPU by stage", oneStages)
         table.add("peak resident memory during that build", "\(onePeak) MB")
+        // The same view written in Swift, built alone, against the JavaScript build's rate.
+        try SwiftViewBenchmark.run(db, documentCount: documentCount, javaScriptRate: oneRate, workers: workerCount, into: &table)
 
         // (b) Three views, one row per document each, with _count, _sum and a JS sum.
         try design(#"""

@@ -47,6 +47,36 @@ package enum JSONObjectScanner {
         }
     }
 
+    /// Appends to `table`, for each top-level member of `bytes` (a JSON
+    /// object already known to be valid: a stored document), in order, five
+    /// numbers: where its key's text starts and ends (inside the quotes),
+    /// 1 when the key has escapes (0 otherwise), where its value starts and
+    /// ends. Keys are not decoded, values are skipped, not read.
+    package static func memberTable(of bytes: UnsafeRawBufferPointer, into table: inout [Int32]) throws(JSONParseError) {
+        var lexer = JSONLexer(bytes)
+        lexer.skipWhitespace()
+        guard lexer.next(is: UInt8(ascii: "{")) else { throw lexer.unexpected() }
+        lexer.position &+= 1
+        lexer.skipWhitespace()
+        if lexer.next(is: UInt8(ascii: "}")) { return }
+        repeat {
+            let key = try lexer.skipKey()
+            lexer.skipWhitespace()
+            let valueStart = lexer.position
+            try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
+            table.append(Int32(key.range.lowerBound + 1))
+            table.append(Int32(key.range.upperBound - 1))
+            table.append(key.hasEscapes ? 1 : 0)
+            table.append(Int32(valueStart))
+            table.append(Int32(lexer.position))
+        } while try lexer.skipElementSeparator(closing: UInt8(ascii: "}"))
+    }
+
+    /// The key of a member ``memberTable(of:into:)`` found, decoded.
+    package static func decodedKey(in bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> String {
+        JSONLexer(bytes).decodeString(from: start - 1, to: end + 1, hasEscapes: true)
+    }
+
     /// Scans the object at `lexer.position` through to the end of input.
     private static func scanMembers(_ lexer: inout JSONLexer, maximumDepth: Int) throws(JSONParseError) -> [JSONObjectMember] {
         guard maximumDepth >= 1 else { throw lexer.depthError(maximumDepth) }

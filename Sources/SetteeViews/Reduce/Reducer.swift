@@ -3,8 +3,8 @@ import SetteeCore
 import SetteeStorage
 import Logging
 
-/// Reduces a view's rows with its reduce function: a built-in, natively, or
-/// JavaScript on a worker — in chunks, whose results are then rereduced, as
+/// Reduces a view's rows with its reduce function: a built-in, natively, a
+/// Swift view's function, or JavaScript on a worker — in chunks, whose results are then rereduced, as
 /// CouchDB does. A class, as every chunk being built holds one (a stored
 /// reductions pass makes one builder per 32 rows): passing it on costs one
 /// reference, not a copy of its parts.
@@ -12,6 +12,8 @@ package final class Reducer: Sendable {
     private enum Kind {
         case builtin(BuiltinReducer)
         case javascript(source: String, name: String)
+        /// A view written in Swift's reduce function (``ReduceFunction/swift(_:)``).
+        case swift(@Sendable (_ keys: [(key: JSONValue, id: String)]?, _ values: [JSONValue], _ rereduce: Bool) throws -> JSONValue, name: String)
     }
 
     private let kind: Kind
@@ -47,7 +49,10 @@ package final class Reducer: Sendable {
     package init(source: String, view: ViewDefinition, workers: any FunctionWorkers, chunk: Int, cpu: IndexingCPU? = nil,
          logger: Logger? = nil) throws {
         self.logger = logger
-        if let builtin = try BuiltinReducer(source: source) {
+        if source == ReduceFunction.swiftSource, case .swift(let function)? = view.indexer?.reduce {
+            kind = .swift(function, name: view.name)
+            passesKeys = true
+        } else if let builtin = try BuiltinReducer(source: source) {
             kind = .builtin(builtin)
             passesKeys = false
         } else {
@@ -76,7 +81,7 @@ package final class Reducer: Sendable {
     /// (JavaScript, `_first` and `_last`): callers may pass an empty one otherwise.
     package var readsIDs: Bool {
         switch kind {
-        case .javascript: true
+        case .javascript, .swift: true
         case .builtin(let reducer): reducer.readsIDs
         }
     }
@@ -104,6 +109,11 @@ package final class Reducer: Sendable {
                 accumulator.values.append(try JSONParser.parse(value))
             }
             if accumulator.chunkRows >= chunk { try reduceRows(reducer, &accumulator) }
+        case .swift:
+            accumulator.keys.append(try JSONParser.parse(key))
+            accumulator.ids.append(String(decoding: id, as: UTF8.self))
+            accumulator.values.append(try JSONParser.parse(value))
+            if accumulator.chunkRows >= chunk { try reduceSwiftRows(&accumulator) }
         case .javascript:
             let utf8ID = id.assumingMemoryBound(to: UInt8.self)
             if passesKeys {
@@ -131,6 +141,9 @@ package final class Reducer: Sendable {
         case .builtin(let reducer):
             try reduceRows(reducer, &accumulator)
             accumulator.partials.append(try JSONParser.parse(partial))
+        case .swift:
+            try reduceSwiftRows(&accumulator)
+            accumulator.partials.append(try JSONParser.parse(partial))
         case .javascript:
             if accumulator.chunkRows > 0 { try reduceChunk(&accumulator) }
             accumulator.partialTexts.append(String(decoding: partial, as: UTF8.self))
@@ -143,6 +156,8 @@ package final class Reducer: Sendable {
         case .builtin(let reducer):
             let partial = try builtinPartial(reducer, &accumulator)
             return try checked { () throws(BuiltinReduceFailure) in try reducer.checkedFinalValue(partial) }.jsonText
+        case .swift:
+            return try swiftPartial(&accumulator).jsonText
         case .javascript:
             return try partial(&accumulator)
         }
@@ -160,7 +175,7 @@ package final class Reducer: Sendable {
     /// the workers when there are many.
     package func partials(_ accumulators: [Accumulator]) throws -> [Result<String, any Error>] {
         switch kind {
-        case .builtin:
+        case .builtin, .swift:
             return accumulators.map { accumulator in
                 var accumulator = accumulator
                 return Result { try partial(&accumulator, in: nil) }
@@ -191,6 +206,8 @@ package final class Reducer: Sendable {
         switch kind {
         case .builtin(let reducer):
             return try builtinPartial(reducer, &accumulator).jsonText
+        case .swift:
+            return try swiftPartial(&accumulator).jsonText
         case .javascript(let source, let name):
             if accumulator.chunkRows > 0 { try reduceChunk(&accumulator, in: context) }
             if accumulator.partialTexts.count == 1 { return accumulator.partialTexts[0] }
@@ -221,6 +238,39 @@ package final class Reducer: Sendable {
         accumulator.ids.removeAll(keepingCapacity: true)
         accumulator.values.removeAll(keepingCapacity: true)
         accumulator.chunkRows = 0
+    }
+
+    /// The reduction of a Swift reduce function's rows and partials: the one
+    /// partial as it is, as JavaScript's are, or their rereduce.
+    private func swiftPartial(_ accumulator: inout Accumulator) throws -> JSONValue {
+        try reduceSwiftRows(&accumulator)
+        let partials = accumulator.partials
+        if partials.count == 1 { return partials[0] }
+        return try callSwift(keys: nil, values: partials, rereduce: true)
+    }
+
+    /// Reduces the rows added since the last partial with the Swift reduce function.
+    private func reduceSwiftRows(_ accumulator: inout Accumulator) throws {
+        guard accumulator.chunkRows > 0 else { return }
+        let keys = zip(accumulator.keys, accumulator.ids).map { (key: $0, id: $1) }
+        accumulator.partials.append(try callSwift(keys: keys, values: accumulator.values, rereduce: false))
+        accumulator.keys.removeAll(keepingCapacity: true)
+        accumulator.ids.removeAll(keepingCapacity: true)
+        accumulator.values.removeAll(keepingCapacity: true)
+        accumulator.chunkRows = 0
+    }
+
+    /// Calls the Swift reduce function; an error it throws fails the query
+    /// (as a ``QueryError``, which stored chunks keep for queries reading them).
+    private func callSwift(keys: [(key: JSONValue, id: String)]?, values: [JSONValue], rereduce: Bool) throws -> JSONValue {
+        guard case .swift(let function, let name) = kind else { return .null }
+        do {
+            return try function(keys, values, rereduce)
+        } catch let error as QueryError {
+            throw error
+        } catch {
+            throw QueryError(error: "reduce_error", reason: "the reduce function of view \(name) threw: \(error)")
+        }
     }
 
     /// A built-in reducer's failure fails the query, as in CouchDB.

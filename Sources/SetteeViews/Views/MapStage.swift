@@ -3,7 +3,8 @@ import SetteeCore
 import SetteeStorage
 
 /// The map stage of an index update: the workers map a batch of changed
-/// documents with the views' map functions, each worker taking the next
+/// documents with the views' map functions (JavaScript, compiled on each
+/// worker's runner, and Swift views' ``Indexer``s, called on the same threads), each worker taking the next
 /// contiguous slice as it finishes one, into rows ready to store (encoded
 /// keys, stored values). It knows the views and the workers, not where the
 /// rows go: ``ViewIndexer`` reads the batches and writes the rows.
@@ -51,7 +52,12 @@ package struct MapStage: Sendable {
     private func map(_ documents: DocumentBatch, slice: Range<Int>, since sequences: [UInt64], on context: any FunctionRunner) throws -> MappedBatch {
         var plain: [(target: Int, function: CompiledFunction)] = []
         var sequenced: [(target: Int, function: CompiledFunction)] = []
+        var indexers: [(target: Int, indexer: any Indexer)] = []
         for (index, view) in views.enumerated() {
+            if let swift = view.swift {
+                indexers.append((index, swift.indexer))
+                continue
+            }
             let function = try context.compile(view.map, name: "\(view.designDocument)/\(view.name) map", library: view.library.map { $0.jsonText })
             if view.localSequence { sequenced.append((index, function)) } else { plain.append((index, function)) }
         }
@@ -65,6 +71,8 @@ package struct MapStage: Sendable {
         var equalKeyScratch: [Int] = []
         let plainGroup: Group = (plain, plain.map(\.function))
         let sequencedGroup: Group = (sequenced, sequenced.map(\.function))
+        let emitter = Emitter()
+        var members: [Int32] = []
         // The views mapping a document are usually all of its form's, or the
         // same few (an index already past it leaves it out): each subset is
         // made once per slice, not per document.
@@ -85,6 +93,22 @@ package struct MapStage: Sendable {
         }
         try documents.json.withUnsafeBytes { json in
           try documents.ids.bytes.withUnsafeBytes { ids in
+            /// Adds a row a map function emitted for `target` (its `emitIndex`th for the document).
+            func addRow(target: Int, emitIndex: UInt32, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+                        id: UnsafeRawBufferPointer) throws {
+                fullKey.removeAll(keepingCapacity: true)
+                try CollationKey.append(json: key, mode: collations[target], to: &fullKey)
+                let encodedLength = fullKey.count
+                IndexRow.appendFullKeySuffix(id: id, emitIndex: emitIndex, to: &fullKey)
+                let keyStart = output.bytes.count
+                IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
+                let valueStart = output.bytes.count
+                IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength,
+                                     keyJSON: key, valueJSON: value, to: &output.bytes)
+                output.rows.append(MappedRow(
+                    target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
+                    valueLength: Int32(output.bytes.count - valueStart)))
+            }
             /// Maps one document with the views of one form that map it (`active`)
             /// and adds their rows.
             func map(_ document: Int, form: Int, active: [(target: Int, function: CompiledFunction)],
@@ -98,20 +122,8 @@ package struct MapStage: Sendable {
                     try context.map(
                         text, functions: functions,
                         row: { function, key, value in
-                            let target = active[function].target
-                            fullKey.removeAll(keepingCapacity: true)
-                            try CollationKey.append(json: key, mode: collations[target], to: &fullKey)
-                            let encodedLength = fullKey.count
-                            IndexRow.appendFullKeySuffix(id: id, emitIndex: emitCounts[function], to: &fullKey)
+                            try addRow(target: active[function].target, emitIndex: emitCounts[function], key: key, value: value, id: id)
                             emitCounts[function] += 1
-                            let keyStart = output.bytes.count
-                            IndexRow.appendStoredKey(forFullKey: fullKey, to: &output.bytes)
-                            let valueStart = output.bytes.count
-                            IndexRow.appendValue(fullKey: fullKey, encodedKeyLength: encodedLength,
-                                                 keyJSON: key, valueJSON: value, to: &output.bytes)
-                            output.rows.append(MappedRow(
-                                target: Int32(target), keyStart: Int32(keyStart), keyLength: Int32(valueStart - keyStart),
-                                valueLength: Int32(output.bytes.count - valueStart)))
                         },
                         failure: { function, error in
                             // The engine's failure is the build's, not the document's: skipping
@@ -147,6 +159,37 @@ package struct MapStage: Sendable {
                     if !active.isEmpty { try map(document, form: form, active: active, functions: functions, id: id) }
                 }
             }
+            /// Maps one document with the Swift views that map it (those whose
+            /// index is behind it; design documents, never).
+            func mapSwift(_ document: Int, id: UnsafeRawBufferPointer) throws {
+                let sequence = documents.sequences[document]
+                var indexed: IndexedDocument?
+                for (target, indexer) in indexers where sequences[target] < sequence {
+                    let firstRow = output.rows.count
+                    defer { output.orderEqualKeysByValue(fromRow: firstRow, scratch: &equalKeyScratch) }
+                    if indexed == nil {
+                        // The table's room is reused: the last document's view of it is gone by now.
+                        members.removeAll(keepingCapacity: true)
+                        let range = documents.jsonRange(document)
+                        try JSONObjectScanner.memberTable(of: UnsafeRawBufferPointer(rebasing: json[range]), into: &members)
+                        indexed = IndexedDocument(storage: documents.json, range: range, members: members,
+                                                  id: String(decoding: id, as: UTF8.self), sequence: sequence)
+                    }
+                    emitter.reset()
+                    do {
+                        try indexer.map(indexed!, emitter)
+                    } catch {
+                        // As a JavaScript map function that throws: no rows, the error logged and counted.
+                        output.errors.append((document, target, JavaScriptError(kind: .runtime, message: "\(error)")))
+                        continue
+                    }
+                    var emitIndex: UInt32 = 0
+                    try emitter.forEachRow { key, value in
+                        try addRow(target: target, emitIndex: emitIndex, key: key, value: value, id: id)
+                        emitIndex += 1
+                    }
+                }
+            }
             for document in slice {
                 defer { output.documentRows.append(output.rows.count) }
                 guard !documents.jsonRange(document).isEmpty else { continue }
@@ -155,6 +198,7 @@ package struct MapStage: Sendable {
                 // Functions grouped by the document form they need: one parse per document and form.
                 if !plain.isEmpty { try map(document, form: 0, group: plainGroup, id: id, isDesign: isDesign) }
                 if !sequenced.isEmpty { try map(document, form: 1, group: sequencedGroup, id: id, isDesign: isDesign) }
+                if !indexers.isEmpty && !isDesign { try mapSwift(document, id: id) }
             }
           }
         }

@@ -1,15 +1,17 @@
 import SetteeCore
 import SetteeStorage
-/// One view of a design document, and the signature that versions its index.
+/// One view of a design document, or a view written in Swift (an
+/// ``Indexer``), and the signature that versions its index.
 public struct ViewDefinition: Sendable, Equatable {
-    /// The design document's id (`_design/NAME`).
+    /// The design document's id (`_design/NAME`); empty for a view written in Swift.
     public let designDocument: String
     /// The view's name.
     public let name: String
-    /// The map function's JavaScript source.
+    /// The map function's JavaScript source; empty for a view written in Swift.
     public let map: String
     /// The reduce function: JavaScript source, a built-in (`_count`, `_sum`,
-    /// `_stats`, `_approx_count_distinct`, `_first`, `_last`, `_top_N`, `_bottom_N`), or nil.
+    /// `_stats`, `_approx_count_distinct`, `_first`, `_last`, `_top_N`, `_bottom_N`),
+    /// `swift` for a Swift view's reduce function, or nil.
     public let reduce: String?
     /// How keys are ordered (`options.collation`).
     public let collation: CollationMode
@@ -30,6 +32,11 @@ public struct ViewDefinition: Sendable, Equatable {
     /// Whether a JavaScript reduce function may read its keys (see
     /// ``Reducer/readsKeys(_:)``), worked out once per definition.
     package let reduceReadsKeys: Bool
+    /// The view written in Swift, or nil for a design document's JavaScript view.
+    package let swift: SwiftIndexer?
+
+    /// The ``Indexer`` of a view written in Swift, or nil for a design document's view.
+    public var indexer: (any Indexer)? { swift?.indexer }
 
     package init(designDocument: String, name: String, map: String, reduce: String?, collation: CollationMode, viewOptions: JSONValue,
          language: String, includeDesign: Bool, localSequence: Bool, library: JSONValue?) {
@@ -43,6 +50,7 @@ public struct ViewDefinition: Sendable, Equatable {
         self.includeDesign = includeDesign
         self.localSequence = localSequence
         self.library = library
+        swift = nil
         reduceReadsKeys = reduce.map(Reducer.readsKeys) ?? false
         var canonical: [UInt8] = []
         let definition: JSONValue = [
@@ -61,14 +69,54 @@ public struct ViewDefinition: Sendable, Equatable {
         signature = SHA256.hexDigest(canonical)
     }
 
+    /// A view written in Swift: a view of no design document, named
+    /// `indexer.name`, whose signature is a SHA-256 over its name, version,
+    /// the kind of its reduce function (a built-in's name, or `swift`) and
+    /// the index's row format.
+    package init(indexer: any Indexer) {
+        designDocument = ""
+        name = indexer.name
+        map = ""
+        reduce = indexer.reduce?.source
+        collation = .unicode
+        viewOptions = .null
+        language = "swift"
+        includeDesign = false
+        localSequence = false
+        library = nil
+        reduceReadsKeys = true
+        var canonical: [UInt8] = []
+        let definition: JSONValue = [
+            "swift_view": .string(indexer.name),
+            "version": .string(indexer.version),
+            "reduce": reduce.map(JSONValue.string) ?? .null,
+            "format": .number(Double(IndexRow.format)),
+        ]
+        JSONWriter.write(definition.canonicalized(), into: &canonical)
+        signature = SHA256.hexDigest(canonical)
+        swift = SwiftIndexer(indexer: indexer, signature: signature)
+    }
+
+    /// Whether this is a view written in Swift.
+    public var isSwift: Bool { swift != nil }
+
     /// The built-in reducer, when `reduce` names one.
     package var builtinReducer: BuiltinReducer? {
         guard let reduce else { return nil }
         return try? BuiltinReducer(source: reduce)
     }
 
-    /// `DDOC/VIEW` as the CLI names it.
-    public var path: String { "\(designDocument.dropFirst("_design/".count))/\(name)" }
+    /// `DDOC/VIEW` as the CLI names it; a Swift view's name alone.
+    public var path: String { isSwift ? name : "\(designDocument.dropFirst("_design/".count))/\(name)" }
+}
+
+/// An ``Indexer`` in a ``ViewDefinition``: equal to another of the same
+/// signature (the same name, version and reduce kind claim the same index).
+package struct SwiftIndexer: Sendable, Equatable {
+    package let indexer: any Indexer
+    let signature: String
+
+    package static func == (lhs: SwiftIndexer, rhs: SwiftIndexer) -> Bool { lhs.signature == rhs.signature }
 }
 
 extension JSONValue {

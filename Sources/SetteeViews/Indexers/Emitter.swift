@@ -1,0 +1,43 @@
+import SetteeCore
+
+/// What an ``Indexer``'s map function emits rows with: `emit(key, value)`.
+/// Valid only during the ``Indexer/map(_:_:)`` call it is given to.
+public final class Emitter {
+    /// The rows emitted so far, as JSON text: key, then value, each row's ends in `ends`.
+    private(set) var text: [UInt8] = []
+    /// Per row: where its key ends and where its value ends in `text`.
+    private(set) var ends: [(key: Int, value: Int)] = []
+
+    package init() {}
+
+    /// Emits a row with this key and value.
+    public func callAsFunction(_ key: JSONValue, _ value: JSONValue = nil) {
+        JSONWriter.write(key, into: &text)
+        let keyEnd = text.count
+        JSONWriter.write(value, into: &text)
+        ends.append((keyEnd, text.count))
+    }
+
+    /// Emits a row whose key and value are `Encodable` values, as JSON
+    /// (see ``JSONValue/init(encoding:)``).
+    public func callAsFunction<Key: Encodable, Value: Encodable>(encoding key: Key, _ value: Value) throws {
+        self(try JSONValue(encoding: key), try JSONValue(encoding: value))
+    }
+
+    /// Forgets the rows emitted (before the next document).
+    package func reset() {
+        text.removeAll(keepingCapacity: true)
+        ends.removeAll(keepingCapacity: true)
+    }
+
+    /// Calls `body` with each row's key and value as JSON text, in the order emitted.
+    package func forEachRow(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try text.withUnsafeBytes { bytes in
+            var start = 0
+            for (keyEnd, valueEnd) in ends {
+                try body(UnsafeRawBufferPointer(rebasing: bytes[start..<keyEnd]), UnsafeRawBufferPointer(rebasing: bytes[keyEnd..<valueEnd]))
+                start = valueEnd
+            }
+        }
+    }
+}
