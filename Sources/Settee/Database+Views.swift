@@ -54,7 +54,7 @@ extension Database {
         }
         guard errors.isEmpty else { throw DesignDocumentErrors(errors: errors) }
         do {
-            try write { batch in
+            try write(runsBodyOnce: false) { batch in
                 for document in documents { try store(document, in: batch) }
             }
         } catch var error as DesignDocumentError {
@@ -200,7 +200,7 @@ extension Database {
     /// content, byte for byte (`JSONValue`'s `==` compares strings as Swift
     /// does, taking a view renamed from `é` composed to decomposed for no change).
     func store(_ document: DesignDocument) throws {
-        try write { try store(document, in: $0) }
+        try write(runsBodyOnce: false) { try store(document, in: $0) }
     }
 
     /// Writes a design document in `batch` unless it holds the same content.

@@ -20,8 +20,19 @@ import SetteeViews
 public final class Database: Sendable {
     /// Settings for opening a database.
     public struct Options: Sendable {
-        /// The memory map's size to start with; it doubles whenever it fills.
-        public var initialMapSize: Int = 1 << 30
+        /// The memory map's size to start with: 64 GiB, or ``maximumSize``
+        /// when that is smaller.
+        ///
+        /// The map is address space, not memory or disk: the data file grows
+        /// only as pages are written, and only pages read take memory. When a
+        /// write fills the map, the map doubles (up to ``maximumSize``): a
+        /// write of Settee's own (a `put`, an import, an index update) then
+        /// runs again, while a ``Database/write(_:)`` batch, whose closure
+        /// runs only once, is rolled back with
+        /// ``SetteeErrorCode/databaseGrew`` for the caller to run again. A
+        /// map as large as the database will ever be avoids both; a smaller
+        /// one suits only a process that maps many databases at once.
+        public var initialMapSize: Int = 64 << 30
         /// A bound on the database's size; `nil` for none but the disk's.
         public var maximumSize: Int?
         /// Whether reading a page of the database file that is not in memory
@@ -79,6 +90,10 @@ public final class Database: Sendable {
         /// Whether opening a directory with no database creates one (the
         /// default); otherwise it fails with ``SetteeErrorCode/notFound``.
         public var createIfMissing = true
+        /// How `Codable` values are encoded as documents and documents
+        /// decoded as values (ISO 8601 dates with fractional seconds unless
+        /// changed); each typed call may give its own.
+        public var coding = DocumentCoding.standard
 
         public init() {}
 
@@ -198,7 +213,7 @@ public final class Database: Sendable {
     /// Writes one validated edit in its own transaction.
     func write(_ edit: DocumentEdit) throws -> WriteResult {
         // A design document is checked against the index limit before it commits.
-        if edit.id?.hasPrefix("_design/") == true { return try write { try $0.apply(edit) } }
+        if edit.id?.hasPrefix("_design/") == true { return try write(runsBodyOnce: false) { try $0.apply(edit) } }
         return try store.write(edit)
     }
 
@@ -220,7 +235,7 @@ public final class Database: Sendable {
     ///   - revision: The current revision; `nil` deletes whatever is current.
     @discardableResult
     public func delete(_ id: String, revision: Revision?) throws -> WriteResult {
-        try write { try $0.delete(id, revision: revision) }
+        try write(runsBodyOnce: false) { try $0.delete(id, revision: revision) }
     }
 
     /// The documents changed after sequence number `since`, oldest first; each

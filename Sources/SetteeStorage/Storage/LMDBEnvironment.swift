@@ -47,7 +47,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
 
     /// How an environment is opened.
     package struct Settings {
-        package var initialMapSize = 1 << 30
+        package var initialMapSize = 64 << 30
         /// The largest the map may grow to; `nil` for no limit but the disk's.
         package var maximumMapSize: Int?
         /// Whether a page fault on the map may read the file's neighbouring
@@ -61,7 +61,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
         /// How long a write waits for another process's write to end.
         package var busyTimeout: Duration = .seconds(5)
 
-        package init(initialMapSize: Int = 1 << 30, maximumMapSize: Int? = nil, readAhead: Bool = true,
+        package init(initialMapSize: Int = 64 << 30, maximumMapSize: Int? = nil, readAhead: Bool = true,
                      readOnly: Bool = false, createIfMissing: Bool = true, busyTimeout: Duration = .seconds(5)) {
             self.initialMapSize = initialMapSize
             self.maximumMapSize = maximumMapSize
@@ -304,8 +304,11 @@ package final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// Runs `body` in the write transaction and commits it; a thrown error rolls
-    /// it back. `body` may run more than once (when the map has to grow), so it
-    /// must do nothing outside the transaction that cannot be repeated.
+    /// it back. When the map fills, it grows and `body` runs again, so it must
+    /// do nothing outside the transaction that cannot be repeated; with
+    /// `runsBodyOnce` (a caller's closure, which may not expect to run twice)
+    /// the map grows, and the write fails with `EAGAIN`
+    /// (``SetteeErrorCode/databaseGrew``) for its caller to run again.
     ///
     /// A commit that need not be durable (what can be recomputed, such as view
     /// indexes) skips the second of LMDB's two flushes: a system crash may undo
@@ -316,7 +319,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// it (a writer that is slow, stopped or hung) this waits up to
     /// ``busyTimeout``, then fails with `EBUSY` (``SetteeErrorCode/busy``).
     /// LMDB's lock would wait for ever.
-    package func write<T>(durable: Bool = true, _ body: (LMDBTransaction) throws -> T) throws -> T {
+    package func write<T>(durable: Bool = true, runsBodyOnce: Bool = false, _ body: (LMDBTransaction) throws -> T) throws -> T {
         if isReadOnly {
             throw StorageError(code: EROFS, operation: "writing to \(path)",
                                explanation: "the database is open read-only (asked for, or its files may not be written by this process)")
@@ -338,6 +341,10 @@ package final class LMDBEnvironment: @unchecked Sendable {
                 return try writeOnce(body)
             } catch let error as StorageError where error.code == MDB_MAP_FULL {
                 try grow()
+                if runsBodyOnce {
+                    throw StorageError(code: EAGAIN, operation: "writing to \(path)",
+                                       explanation: "the batch filled the database's memory map, which has grown to \(mapSize) bytes; nothing was written, and the batch did not run again: run it again")
+                }
             } catch let error as StorageError where error.code == MDB_MAP_RESIZED {
                 adoptMapSize()
             }

@@ -67,6 +67,7 @@ extension StorageError: SetteeError {
         case MDB_INCOMPATIBLE: return .notSetteeDatabase
         case EBUSY: return .busy
         case EROFS: return .readOnly
+        case EAGAIN: return .databaseGrew
         case ENOENT: return .notFound
         default: return .storageFailure
         }
