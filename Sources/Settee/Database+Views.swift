@@ -344,7 +344,7 @@ extension Database {
         // and nothing committed since it was last read leaves it so.
         let design: DesignDocument
         let revision: Revision
-        let committed = environment.lastCommittedTransaction
+        let committed = try environment.lastCommittedTransaction
         if let current = designDocumentCache.unchanged(id, since: committed) {
             (design, revision) = current
         } else if let live = try store.liveRevision(id), let cached = designDocumentCache.cached(id, revision: live) {
@@ -370,7 +370,7 @@ extension Database {
             try update(design.views, progress: progress)
         }
         let tables = try indexes.tables(for: view.signature)
-        var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try viewFunctions())
+        var runner = try ViewQueryRunner(store: store, indexes: indexes, workers: try viewFunctions())
         runner.storedReductions = storedReductions
         try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true, streaming: streaming,
                        header: header, row: row)
@@ -472,7 +472,7 @@ extension Database {
                     let state = try indexes.state(view.signature, in: transaction)
                     // No state, no rows: the tables are not read (their handles may be closed, see
                     // ViewIndexStore.drop). Handles an index that came back no longer has are taken again.
-                    if state != nil && !indexes.areCurrent(tables) { return nil }
+                    if try state != nil && !indexes.areCurrent(tables) { return nil }
                     return ViewInfo(
                         path: view.path, signature: view.signature, indexedSequence: state?.sequence ?? 0,
                         rowCount: state?.rowCount ?? 0, bytes: state == nil ? 0 : try indexes.bytes(of: tables, in: transaction),
@@ -500,7 +500,7 @@ extension Database {
     }
 
     private func makeIndexer() throws -> ViewIndexer {
-        ViewIndexer(store: store, indexes: indexes, workers: try viewFunctions(), logger: logger,
+        try ViewIndexer(store: store, indexes: indexes, workers: viewFunctions(), logger: logger,
                     batchSize: max(1, options.indexBatchSize), flushBytes: options.indexBufferBytes)
     }
 }

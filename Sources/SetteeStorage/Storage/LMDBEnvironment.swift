@@ -38,6 +38,10 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// The largest the map may grow to; `nil` for no limit but the disk's.
     package let maximumMapSize: Int?
 
+    /// How many opens hold the environment (guarded by `registryLock`): the
+    /// last ``release()`` closes it.
+    private var holders = 0
+
     private static let registryLock = NSLock()
     nonisolated(unsafe) private static var registry: [String: WeakEnvironment] = [:]
 
@@ -84,9 +88,11 @@ package final class LMDBEnvironment: @unchecked Sendable {
                 throw StorageError(code: EINVAL, operation: "opening the database at \(path) read-only",
                                    explanation: "this process already has it open for writing; share that Database instead")
             }
+            existing.holders += 1
             return existing
         }
         let environment = try LMDBEnvironment(path: path, settings: settings)
+        environment.holders = 1
         registry[path] = WeakEnvironment(environment: environment)
         return environment
     }
@@ -227,6 +233,38 @@ package final class LMDBEnvironment: @unchecked Sendable {
 
     package var environment: OpaquePointer { handle! }
 
+    /// Gives up the hold of one ``open(directory:settings:)``. The last
+    /// closes the environment once the transactions under way have ended
+    /// (a later one fails with ``SetteeErrorCode/closed``); opening the
+    /// directory again then opens it anew. It must not be called inside a
+    /// transaction of this environment, which it would wait for forever.
+    package func release() {
+        let last = Self.registryLock.withLock {
+            holders -= 1
+            guard holders == 0 else { return false }
+            if Self.registry[path]?.environment === self { Self.registry[path] = nil }
+            return true
+        }
+        guard last else { return }
+        writerTurn.lock()
+        defer { writerTurn.unlock() }
+        pthread_rwlock_wrlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        closeIdleReaders()
+        if let handle { mdb_env_close(handle) }
+        handle = nil
+    }
+
+    /// Fails once ``release()`` closed the environment (with `resizeLock` or `writerTurn` held).
+    private func checkOpen() throws(StorageError) {
+        if handle == nil { throw Self.closedError(path) }
+    }
+
+    /// The error of a call on a closed database.
+    package static func closedError(_ path: String) -> StorageError {
+        StorageError(code: EBADF, operation: "using the database at \(path)", explanation: "the database is closed")
+    }
+
     // MARK: Transactions
 
     /// The id of the last committed write transaction, in any process: equal
@@ -234,8 +272,9 @@ package final class LMDBEnvironment: @unchecked Sendable {
     package var lastCommittedTransaction: Int {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        guard let handle else { return 0 }
         var info = MDB_envinfo()
-        mdb_env_info(environment, &info)
+        mdb_env_info(handle, &info)
         return info.me_last_txnid
     }
 
@@ -252,6 +291,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     package func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        try checkOpen()
         // Counted before the snapshot is taken: no handle this snapshot may use is closed under it.
         let epoch = closings.readerBegins()
         defer { closings.readerEnded(epoch) }
@@ -262,6 +302,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
             pthread_rwlock_unlock(resizeLock)
             adoptMapSize()
             pthread_rwlock_rdlock(resizeLock)
+            try checkOpen()
             code = beginRead(&txn)
         }
         try check(code, "beginning a read transaction on \(path)")
@@ -326,6 +367,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
         }
         writerTurn.lock()
         defer { writerTurn.unlock() }
+        try checkOpen()
         try lockAgainstOtherProcesses()
         defer { flock(writeLockFile, LOCK_UN) }
         writeLock.lock()
@@ -449,6 +491,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     private func adoptMapSize() {
         pthread_rwlock_wrlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        guard handle != nil else { return }
         closeIdleReaders()
         mdb_env_set_mapsize(environment, 0)
         var info = MDB_envinfo()
@@ -466,7 +509,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     package func releaseMappedPages() {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
-        guard let range = mappedRange() else { return }
+        guard handle != nil, let range = mappedRange() else { return }
         madvise(UnsafeMutableRawPointer(bitPattern: range.lowerBound), range.count, MADV_DONTNEED)
     }
 
@@ -545,6 +588,10 @@ package final class LMDBEnvironment: @unchecked Sendable {
         defer { writeLock.unlock() }
         closings.reopened(names)
         pthread_rwlock_rdlock(resizeLock)
+        if handle == nil {
+            pthread_rwlock_unlock(resizeLock)
+            throw Self.closedError(path)
+        }
         var txn: OpaquePointer?
         var code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
         if code == MDB_MAP_RESIZED {

@@ -68,6 +68,7 @@ extension StorageError: SetteeError {
         case EBUSY: return .busy
         case EROFS: return .readOnly
         case EAGAIN: return .databaseGrew
+        case EBADF: return .closed
         case ENOENT: return .notFound
         default: return .storageFailure
         }
