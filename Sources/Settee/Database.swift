@@ -199,7 +199,8 @@ public final class Database: Sendable {
         guard let environment = storage.close() else { return }
         expirationTimer.cancel()
         workers.close()
-        environment.release()
+        // The last Database of the directory: feeds, live queries and listeners end.
+        if environment.release() { storeEvenIfClosed.commits.close() }
     }
 
     /// The logger a database uses when given none: warnings and errors only.
@@ -396,7 +397,7 @@ private final class OpenStorage: @unchecked Sendable {
     }
 
     deinit {
-        if !isComplete { environment?.release() }
+        if !isComplete { _ = environment?.release() }
     }
 
     func opened(store: DocumentStore, indexes: ViewIndexStore) {

@@ -45,6 +45,32 @@ struct CloseTests {
         #expect(try third.info().documentCount == 2)
     }
 
+    @Test("A continuous feed waiting for writes ends when the database closes; listeners of a reopened one hear its writes")
+    func feedsEnd() async throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        let db = try Database(at: url)
+        try await db.put(#"{"_id":"a"}"#)
+        let feed = Task {
+            var seen = 0
+            do {
+                for try await _ in db.continuousChanges(since: 0) { seen += 1 }
+            } catch SetteeErrorCode.closed {}
+            return seen
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        db.close()
+        #expect(try await feed.value == 1)
+
+        let reopened = try Database(at: url)
+        let heard = Heard()
+        let token = reopened.addDocumentChangeListener(withID: "b") { heard.add($0.id) }
+        try await reopened.put(#"{"_id":"b"}"#)
+        for _ in 0..<200 where heard.ids.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(heard.ids == ["b"])
+        token.remove()
+    }
+
     @Test("Async calls after close throw closed")
     func asyncAfterClose() async throws {
         let directory = TemporaryDirectory()
@@ -61,4 +87,11 @@ private struct ClosingNote: DocumentModel, Sendable {
     var id: String?
     var revision: Revision?
     var title: String
+}
+
+private final class Heard: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen: [String] = []
+    func add(_ id: String) { lock.withLock { seen.append(id) } }
+    var ids: [String] { lock.withLock { seen } }
 }

@@ -238,14 +238,16 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// (a later one fails with ``SetteeErrorCode/closed``); opening the
     /// directory again then opens it anew. It must not be called inside a
     /// transaction of this environment, which it would wait for forever.
-    package func release() {
+    /// Whether this was the last hold, which closed the environment.
+    @discardableResult
+    package func release() -> Bool {
         let last = Self.registryLock.withLock {
             holders -= 1
             guard holders == 0 else { return false }
             if Self.registry[path]?.environment === self { Self.registry[path] = nil }
             return true
         }
-        guard last else { return }
+        guard last else { return false }
         writerTurn.lock()
         defer { writerTurn.unlock() }
         pthread_rwlock_wrlock(resizeLock)
@@ -253,6 +255,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
         closeIdleReaders()
         if let handle { mdb_env_close(handle) }
         handle = nil
+        return true
     }
 
     /// Fails once ``release()`` closed the environment (with `resizeLock` or `writerTurn` held).
