@@ -155,6 +155,20 @@ struct DocumentModelTests {
         #expect(try db.put(ann, id: "ann").revision.generation == 2)
     }
 
+    @Test("A view row's included document decodes as a model with its id and revision")
+    func includedDocuments() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.loadDesignDocuments(from: directory.file("notes.json", contents: #"""
+            {"_id": "_design/notes", "views": {"by_title": {"map": "function (doc) { if (doc.title) emit(doc.title, null); }"}}}
+            """#))
+        var note = Note(title: "Groceries")
+        try db.save(&note)
+        let row = try #require(try db.query("notes/by_title", options: ViewQueryOptions(includeDocs: true)).rows.first)
+        #expect(try row.document(as: Note.self) == note)
+        #expect(try row.key(as: String.self) == "Groceries")
+    }
+
     @Test("Batches save, put without an id and delete by id")
     func inBatches() throws {
         let directory = TemporaryDirectory()
