@@ -68,9 +68,9 @@ extension Database {
     /// the work leaves for a Settee queue, so its type need not be
     /// `Sendable`: a main-actor model writes its own non-`Sendable` values.
     @discardableResult
-    public func put(_ value: some Encodable, id: String, revision: Revision? = nil,
+    public func put(_ value: some Encodable, id: String, revision: Revision? = nil, coding: DocumentCoding? = nil,
                     isolation: isolated (any Actor)? = #isolation) async throws -> WriteResult {
-        let edit = try DocumentEdit(value, id: id, revision: revision, sizeLimits: options.sizeLimits)
+        let edit = try DocumentEdit(value, id: id, revision: revision, coding: coding ?? options.coding, sizeLimits: options.sizeLimits)
         return try await background { try self.write(edit) }
     }
 
@@ -78,8 +78,8 @@ extension Database {
     ///
     /// The document is read on a Settee queue and decoded in the calling
     /// task, so `T` need not be `Sendable`.
-    public func get<T: Decodable>(_ id: String, as type: T.Type = T.self) async throws -> T? {
-        try await document(id)?.decoded(as: T.self)
+    public func get<T: Decodable>(_ id: String, as type: T.Type = T.self, coding: DocumentCoding? = nil) async throws -> T? {
+        try await document(id)?.decoded(as: T.self, coding: coding ?? options.coding)
     }
 
     /// Runs `body` with a batch whose writes commit in one transaction (see `write(_:)`).

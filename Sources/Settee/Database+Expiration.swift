@@ -60,7 +60,7 @@ extension Database {
     /// Purges what has expired, unless the database is read-only (there,
     /// expired documents still read as missing through ``document(_:)``).
     func purgeExpiredIfDue() throws {
-        guard !environment.isReadOnly else { return }
+        guard try !environment.isReadOnly else { return }
         try store.purgeExpired()
     }
 }

@@ -59,7 +59,7 @@ extension Database {
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func verify() throws -> VerificationReport {
         var report = VerificationReport()
-        let path = environment.path
+        let path = try environment.path
         let tableNames = Set(try environment.tableNames())
         let states = try environment.read { try indexes.allStates(in: $0) }
         // Opened before the transaction that reads them (LMDB's rule); missing tables are reported, not created.
@@ -89,7 +89,7 @@ extension Database {
             Self.continuing(name, &report) { report in
                 try environment.read { transaction in
                     // An index removed meanwhile is not read (its handles may be closed).
-                    guard indexes.areCurrent(tables), let state = try indexes.state(signature, in: transaction) else { return }
+                    guard try indexes.areCurrent(tables), let state = try indexes.state(signature, in: transaction) else { return }
                     report.indexes += 1
                     try verifyIndex(tables, state: state, named: name, in: transaction, report: &report)
                 }

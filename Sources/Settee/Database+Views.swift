@@ -55,7 +55,7 @@ extension Database {
         }
         guard errors.isEmpty else { throw DesignDocumentErrors(errors: errors) }
         do {
-            try write { batch in
+            try write(runsBodyOnce: false) { batch in
                 for document in documents { try store(document, in: batch) }
             }
         } catch var error as DesignDocumentError {
@@ -201,7 +201,7 @@ extension Database {
     /// content, byte for byte (`JSONValue`'s `==` compares strings as Swift
     /// does, taking a view renamed from `é` composed to decomposed for no change).
     func store(_ document: DesignDocument) throws {
-        try write { try store(document, in: $0) }
+        try write(runsBodyOnce: false) { try store(document, in: $0) }
     }
 
     /// Writes a design document in `batch` unless it holds the same content.
@@ -364,7 +364,7 @@ extension Database {
         // and nothing committed since it was last read leaves it so.
         let design: DesignDocument
         let revision: Revision
-        let committed = environment.lastCommittedTransaction
+        let committed = try environment.lastCommittedTransaction
         if let current = designDocumentCache.unchanged(id, since: committed) {
             (design, revision) = current
         } else if let live = try store.liveRevision(id), let cached = designDocumentCache.cached(id, revision: live) {
@@ -416,7 +416,7 @@ extension Database {
             try update(views, progress: progress)
         }
         let tables = try indexes.tables(for: view.signature)
-        var runner = ViewQueryRunner(store: store, indexes: indexes, workers: try viewFunctions())
+        var runner = try ViewQueryRunner(store: store, indexes: indexes, workers: try viewFunctions())
         runner.storedReductions = storedReductions
         try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true, streaming: streaming,
                        header: header, row: row)
@@ -539,7 +539,7 @@ extension Database {
                     let state = try indexes.state(view.signature, in: transaction)
                     // No state, no rows: the tables are not read (their handles may be closed, see
                     // ViewIndexStore.drop). Handles an index that came back no longer has are taken again.
-                    if state != nil && !indexes.areCurrent(tables) { return nil }
+                    if try state != nil && !indexes.areCurrent(tables) { return nil }
                     return ViewInfo(
                         path: view.path, signature: view.signature, indexedSequence: state?.sequence ?? 0,
                         rowCount: state?.rowCount ?? 0, bytes: state == nil ? 0 : try indexes.bytes(of: tables, in: transaction),
@@ -584,7 +584,7 @@ extension Database {
     }
 
     private func makeIndexer() throws -> ViewIndexer {
-        ViewIndexer(store: store, indexes: indexes, workers: try viewFunctions(), logger: logger,
+        try ViewIndexer(store: store, indexes: indexes, workers: viewFunctions(), logger: logger,
                     batchSize: max(1, options.indexBatchSize), flushBytes: options.indexBufferBytes)
     }
 }

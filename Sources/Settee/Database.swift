@@ -20,8 +20,19 @@ import SetteeViews
 public final class Database: Sendable {
     /// Settings for opening a database.
     public struct Options: Sendable {
-        /// The memory map's size to start with; it doubles whenever it fills.
-        public var initialMapSize: Int = 1 << 30
+        /// The memory map's size to start with: 64 GiB, or ``maximumSize``
+        /// when that is smaller.
+        ///
+        /// The map is address space, not memory or disk: the data file grows
+        /// only as pages are written, and only pages read take memory. When a
+        /// write fills the map, the map doubles (up to ``maximumSize``): a
+        /// write of Settee's own (a `put`, an import, an index update) then
+        /// runs again, while a ``Database/write(_:)`` batch, whose closure
+        /// runs only once, is rolled back with
+        /// ``SetteeErrorCode/databaseGrew`` for the caller to run again. A
+        /// map as large as the database will ever be avoids both; a smaller
+        /// one suits only a process that maps many databases at once.
+        public var initialMapSize: Int = 64 << 30
         /// A bound on the database's size; `nil` for none but the disk's.
         public var maximumSize: Int?
         /// Whether reading a page of the database file that is not in memory
@@ -79,6 +90,10 @@ public final class Database: Sendable {
         /// Whether opening a directory with no database creates one (the
         /// default); otherwise it fails with ``SetteeErrorCode/notFound``.
         public var createIfMissing = true
+        /// How `Codable` values are encoded as documents and documents
+        /// decoded as values (ISO 8601 dates with fractional seconds unless
+        /// changed); each typed call may give its own.
+        public var coding = DocumentCoding.standard
 
         public init() {}
 
@@ -90,9 +105,23 @@ public final class Database: Sendable {
 
     /// The database directory.
     public let url: URL
-    let environment: LMDBEnvironment
-    let store: DocumentStore
-    let indexes: ViewIndexStore
+    /// The storage, until ``close()``.
+    private let storage: OpenStorage
+    /// The LMDB environment; once closed, ``SetteeErrorCode/closed``.
+    var environment: LMDBEnvironment {
+        get throws(StorageError) { try storage.get(url).environment }
+    }
+    /// The documents; once closed, ``SetteeErrorCode/closed``.
+    var store: DocumentStore {
+        get throws(StorageError) { try storage.get(url).store }
+    }
+    /// The documents, also once closed: for what cannot throw (listeners,
+    /// which then read nothing more once the storage is closed).
+    let storeEvenIfClosed: DocumentStore
+    /// The view indexes; once closed, ``SetteeErrorCode/closed``.
+    var indexes: ViewIndexStore {
+        get throws(StorageError) { try storage.get(url).indexes }
+    }
     let designDocumentCache: DesignDocumentCache
     let logger: Logger
     /// The views written in Swift registered on this instance (``register(_:)``).
@@ -124,9 +153,11 @@ public final class Database: Sendable {
         self.url = directory
         self.logger = logger
         self.options = options
-        environment = try LMDBEnvironment.open(directory: directory, settings: LMDBEnvironment.Settings(
+        let environment = try LMDBEnvironment.open(directory: directory, settings: LMDBEnvironment.Settings(
             initialMapSize: options.initialMapSize, maximumMapSize: options.maximumSize, readAhead: options.readAhead,
             readOnly: options.readOnly, createIfMissing: options.createIfMissing, busyTimeout: options.busyTimeout))
+        let storage = OpenStorage(environment: environment)
+        self.storage = storage
         try DatabaseFormat.check(environment)
         let workers = LazyWorkerPool()
         self.workers = workers
@@ -136,10 +167,11 @@ public final class Database: Sendable {
                                           designDocuments: designDocumentCache) {
             try workers.pool(count: options.javaScriptWorkers, configuration: options.javaScript)
         }
-        store = try DocumentStore(environment: environment, logger: logger, validation: validation, sizeLimits: options.sizeLimits)
+        let store = try DocumentStore(environment: environment, logger: logger, validation: validation, sizeLimits: options.sizeLimits)
         // A database an earlier Settee wrote has no kept counts: counted once, here.
         store.keepCountsIfUnknown()
-        indexes = try ViewIndexStore(environment: environment)
+        storeEvenIfClosed = store
+        storage.opened(store: store, indexes: try ViewIndexStore(environment: environment))
         buildLocks = try IndexBuildLocks(directory: environment.path)
         expirationTimer = ExpirationTimer(store: store, logger: logger)
         // What expired while the database was closed goes now; the timer takes what expires later.
@@ -150,7 +182,27 @@ public final class Database: Sendable {
     }
 
     deinit {
+        close()
+    }
+
+    /// Closes the database: later calls on it throw ``SetteeErrorCode/closed``.
+    ///
+    /// Its expiration timer stops, its JavaScript workers end, and its hold
+    /// on the storage is given up: the last ``Database`` of the directory
+    /// open in the process closes the storage, once the transactions under
+    /// way have ended (a call that goes on past that, such as an index
+    /// update between two transactions, fails with
+    /// ``SetteeErrorCode/closed``). Another ``Database`` of the same
+    /// directory goes on working. Change listeners, feeds and live queries
+    /// of the directory end with the last. Closing twice does nothing more;
+    /// a database is also closed when it is released. Do not call it inside
+    /// a ``write(_:)`` batch or a ``forEachChange(since:limit:_:)`` body.
+    public func close() {
+        guard let environment = storage.close() else { return }
         expirationTimer.cancel()
+        workers.close()
+        // The last Database of the directory: feeds, live queries and listeners end.
+        if environment.release() { storeEvenIfClosed.commits.close() }
     }
 
     /// The logger a database uses when given none: warnings and errors only.
@@ -202,7 +254,7 @@ public final class Database: Sendable {
     /// Writes one validated edit in its own transaction.
     func write(_ edit: DocumentEdit) throws -> WriteResult {
         // A design document is checked against the index limit before it commits.
-        if edit.id?.hasPrefix("_design/") == true { return try write { try $0.apply(edit) } }
+        if edit.id?.hasPrefix("_design/") == true { return try write(runsBodyOnce: false) { try $0.apply(edit) } }
         return try store.write(edit)
     }
 
@@ -227,7 +279,7 @@ public final class Database: Sendable {
     @discardableResult
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func delete(_ id: String, revision: Revision?) throws -> WriteResult {
-        try write { try $0.delete(id, revision: revision) }
+        try write(runsBodyOnce: false) { try $0.delete(id, revision: revision) }
     }
 
     /// The documents changed after sequence number `since`, oldest first; each
@@ -280,7 +332,7 @@ public final class Database: Sendable {
     /// Imports documents read from a file handle (a pipe or standard input too).
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func importDocuments(from handle: FileHandle, totalBytes: Int? = nil, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
-        let importer = makeImporter()
+        let importer = try makeImporter()
         let report = try importer.run(totalBytes: totalBytes, read: { try handle.read(upToCount: importer.chunkBytes) }, progress: progress)
         // Imported design documents may have replaced views.
         try removeUnusedIndexes()
@@ -289,14 +341,14 @@ public final class Database: Sendable {
 
     /// An importer into this database: a design document that would take it
     /// past its index limit is refused with its line.
-    private func makeImporter() -> DocumentImporter {
-        DocumentImporter(store: store, check: { [self] edit, transaction in try refuseOverIndexLimit(edit, in: transaction) })
+    private func makeImporter() throws -> DocumentImporter {
+        try DocumentImporter(store: store, check: { [self] edit, transaction in try refuseOverIndexLimit(edit, in: transaction) })
     }
 
     /// Imports documents from NDJSON or JSON-array bytes in memory.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func importDocuments(_ data: Data, progress: (ImportProgress) -> Void = { _ in }) throws -> ImportReport {
-        let importer = makeImporter()
+        let importer = try makeImporter()
         var offset = 0
         let report = try importer.run(totalBytes: data.count, read: {
             guard offset < data.count else { return nil }
@@ -320,7 +372,7 @@ public final class Database: Sendable {
         let (counts, sequence) = try environment.read { transaction in
             (try store.counts(in: transaction), try store.lastSequence(in: transaction))
         }
-        return DatabaseInfo(
+        return try DatabaseInfo(
             path: environment.path,
             documentCount: counts.live,
             deletedDocumentCount: counts.deleted,
@@ -345,6 +397,49 @@ public struct DatabaseInfo: Sendable, Equatable {
     public var mapSize: Int
 }
 
+/// The storage of an open database; nil once closed.
+private final class OpenStorage: @unchecked Sendable {
+    private let lock = NSLock()
+    private var environment: LMDBEnvironment?
+    private var store: DocumentStore?
+    private var indexes: ViewIndexStore?
+    /// Until ``opened(store:indexes:)``, a failed open is released by deinit.
+    private var isComplete = false
+
+    init(environment: LMDBEnvironment) {
+        self.environment = environment
+    }
+
+    deinit {
+        if !isComplete { _ = environment?.release() }
+    }
+
+    func opened(store: DocumentStore, indexes: ViewIndexStore) {
+        lock.withLock {
+            self.store = store
+            self.indexes = indexes
+            isComplete = true
+        }
+    }
+
+    func get(_ url: URL) throws(StorageError) -> (environment: LMDBEnvironment, store: DocumentStore, indexes: ViewIndexStore) {
+        guard let open = lock.withLock({ environment.flatMap { environment in store.flatMap { store in indexes.map { (environment, store, $0) } } } }) else {
+            throw LMDBEnvironment.closedError(url.path)
+        }
+        return open
+    }
+
+    /// Forgets the storage; the environment to release, or nil when closed
+    /// already (or never opened completely, which deinit releases).
+    func close() -> LMDBEnvironment? {
+        lock.withLock {
+            guard isComplete else { return nil }
+            defer { (environment, store, indexes) = (nil, nil, nil) }
+            return environment
+        }
+    }
+}
+
 /// Starts the JavaScript workers on first use.
 private final class LazyWorkerPool: @unchecked Sendable {
     private let lock = NSLock()
@@ -357,5 +452,10 @@ private final class LazyWorkerPool: @unchecked Sendable {
         let created = try JavaScriptWorkerPool(count: count, configuration: configuration)
         pool = created
         return created
+    }
+
+    /// Lets the workers end, once the calls that use them have returned.
+    func close() {
+        lock.withLock { pool = nil }
     }
 }

@@ -97,7 +97,7 @@ extension ConcurrencyTests {
                 try await db.query("pairs/by_n", options: ViewQueryOptions(parameters: [("reduce", "false")])).rows.count
             }
         }
-        weak let environment = db!.environment
+        weak let environment = try db!.environment
         db = nil
         for query in queries {
             #expect(try await query.value == 4000)
@@ -197,7 +197,7 @@ extension ConcurrencyTests {
 
     /// A plain query of `view` run with these table handles.
     private func query(_ view: ViewDefinition, tables: ViewIndexTables, in db: Database) throws -> ViewResult {
-        let runner = ViewQueryRunner(store: db.store, indexes: db.indexes, workers: try db.viewFunctions())
+        let runner = try ViewQueryRunner(store: db.store, indexes: db.indexes, workers: db.viewFunctions())
         return try runner.run(view, try ValidatedViewQuery(view: ViewQueryOptions(), viewHasReduce: false) { CollationKey.compare($0, $1, mode: view.collation) },
                               tables: tables)
     }

@@ -122,10 +122,10 @@ struct IndexBuildTests {
             try db.loadDesignDocuments(from: directory.file("d.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "\#(map)"}}}"#))
             var random = SplitMix64(seed: 17)
             try Self.load((0..<6000).map { #"{"_id": "d\#(String(format: "%05d", $0))", "n": \#($0), "r": \#(random.next() % 1_000_000)}"# }, into: db)
-            let before = db.environment.lastCommittedTransaction
+            let before = try db.environment.lastCommittedTransaction
             try db.updateIndexes()
             #expect(try db.query("d/v").rows.count == 6000)
-            return db.environment.lastCommittedTransaction - before
+            return try db.environment.lastCommittedTransaction - before
         }
         // Keys that grow with the documents append; random ones fall all over the index.
         let ordered = try commits(map: "function (doc) { emit(doc.n, null); }")

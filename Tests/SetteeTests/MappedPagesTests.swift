@@ -34,7 +34,7 @@ struct MappedPagesTests {
         #expect(try readAll() == expected)
         let before = try #require(try Self.residentKilobytes(of: url))
         #expect(before > 4000, "reading 6 MB of documents made their pages resident")
-        db.environment.releaseMappedPages()
+        try db.environment.releaseMappedPages()
         let after = try #require(try Self.residentKilobytes(of: url))
         #expect(after < before / 4)
         #expect(try readAll() == expected)
@@ -53,7 +53,7 @@ struct MappedPagesTests {
             let lines = (0..<3000).map { String(format: #"{"_id": "d%05d", "pad": "%@"}"#, $0, padding) }
             #expect(try db.importDocuments(Data(lines.joined(separator: "\n").utf8)).imported == 3000)
             // Out of this process's memory, then out of the page cache.
-            db.environment.releaseMappedPages()
+            try db.environment.releaseMappedPages()
             sync()
             let file = open(url.appendingPathComponent("data.mdb").path, O_RDONLY)
             #expect(posix_fadvise(file, 0, 0, POSIX_FADV_DONTNEED) == 0)

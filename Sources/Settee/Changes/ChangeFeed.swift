@@ -59,7 +59,7 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                 buffer = try await database.changes(since: cursor, limit: ChangeFeed.batchSize)
                 index = 0
                 if buffer.isEmpty {
-                    guard await database.store.commits.wait(after: cursor) else { return nil }
+                    guard try await database.store.commits.wait(after: cursor) else { return nil }
                 }
             }
         }

@@ -71,7 +71,7 @@ extension Database {
     public func addChangeListener(queue: DispatchQueue? = nil,
                                   _ listener: @escaping @Sendable (DatabaseChange) -> Void) -> ListenerToken {
         let queue = queue ?? DispatchQueue(label: "settee.change-listener")
-        return ChangeListeners.shared(store: store, logger: logger).add(documentID: nil, queue: queue) { changes in
+        return ChangeListeners.shared(store: storeEvenIfClosed, logger: logger).add(documentID: nil, queue: queue) { changes in
             listener(DatabaseChange(changes: changes))
         }
     }
@@ -95,7 +95,7 @@ extension Database {
     public func addDocumentChangeListener(withID id: String, queue: DispatchQueue? = nil,
                                           _ listener: @escaping @Sendable (Change) -> Void) -> ListenerToken {
         let queue = queue ?? DispatchQueue(label: "settee.document-change-listener")
-        return ChangeListeners.shared(store: store, logger: logger).add(documentID: id, queue: queue) { changes in
+        return ChangeListeners.shared(store: storeEvenIfClosed, logger: logger).add(documentID: id, queue: queue) { changes in
             for change in changes { listener(change) }
         }
     }

@@ -52,7 +52,8 @@ final class ChangeListeners: @unchecked Sendable {
     static func shared(store: DocumentStore, logger: Logger) -> ChangeListeners {
         registryLock.withLock {
             let path = store.environment.path
-            if let existing = registry[path]?.listeners { return existing }
+            // Listeners of an environment closed since stay with it.
+            if let existing = registry[path]?.listeners, existing.store.environment === store.environment { return existing }
             let listeners = ChangeListeners(store: store, logger: logger)
             registry = registry.filter { $0.value.listeners != nil }
             registry[path] = WeakListeners(listeners: listeners)
@@ -122,6 +123,8 @@ final class ChangeListeners: @unchecked Sendable {
                 }
                 guard handed else { return }
                 if !complete { continue }
+            } catch SetteeErrorCode.closed {
+                return
             } catch {
                 logger.error("change listeners could not read the changes: \(error)", metadata: ["db.path": .string(store.environment.path)])
                 // Not at once: what failed (a damaged record) would fail again.

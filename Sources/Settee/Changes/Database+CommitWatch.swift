@@ -5,12 +5,12 @@ extension Database {
     /// wait of a live query, feed or listener would start it with `.automatic`):
     /// for the benchmark, which compares the modes.
     package func watchOtherProcesses(mode: CommitWatch.Mode) {
-        store.commits.watchOtherProcesses(mode: mode)
+        storeEvenIfClosed.commits.watchOtherProcesses(mode: mode)
     }
 
     /// How this process notices other processes' commits to the database;
     /// nil while nothing has waited for a commit.
     package var commitWatchMode: CommitWatch.Mode? {
-        store.commits.watchMode
+        storeEvenIfClosed.commits.watchMode
     }
 }

@@ -48,7 +48,7 @@ public struct DocumentChanges: AsyncSequence, Sendable {
         /// The document's next change, waiting for one when there is none yet.
         /// - Returns: nil once the calling task is cancelled.
         public mutating func next() async throws -> Change? {
-            let store = database.store
+            let store = try database.store
             let id = id
             var cursor: UInt64
             if let known = self.cursor { cursor = known } else { cursor = try await database.lastSequence() }

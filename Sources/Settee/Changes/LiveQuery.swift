@@ -58,7 +58,7 @@ public struct LiveQuery: AsyncSequence, Sendable {
             let database = query.database
             while true {
                 if let reflected {
-                    guard await database.store.commits.wait(after: reflected) else { return nil }
+                    guard try await database.store.commits.wait(after: reflected) else { return nil }
                 }
                 if Task.isCancelled { return nil }
                 // Read before the query: the index it updates reflects at least this sequence.

@@ -30,10 +30,11 @@ public struct CodingError: SetteeError, Equatable {
         return "\(errorCode.rawValue): \(verb) \(subject) as \(type)\(place): \(reason)"
     }
 
-    /// Decodes JSON text into `T`, naming `subject` when it fails.
-    package static func decode<T: Decodable>(_ type: T.Type, from json: some Collection<UInt8>, subject: @autoclosure () -> String) throws(CodingError) -> T {
+    /// Decodes JSON text into `T` as `coding` says, naming `subject` when it fails.
+    package static func decode<T: Decodable>(_ type: T.Type, from json: some Collection<UInt8>, coding: DocumentCoding = .standard,
+                                             subject: @autoclosure () -> String) throws(CodingError) -> T {
         do {
-            return try JSONDecoder.settee.decode(T.self, from: Data(json))
+            return try coding.makeDecoder().decode(T.self, from: Data(json))
         } catch let error as DecodingError {
             let (path, reason) = Self.explain(error)
             throw CodingError(errorCode: .decodingFailed, subject: subject(), type: "\(T.self)", path: path, reason: reason)
@@ -42,10 +43,11 @@ public struct CodingError: SetteeError, Equatable {
         }
     }
 
-    /// Encodes `value` as JSON text, naming `subject` when it fails.
-    package static func encode<T: Encodable>(_ value: T, subject: @autoclosure () -> String) throws(CodingError) -> Data {
+    /// Encodes `value` as JSON text as `coding` says, naming `subject` when it fails.
+    package static func encode<T: Encodable>(_ value: T, coding: DocumentCoding = .standard,
+                                             subject: @autoclosure () -> String) throws(CodingError) -> Data {
         do {
-            return try JSONEncoder.settee.encode(value)
+            return try coding.makeEncoder().encode(value)
         } catch let error as EncodingError {
             guard case .invalidValue(_, let context) = error else {
                 throw CodingError(errorCode: .encodingFailed, subject: subject(), type: "\(T.self)", path: "", reason: "\(error)")
@@ -86,26 +88,5 @@ public struct CodingError: SetteeError, Equatable {
             }
         }
         return text
-    }
-}
-
-extension JSONEncoder {
-    /// How Settee encodes typed documents: dates as ISO 8601 text (as CouchDB
-    /// documents usually hold them), keys sorted so equal values give equal
-    /// revisions.
-    package static var settee: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }
-}
-
-extension JSONDecoder {
-    /// How Settee decodes typed documents, keys and values: dates as ISO 8601 text.
-    package static var settee: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
     }
 }

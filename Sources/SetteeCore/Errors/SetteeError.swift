@@ -105,6 +105,13 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
     /// Another process held the database's write lock for longer than the
     /// busy timeout (``Database/Options/busyTimeout``); nothing was written.
     public static let busy = SetteeErrorCode(rawValue: "busy")
+    /// A ``Database/write(_:)`` batch filled the memory map the database had
+    /// (see ``Database/Options/initialMapSize``): the map has grown, and the
+    /// batch was rolled back without its closure running again. Nothing was
+    /// written; run the batch again.
+    public static let databaseGrew = SetteeErrorCode(rawValue: "database_grew")
+    /// A call on a database after ``Database/close()``.
+    public static let closed = SetteeErrorCode(rawValue: "database_closed")
     /// A write to a database opened read-only (``Database/Options/readOnly``,
     /// or files this process may not write).
     public static let readOnly = SetteeErrorCode(rawValue: "read_only")

@@ -24,6 +24,8 @@ package final class CommitSignal: @unchecked Sendable {
     /// Set by the first wait; the watch stays until the signal goes.
     private var watchStarted = false
     private var watch: CommitWatch?
+    /// Set when the storage closed: waits end at once.
+    private var isClosed = false
 
     private init(environment: LMDBEnvironment, latest: @escaping @Sendable (LMDBTransaction) throws -> UInt64) throws {
         self.environment = environment
@@ -44,7 +46,8 @@ package final class CommitSignal: @unchecked Sendable {
                                latest: @escaping @Sendable (LMDBTransaction) throws -> UInt64) throws -> CommitSignal {
         let path = environment.path
         return try registryLock.withLock {
-            if let existing = registry[path]?.signal { return existing }
+            // A signal of an environment closed since stays with it.
+            if let existing = registry[path]?.signal, existing.environment === environment { return existing }
             let signal = try CommitSignal(environment: environment, latest: latest)
             registry = registry.filter { $0.value.signal != nil }
             registry[path] = WeakSignal(signal: signal)
@@ -95,7 +98,7 @@ package final class CommitSignal: @unchecked Sendable {
     }
 
     /// Returns when a write past `sequence` has committed (at once if one has):
-    /// `true`; or when the calling task is cancelled: `false`.
+    /// `true`; or when the calling task is cancelled or the storage closed: `false`.
     package func wait(after sequence: UInt64) async -> Bool {
         watchOtherProcesses()
         let id = lock.withLock {
@@ -105,7 +108,7 @@ package final class CommitSignal: @unchecked Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let answer: Bool? = lock.withLock {
-                    if Task.isCancelled { return false }
+                    if Task.isCancelled || isClosed { return false }
                     if latest > sequence { return true }
                     waiters[id] = (sequence, continuation)
                     return nil
@@ -116,6 +119,18 @@ package final class CommitSignal: @unchecked Sendable {
             let waiter = lock.withLock { waiters.removeValue(forKey: id) }
             waiter?.continuation.resume(returning: false)
         }
+    }
+
+    /// The storage closed: the watch of other processes stops, and every
+    /// wait, now and later, returns `false`.
+    package func close() {
+        let (woken, watch): ([CheckedContinuation<Bool, Never>], CommitWatch?) = lock.withLock {
+            isClosed = true
+            defer { (waiters, self.watch) = ([:], nil) }
+            return (waiters.values.map(\.continuation), self.watch)
+        }
+        _ = watch
+        for continuation in woken { continuation.resume(returning: false) }
     }
 
     /// The latest sequence this signal has been told of.

@@ -223,9 +223,11 @@ package final class DocumentStore: Sendable {
     /// wakes whoever waits for new writes. Every document write goes through
     /// here: `body` adds what its writes change the counts by to its second
     /// argument, and the kept counts are rewritten in the same transaction.
-    package func writing<T>(_ body: (LMDBTransaction, inout DocumentCounts) throws -> T) throws -> T {
+    /// With `runsBodyOnce`, `body` never runs again when the map grows (see
+    /// ``LMDBEnvironment/write(durable:runsBodyOnce:_:)``).
+    package func writing<T>(runsBodyOnce: Bool = false, _ body: (LMDBTransaction, inout DocumentCounts) throws -> T) throws -> T {
         var sequence: UInt64 = 0
-        let result = try environment.write { transaction in
+        let result = try environment.write(runsBodyOnce: runsBodyOnce) { transaction in
             try validation?.beginWrite(store: self, in: transaction)
             let before = try lastSequence(in: transaction)
             var countChange = DocumentCounts()

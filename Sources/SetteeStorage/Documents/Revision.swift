@@ -77,3 +77,23 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
         }
     }
 }
+
+/// A revision codes as its text, `N-<32 hex digits>`: a model may hold its
+/// `_rev` as a ``Revision`` or as a `String`.
+extension Revision: Codable {
+    /// Decodes the text of a revision.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let revision = Revision(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(text)\" is not a revision (N-<32 hex digits>)")
+        }
+        self = revision
+    }
+
+    /// Encodes the revision as its text.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

@@ -38,6 +38,10 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// The largest the map may grow to; `nil` for no limit but the disk's.
     package let maximumMapSize: Int?
 
+    /// How many opens hold the environment (guarded by `registryLock`): the
+    /// last ``release()`` closes it.
+    private var holders = 0
+
     private static let registryLock = NSLock()
     nonisolated(unsafe) private static var registry: [String: WeakEnvironment] = [:]
 
@@ -47,7 +51,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
 
     /// How an environment is opened.
     package struct Settings {
-        package var initialMapSize = 1 << 30
+        package var initialMapSize = 64 << 30
         /// The largest the map may grow to; `nil` for no limit but the disk's.
         package var maximumMapSize: Int?
         /// Whether a page fault on the map may read the file's neighbouring
@@ -61,7 +65,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
         /// How long a write waits for another process's write to end.
         package var busyTimeout: Duration = .seconds(5)
 
-        package init(initialMapSize: Int = 1 << 30, maximumMapSize: Int? = nil, readAhead: Bool = true,
+        package init(initialMapSize: Int = 64 << 30, maximumMapSize: Int? = nil, readAhead: Bool = true,
                      readOnly: Bool = false, createIfMissing: Bool = true, busyTimeout: Duration = .seconds(5)) {
             self.initialMapSize = initialMapSize
             self.maximumMapSize = maximumMapSize
@@ -84,9 +88,11 @@ package final class LMDBEnvironment: @unchecked Sendable {
                 throw StorageError(code: EINVAL, operation: "opening the database at \(path) read-only",
                                    explanation: "this process already has it open for writing; share that Database instead")
             }
+            existing.holders += 1
             return existing
         }
         let environment = try LMDBEnvironment(path: path, settings: settings)
+        environment.holders = 1
         registry[path] = WeakEnvironment(environment: environment)
         return environment
     }
@@ -227,6 +233,41 @@ package final class LMDBEnvironment: @unchecked Sendable {
 
     package var environment: OpaquePointer { handle! }
 
+    /// Gives up the hold of one ``open(directory:settings:)``. The last
+    /// closes the environment once the transactions under way have ended
+    /// (a later one fails with ``SetteeErrorCode/closed``); opening the
+    /// directory again then opens it anew. It must not be called inside a
+    /// transaction of this environment, which it would wait for forever.
+    /// Whether this was the last hold, which closed the environment.
+    @discardableResult
+    package func release() -> Bool {
+        let last = Self.registryLock.withLock {
+            holders -= 1
+            guard holders == 0 else { return false }
+            if Self.registry[path]?.environment === self { Self.registry[path] = nil }
+            return true
+        }
+        guard last else { return false }
+        writerTurn.lock()
+        defer { writerTurn.unlock() }
+        pthread_rwlock_wrlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        closeIdleReaders()
+        if let handle { mdb_env_close(handle) }
+        handle = nil
+        return true
+    }
+
+    /// Fails once ``release()`` closed the environment (with `resizeLock` or `writerTurn` held).
+    private func checkOpen() throws(StorageError) {
+        if handle == nil { throw Self.closedError(path) }
+    }
+
+    /// The error of a call on a closed database.
+    package static func closedError(_ path: String) -> StorageError {
+        StorageError(code: EBADF, operation: "using the database at \(path)", explanation: "the database is closed")
+    }
+
     // MARK: Transactions
 
     /// The id of the last committed write transaction, in any process: equal
@@ -234,8 +275,9 @@ package final class LMDBEnvironment: @unchecked Sendable {
     package var lastCommittedTransaction: Int {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        guard let handle else { return 0 }
         var info = MDB_envinfo()
-        mdb_env_info(environment, &info)
+        mdb_env_info(handle, &info)
         return info.me_last_txnid
     }
 
@@ -252,6 +294,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     package func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        try checkOpen()
         // Counted before the snapshot is taken: no handle this snapshot may use is closed under it.
         let epoch = closings.readerBegins()
         defer { closings.readerEnded(epoch) }
@@ -262,6 +305,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
             pthread_rwlock_unlock(resizeLock)
             adoptMapSize()
             pthread_rwlock_rdlock(resizeLock)
+            try checkOpen()
             code = beginRead(&txn)
         }
         try check(code, "beginning a read transaction on \(path)")
@@ -304,8 +348,11 @@ package final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// Runs `body` in the write transaction and commits it; a thrown error rolls
-    /// it back. `body` may run more than once (when the map has to grow), so it
-    /// must do nothing outside the transaction that cannot be repeated.
+    /// it back. When the map fills, it grows and `body` runs again, so it must
+    /// do nothing outside the transaction that cannot be repeated; with
+    /// `runsBodyOnce` (a caller's closure, which may not expect to run twice)
+    /// the map grows, and the write fails with `EAGAIN`
+    /// (``SetteeErrorCode/databaseGrew``) for its caller to run again.
     ///
     /// A commit that need not be durable (what can be recomputed, such as view
     /// indexes) skips the second of LMDB's two flushes: a system crash may undo
@@ -316,13 +363,14 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// it (a writer that is slow, stopped or hung) this waits up to
     /// ``busyTimeout``, then fails with `EBUSY` (``SetteeErrorCode/busy``).
     /// LMDB's lock would wait for ever.
-    package func write<T>(durable: Bool = true, _ body: (LMDBTransaction) throws -> T) throws -> T {
+    package func write<T>(durable: Bool = true, runsBodyOnce: Bool = false, _ body: (LMDBTransaction) throws -> T) throws -> T {
         if isReadOnly {
             throw StorageError(code: EROFS, operation: "writing to \(path)",
                                explanation: "the database is open read-only (asked for, or its files may not be written by this process)")
         }
         writerTurn.lock()
         defer { writerTurn.unlock() }
+        try checkOpen()
         try lockAgainstOtherProcesses()
         defer { flock(writeLockFile, LOCK_UN) }
         writeLock.lock()
@@ -338,6 +386,10 @@ package final class LMDBEnvironment: @unchecked Sendable {
                 return try writeOnce(body)
             } catch let error as StorageError where error.code == MDB_MAP_FULL {
                 try grow()
+                if runsBodyOnce {
+                    throw StorageError(code: EAGAIN, operation: "writing to \(path)",
+                                       explanation: "the batch filled the database's memory map, which has grown to \(mapSize) bytes; nothing was written, and the batch did not run again: run it again")
+                }
             } catch let error as StorageError where error.code == MDB_MAP_RESIZED {
                 adoptMapSize()
             }
@@ -442,6 +494,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     private func adoptMapSize() {
         pthread_rwlock_wrlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        guard handle != nil else { return }
         closeIdleReaders()
         mdb_env_set_mapsize(environment, 0)
         var info = MDB_envinfo()
@@ -459,7 +512,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     package func releaseMappedPages() {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
-        guard let range = mappedRange() else { return }
+        guard handle != nil, let range = mappedRange() else { return }
         madvise(UnsafeMutableRawPointer(bitPattern: range.lowerBound), range.count, MADV_DONTNEED)
     }
 
@@ -538,6 +591,10 @@ package final class LMDBEnvironment: @unchecked Sendable {
         defer { writeLock.unlock() }
         closings.reopened(names)
         pthread_rwlock_rdlock(resizeLock)
+        if handle == nil {
+            pthread_rwlock_unlock(resizeLock)
+            throw Self.closedError(path)
+        }
         var txn: OpaquePointer?
         var code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
         if code == MDB_MAP_RESIZED {

@@ -67,6 +67,8 @@ extension StorageError: SetteeError {
         case MDB_INCOMPATIBLE: return .notSetteeDatabase
         case EBUSY: return .busy
         case EROFS: return .readOnly
+        case EAGAIN: return .databaseGrew
+        case EBADF: return .closed
         case ENOENT: return .notFound
         default: return .storageFailure
         }

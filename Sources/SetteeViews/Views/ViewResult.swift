@@ -48,22 +48,23 @@ public struct ViewRow: Sendable, Hashable {
         get throws(JSONParseError) { try documentJSON.map { text throws(JSONParseError) in try JSONParser.parse(text) } }
     }
 
-    /// The key decoded into the caller's type.
+    /// The key decoded into the caller's type, as `coding` says.
     /// - Throws: ``CodingError`` naming the row and where the key does not fit `T`.
-    public func key<T: Decodable>(as type: T.Type) throws -> T {
-        try CodingError.decode(T.self, from: Array(keyJSON.utf8), subject: "key of \(subject)")
+    public func key<T: Decodable>(as type: T.Type, coding: DocumentCoding = .standard) throws -> T {
+        try CodingError.decode(T.self, from: Array(keyJSON.utf8), coding: coding, subject: "key of \(subject)")
     }
 
-    /// The value decoded into the caller's type.
+    /// The value decoded into the caller's type, as `coding` says.
     /// - Throws: ``CodingError`` naming the row and where the value does not fit `T`.
-    public func value<T: Decodable>(as type: T.Type) throws -> T {
-        try CodingError.decode(T.self, from: Array(valueJSON.utf8), subject: "value of \(subject)")
+    public func value<T: Decodable>(as type: T.Type, coding: DocumentCoding = .standard) throws -> T {
+        try CodingError.decode(T.self, from: Array(valueJSON.utf8), coding: coding, subject: "value of \(subject)")
     }
 
-    /// The included document decoded into the caller's type (nil without include_docs or when missing).
-    public func document<T: Decodable>(as type: T.Type) throws -> T? {
+    /// The included document decoded into the caller's type (nil without
+    /// include_docs or when missing); a ``DocumentModel`` gets its id and revision.
+    public func document<T: Decodable>(as type: T.Type, coding: DocumentCoding = .standard) throws -> T? {
         guard let documentJSON, documentJSON != "null" else { return nil }
-        return try CodingError.decode(T.self, from: Array(documentJSON.utf8), subject: "document of \(subject)")
+        return try Document.decode(T.self, from: Array(documentJSON.utf8), coding: coding, subject: "document of \(subject)")
     }
 
     /// How errors name the row.
@@ -93,7 +94,7 @@ extension DecodedViewRow: Equatable where Key: Equatable, Value: Equatable {}
 extension DecodedViewRow: Hashable where Key: Hashable, Value: Hashable {}
 
 extension ViewResult {
-    /// The rows with keys and values decoded into the caller's types.
+    /// The rows with keys and values decoded into the caller's types, as `coding` says.
     ///
     /// For rows that are `Identifiable` (a SwiftUI list) and hold their
     /// decoded documents, see ``rows(key:value:document:)``.
@@ -105,10 +106,10 @@ extension ViewResult {
     /// ```
     /// - Throws: ``CodingError`` naming the first row that does not fit.
     public func decodedRows<Key: Decodable & Sendable, Value: Decodable & Sendable>(
-        key: Key.Type, value: Value.Type
+        key: Key.Type, value: Value.Type, coding: DocumentCoding = .standard
     ) throws -> [DecodedViewRow<Key, Value>] {
         try rows.map { row in
-            DecodedViewRow(id: row.id, key: try row.key(as: Key.self), value: try row.value(as: Value.self), row: row)
+            DecodedViewRow(id: row.id, key: try row.key(as: Key.self, coding: coding), value: try row.value(as: Value.self, coding: coding), row: row)
         }
     }
 }
