@@ -32,7 +32,7 @@ import SetteeViews
 extension Database {
     /// Writes `value` as the document `id`.
     ///
-    /// A `String` is taken as the JSON text of the document, as ``put(_:)``
+    /// A `String` is taken as the JSON text of the document, as ``put(_:)-7va9h``
     /// takes it: `db.put(#"{"title": "raw"}"#, id: "raw")` writes the
     /// document `raw`.
     ///
@@ -54,7 +54,7 @@ extension Database {
 
     /// Writes `value` as a document under its own id (a ``DocumentModel``'s
     /// id, or the `_id` it encodes), or under a generated one, as
-    /// ``put(_:)`` does for JSON without `_id`.
+    /// ``put(_:)-7va9h`` does for JSON without `_id`.
     ///
     /// ```swift
     /// let written = try db.put(Note(title: "Groceries"))
@@ -73,7 +73,7 @@ extension Database {
     ///
     /// A document whose ``DocumentModel/revision`` is no longer the current
     /// one is a conflict (``SetteeErrorCode/conflict``), and `document` is
-    /// left as it was: read it again, or use ``update(_:as:attempts:coding:_:)``.
+    /// left as it was: read it again, or use ``update(_:as:attempts:coding:_:)-5pmkq``.
     /// - Throws: As ``put(_:id:revision:coding:)``.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     @discardableResult
@@ -126,7 +126,10 @@ extension Database {
     /// The document `id` decoded as `T`, or nil when there is none or it was
     /// deleted. A ``DocumentModel`` gets the document's id and revision.
     ///
-    /// - Parameter coding: How to decode the document; `nil` for ``Options/coding``.
+    /// - Parameters:
+    ///   - id: The document's id.
+    ///   - type: The type to decode it as.
+    ///   - coding: How to decode the document; `nil` for ``Options/coding``.
     /// - Throws: ``CodingError`` (``SetteeErrorCode/decodingFailed``) naming
     ///   the document and the member that does not fit `T`.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
@@ -137,7 +140,7 @@ extension Database {
     /// Deletes the current revision of a document, whatever it is.
     ///
     /// To delete only the revision you read, and have a later one be a
-    /// conflict, use ``delete(_:revision:)`` or delete the model.
+    /// conflict, use ``delete(_:revision:)-6uzzs`` or delete the model.
     /// - Throws: ``DocumentError`` (``SetteeErrorCode/notFound``) when there is
     ///   no such document or it is deleted already.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")

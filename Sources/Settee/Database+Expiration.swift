@@ -3,7 +3,7 @@ import Logging
 import SetteeCore
 import SetteeStorage
 
-/// A document's expiration time, as ``Database/documentsExpiring(before:)`` lists them.
+/// A document's expiration time, as ``Database/documentsExpiring(before:)-7in5r`` lists them.
 public struct DocumentExpiration: Sendable, Equatable {
     /// The document's `_id`.
     public var id: String
@@ -14,11 +14,11 @@ public struct DocumentExpiration: Sendable, Equatable {
 extension Database {
     /// Sets when a document expires, or with `nil` clears it (Couchbase
     /// Lite's `setDocumentExpiration(withID:expiration:)`). Past its time the
-    /// document is purged (``purge(_:revisions:)``): by a timer while the
+    /// document is purged (``purge(_:revisions:)-4e468``): by a timer while the
     /// database is open in this process (within a second), and when a
     /// database is opened for writing. Until the purge runs, the document
-    /// already reads as missing: ``document(_:)`` returns nil, and queries and
-    /// ``allDocuments(options:)`` purge what has expired before they answer.
+    /// already reads as missing: ``document(_:)-88g0i`` returns nil, and queries and
+    /// ``allDocuments(options:)-2p5wn`` purge what has expired before they answer.
     ///
     /// Writing the document again keeps its expiration; purging it clears it.
     /// Times are kept to the millisecond.

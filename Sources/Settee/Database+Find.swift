@@ -21,7 +21,7 @@ extension Database {
         try Finder(store: store).find(request, indexes: try listIndexes())
     }
 
-    /// How ``find(_:)`` would run `request`, in the shape of CouchDB's
+    /// How ``find(_:)-52ig6`` would run `request`, in the shape of CouchDB's
     /// `_explain` response: the index it would use and the key range it
     /// would read, the normalized selector, and every other index with the
     /// reason it was not chosen.
@@ -47,7 +47,7 @@ extension Database {
         try await find(request).decoded(as: T.self)
     }
 
-    /// How ``find(_:)`` would run `request` (see ``explain(_:)``).
+    /// How ``find(_:)-52ig6`` would run `request` (see ``explain(_:)``).
     public func explain(_ request: FindRequest) async throws -> JSONValue {
         try await background { try self.explain(request) }
     }

@@ -6,7 +6,7 @@ import SetteeViews
 extension Database {
     /// Removes a document completely, as CouchDB's `_purge`: its record,
     /// its entry in the changes feed (so `_changes` and `_all_docs` no longer
-    /// show it), and its place in the counts. Unlike ``delete(_:revision:)``
+    /// show it), and its place in the counts. Unlike ``delete(_:revision:)-6uzzs``
     /// it leaves no tombstone: the id may be written again as new. Every
     /// view index drops the document's rows on its next update.
     ///

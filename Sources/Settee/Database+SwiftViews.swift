@@ -6,8 +6,8 @@ extension Database {
     // MARK: Views written in Swift
 
     /// Registers a view written in Swift on this database instance: from now
-    /// on, ``query(_:options:progress:)``, ``forEachRow(_:options:progress:header:_:)``,
-    /// ``liveQuery(_:options:)``, ``updateIndexes(progress:)`` and ``viewInfo()``
+    /// on, ``query(_:options:progress:)-1cn0a``, ``forEachRow(_:options:progress:header:_:)-97thd``,
+    /// ``liveQuery(_:options:)``, ``updateIndexes(progress:)-4jkoo`` and ``viewInfo()-4s1yx``
     /// know it by its name (a name without `/`, which design documents'
     /// views, named `DDOC/VIEW`, never have). Its index is stored in the
     /// database like a JavaScript view's, and built on its first query.
@@ -19,7 +19,7 @@ extension Database {
     /// name and ``Indexer/version`` finds it built. It goes when this
     /// database, or another process's, registers the name with another
     /// version (the index is built again, for this view alone), or with
-    /// ``removeUnregisteredIndexes()``.
+    /// ``removeUnregisteredIndexes()-5gbo2``.
     ///
     /// ```swift
     /// try db.register(ByType())
@@ -47,8 +47,15 @@ extension Database {
     /// registered on this instance now (their space is reused; registering
     /// one of them again builds its index afresh). Indexes of design
     /// documents' views are not touched.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func removeUnregisteredIndexes() throws {
         let registered = Set(swiftViews.all.map(\.signature))
         try removeIndexes { signature, state in state.designDocument.isEmpty && !registered.contains(signature) }
+    }
+
+    /// Removes the stored indexes of unregistered views written in Swift, on
+    /// a Settee queue (see ``removeUnregisteredIndexes()``).
+    public func removeUnregisteredIndexes() async throws {
+        try await background { try self.removeUnregisteredIndexes() }
     }
 }

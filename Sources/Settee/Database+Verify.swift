@@ -5,7 +5,7 @@ import SetteeCore
 import SetteeJavaScript
 import SetteeViews
 
-/// What ``Database/verify()`` found: how much it checked, and each problem.
+/// What ``Database/verify()-9s9vc`` found: how much it checked, and each problem.
 public struct VerificationReport: Sendable, Equatable {
     /// Document records checked (tombstones included).
     public var documents = 0
@@ -40,7 +40,7 @@ extension Database {
     ///   the changes feed lists it at its sequence number;
     /// - every entry of the changes feed: its key is a sequence number, and
     ///   it names a document whose record is at that sequence;
-    /// - the kept document counts (what ``info()`` and `_all_docs` report),
+    /// - the kept document counts (what ``info()-xd81`` and `_all_docs` report),
     ///   against the live documents and tombstones counted;
     /// - every view index, against the documents: each row's layout and JSON,
     ///   its document exists, its back-index entry lists it (and each row a

@@ -274,7 +274,7 @@ extension Database {
                       streaming: false, header: header, row: row)
         }
     }
-    /// Queries a view as ``query(_:options:progress:)`` does, handing over
+    /// Queries a view as ``query(_:options:progress:)-1cn0a`` does, handing over
     /// the result as it is read instead of holding it: `header` once (total
     /// rows, offset, update sequence), then `body` with each row in order.
     /// Memory stays the same however many rows the query returns, so this is
@@ -298,7 +298,7 @@ extension Database {
     ///   - progress: Called while the view's index is brought up to date first.
     ///   - header: Called once, before the first row.
     ///   - body: Called with each row; an error it throws ends the query and is rethrown.
-    /// - Throws: As ``query(_:options:progress:)``.
+    /// - Throws: As ``query(_:options:progress:)-1cn0a``.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func forEachRow(_ path: String, options: ViewQueryOptions = ViewQueryOptions(), progress: (IndexProgress) -> Void = { _ in },
                            header: (ViewResultHeader) throws -> Void = { _ in }, _ body: (ViewRow) throws -> Void) throws {
@@ -427,7 +427,7 @@ extension Database {
     /// the views written in Swift registered on this instance, in one pass.
     ///
     /// A stored design document that cannot be used (one written with
-    /// ``put(_:)`` in another language, without a map, or with a function
+    /// ``put(_:)-7va9h`` in another language, without a map, or with a function
     /// that does not compile) does not hold the others back: their views are
     /// indexed first, then the unusable ones are reported.
     ///
@@ -510,10 +510,10 @@ extension Database {
         return try ViewResult.collected { header, row in try store.forEachDocumentRow(validated, header: header, row: row) }
     }
 
-    /// CouchDB's `_all_docs` as ``allDocuments(options:)`` answers it, handed
+    /// CouchDB's `_all_docs` as ``allDocuments(options:)-2p5wn`` answers it, handed
     /// over as it is read instead of held: `header` once, then `body` with
     /// each row in order, in one read transaction (see
-    /// ``forEachRow(_:options:progress:header:_:)`` for what that means for
+    /// ``forEachRow(_:options:progress:header:_:)-97thd`` for what that means for
     /// writers). Memory stays the same however many rows there are.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func forEachDocumentRow(options: ViewQueryOptions = ViewQueryOptions(), header: (ViewResultHeader) throws -> Void = { _ in },

@@ -27,7 +27,7 @@ public final class Database: Sendable {
         /// only as pages are written, and only pages read take memory. When a
         /// write fills the map, the map doubles (up to ``maximumSize``): a
         /// write of Settee's own (a `put`, an import, an index update) then
-        /// runs again, while a ``Database/write(_:)`` batch, whose closure
+        /// runs again, while a ``Database/write(_:)-3j48g`` batch, whose closure
         /// runs only once, is rolled back with
         /// ``SetteeErrorCode/databaseGrew`` for the caller to run again. A
         /// map as large as the database will ever be avoids both; a smaller
@@ -61,7 +61,7 @@ public final class Database: Sendable {
         /// see it (their `userCtx`): an administrator unless said otherwise.
         public var userContext = UserContext.administrator
         /// The largest document written, in bytes of its JSON as given (to
-        /// ``Database/put(_:)``, a ``WriteBatch``, an import line or array
+        /// ``Database/put(_:)-7va9h``, a ``WriteBatch``, an import line or array
         /// element, or as a `Codable` value encodes it). Larger ones are
         /// refused with ``SetteeErrorCode/documentTooLarge``. CouchDB's
         /// `max_document_size` and its default (8000000 bytes): a document is
@@ -196,7 +196,7 @@ public final class Database: Sendable {
     /// directory goes on working. Change listeners, feeds and live queries
     /// of the directory end with the last. Closing twice does nothing more;
     /// a database is also closed when it is released. Do not call it inside
-    /// a ``write(_:)`` batch or a ``forEachChange(since:limit:_:)`` body.
+    /// a ``write(_:)-3j48g`` batch or a ``forEachChange(since:limit:_:)-6r2ut`` body.
     public func close() {
         guard let environment = storage.close() else { return }
         expirationTimer.cancel()
@@ -289,7 +289,7 @@ public final class Database: Sendable {
         try store.changes(since: since, limit: limit)
     }
 
-    /// The changes ``changes(since:limit:)`` returns, handed to `body` one by
+    /// The changes ``changes(since:limit:)-9rqg7`` returns, handed to `body` one by
     /// one as they are read instead of held, so memory stays the same however
     /// many there are. They are read in one read transaction (one snapshot);
     /// while `body` runs, writers go on, but the pages they replace cannot be

@@ -24,7 +24,7 @@ import SetteeStorage
 /// let photo = try db.attachment("photo.png", of: "n1")?.data
 /// ```
 ///
-/// For large files, ``Database/putAttachment(_:named:of:revision:)`` with a
+/// For large files, ``Database/putAttachment(_:named:of:revision:)-1lw7x`` with a
 /// file blob streams them; as a document property a blob's bytes travel
 /// inline (base64) within the document's size limit.
 public struct Blob: Sendable, Equatable, Codable {
@@ -35,7 +35,7 @@ public struct Blob: Sendable, Equatable, Codable {
         /// A file, read when the blob is stored.
         case file(URL)
         /// Bytes already stored with a document (a stub): read them with
-        /// ``Database/attachment(_:of:)``.
+        /// ``Database/attachment(_:of:)-9k0x``.
         case stored
     }
 

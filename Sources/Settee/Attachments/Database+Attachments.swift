@@ -7,8 +7,8 @@ extension Database {
     ///
     /// - Returns: nil when the document does not exist, was deleted, or has
     ///   no attachment of that name.
-    /// - Note: For large attachments, ``readAttachment(_:of:_:)`` and
-    ///   ``writeAttachment(_:of:to:)`` hand the bytes on a chunk at a time.
+    /// - Note: For large attachments, ``readAttachment(_:of:_:)-70a10`` and
+    ///   ``writeAttachment(_:of:to:)-8i1oh`` hand the bytes on a chunk at a time.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func attachment(_ name: String, of id: String) throws -> Blob? {
         var data = Data()
@@ -62,6 +62,8 @@ extension Database {
     ///
     /// - Parameters:
     ///   - blob: The bytes (in memory or a file) and their content type.
+    ///   - name: The attachment's name.
+    ///   - id: The document's id.
     ///   - revision: The document's current revision; nil for a document
     ///     that does not exist yet (it is created holding only the attachment).
     /// - Throws: ``DocumentError`` `conflict` for a stale or missing revision.
@@ -94,10 +96,13 @@ extension Database {
     /// The document with the bytes of its attachments inline, as base64
     /// `data` in its `_attachments` (CouchDB's `attachments=true`).
     ///
-    /// - Parameter since: CouchDB's `atts_since`: revisions the reader
-    ///   already has; attachments stored at or before the newest of them
-    ///   stay stubs. Settee keeps one line of revisions per document, so any
-    ///   of them whose generation is not past the current revision's counts.
+    /// - Parameters:
+    ///   - id: The document's id.
+    ///   - attachments: Whether to include the bytes; `false` gives the document with stubs.
+    ///   - since: CouchDB's `atts_since`: revisions the reader
+    ///     already has; attachments stored at or before the newest of them
+    ///     stay stubs. Settee keeps one line of revisions per document, so any
+    ///     of them whose generation is not past the current revision's counts.
     /// - Returns: nil when the document does not exist or was deleted.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func document(_ id: String, attachments: Bool, since: [Revision]? = nil) throws -> Document? {

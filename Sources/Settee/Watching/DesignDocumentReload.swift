@@ -5,7 +5,7 @@ import SetteeJavaScript
 import SetteeViews
 
 /// What one reload of a watched folder of design documents did: see
-/// ``Database/watchDesignDocuments(in:)``.
+/// ``Database/watchDesignDocuments(in:removalDelay:)``.
 public struct DesignDocumentReload: Sendable {
     /// A design document file that was loaded: checked, then stored.
     public struct Loaded: Sendable {

@@ -5,7 +5,7 @@ import SetteeJavaScript
 import SetteeViews
 
 /// A folder of design documents kept live in a database: the `AsyncSequence`
-/// that ``Database/watchDesignDocuments(in:)`` returns.
+/// that ``Database/watchDesignDocuments(in:removalDelay:)`` returns.
 ///
 /// The first element is the initial load of every `.json` file in the folder.
 /// After that, each time a file is written, moved in, moved away or deleted,
@@ -85,9 +85,11 @@ extension Database {
     /// file changes, for as long as the returned sequence is iterated. See
     /// ``DesignDocumentWatch``.
     ///
-    /// - Parameter removalDelay: How long a file must stay deleted before its
-    ///   design document is deleted: a file replaced by deleting it and
-    ///   creating it again is not taken for a deletion.
+    /// - Parameters:
+    ///   - folder: The folder of design document files (`.json`).
+    ///   - removalDelay: How long a file must stay deleted before its
+    ///     design document is deleted: a file replaced by deleting it and
+    ///     creating it again is not taken for a deletion.
     public func watchDesignDocuments(in folder: URL, removalDelay: Duration = .seconds(1)) -> DesignDocumentWatch {
         DesignDocumentWatch(database: self, folder: folder, removalDelay: removalDelay)
     }

@@ -105,7 +105,7 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
     /// Another process held the database's write lock for longer than the
     /// busy timeout (``Database/Options/busyTimeout``); nothing was written.
     public static let busy = SetteeErrorCode(rawValue: "busy")
-    /// A ``Database/write(_:)`` batch filled the memory map the database had
+    /// A ``Database/write(_:)-3j48g`` batch filled the memory map the database had
     /// (see ``Database/Options/initialMapSize``): the map has grown, and the
     /// batch was rolled back without its closure running again. Nothing was
     /// written; run the batch again.

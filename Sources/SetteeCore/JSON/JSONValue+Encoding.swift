@@ -2,7 +2,7 @@ import Foundation
 
 extension JSONValue {
     /// The JSON a value encodes as, encoded as Settee encodes documents
-    /// (``Database/put(_:id:revision:)``): dates as ISO 8601 text, object
+    /// (`Database.put(_:id:revision:coding:)`): dates as ISO 8601 text, object
     /// members sorted by name. So a key built from a value matches the key a
     /// view emits from a document that holds the same value:
     ///

@@ -3,8 +3,8 @@ import SetteeCore
 import SetteeStorage
 
 /// A row of a view or `_all_docs` result. Keys, values and documents are kept
-/// as the JSON text the view produced; decode them with ``key(as:)`` and
-/// ``value(as:)``, or read them as ``JSONValue``s.
+/// as the JSON text the view produced; decode them with ``key(as:coding:)`` and
+/// ``value(as:coding:)``, or read them as ``JSONValue``s.
 public struct ViewRow: Sendable, Hashable {
     /// The emitting document's id (nil for reduce rows).
     public var id: String?
@@ -146,7 +146,7 @@ public struct ViewResult: Sendable, Equatable {
 }
 
 /// What a query's result says besides its rows, known before the first row
-/// (see ``Database/forEachRow(_:options:progress:header:_:)``).
+/// (see ``Database/forEachRow(_:options:progress:header:_:)-97thd``).
 public struct ViewResultHeader: Sendable, Equatable {
     /// Rows in the index (map queries and `_all_docs`; nil for reduce).
     public var totalRows: Int?
