@@ -61,11 +61,12 @@ struct PublicAPITests {
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("README.md"), encoding: .utf8)
         let library = try #require(readme.range(of: "## The library"))
-        let fence = try #require(readme.range(of: "```swift\n", range: library.upperBound..<readme.endIndex))
+        // The program (the block that imports Settee, after the package manifest's lines).
+        let fence = try #require(readme.range(of: "```swift\nimport Settee\n", range: library.upperBound..<readme.endIndex))
         let end = try #require(readme.range(of: "\n```", range: fence.upperBound..<readme.endIndex))
         // The example elides closure bodies with "…"; the names it assumes come first.
         let example = String(readme[fence.upperBound..<end.lowerBound]).replacingOccurrences(of: "…", with: "")
-        let program = "import Foundation\nlet coverURL = URL(fileURLWithPath: \"cover.png\")\n" + example
+        let program = "import Foundation\nimport Settee\nlet coverURL = URL(fileURLWithPath: \"cover.png\")\n" + example
         let checked = try typeCheckAsDependent(program, in: directory)
         #expect(checked.status == 0, "\(checked.output)")
     }
