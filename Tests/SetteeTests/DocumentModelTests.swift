@@ -57,6 +57,16 @@ struct DocumentModelTests {
         #expect(stale.revision == first.revision, "a failed save leaves the value as it was")
     }
 
+    @Test("A plain Codable type keeps its own members named id and revision")
+    func plainMembersNamedIDStay() throws {
+        struct Product: Codable, Equatable { var id: Int; var revision: String; var name: String }
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.put(Product(id: 7, revision: "B", name: "Lamp"), id: "p7")
+        #expect(try db.document("p7")?.value["id"] == 7, "a type that is no DocumentModel keeps its own id member")
+        #expect(try db.get("p7", as: Product.self) == Product(id: 7, revision: "B", name: "Lamp"))
+    }
+
     @Test("put of a plain Codable value without an id generates one; with one, uses it")
     func putWithoutID() throws {
         let directory = TemporaryDirectory()

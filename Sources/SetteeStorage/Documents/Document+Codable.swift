@@ -50,7 +50,8 @@ extension DocumentEdit {
                 }
                 ownRevision = ownRevision ?? parsed
                 continue
-            case "id", "revision" where model != nil:
+            case "id" where model != nil, "revision" where model != nil:
+                // A DocumentModel's identity is its _id and _rev, not members of the body.
                 continue
             default:
                 body.append(UInt8(ascii: ","))
