@@ -24,6 +24,19 @@ func designDocument(map: String) -> String {
     """#
 }
 
+/// The JavaScript view's second map, written in Swift: contacts by country
+/// (Oslo and Bergen are in Norway), then name, counted.
+struct ContactsByCountry: Indexer {
+    let name = "contacts_by_country"
+    let version = "1"
+    var reduce: ReduceFunction? { .count }
+
+    func map(_ document: IndexedDocument, _ emit: Emitter) throws {
+        guard document["type"] == "contact", let city = document["city"]?.stringValue else { return }
+        emit([.string(city == "Oslo" || city == "Bergen" ? "Norway" : "Elsewhere"), document["name"] ?? nil])
+    }
+}
+
 let byCity = "function (doc) { if (doc.type === 'contact') emit([doc.city, doc.name], null); }"
 let byCountry = "function (doc) { if (doc.type === 'contact') emit([doc.city === 'Oslo' || doc.city === 'Bergen' ? 'Norway' : 'Elsewhere', doc.name], null); }"
 
@@ -97,5 +110,29 @@ struct AddressBook {
         try await screen.value
         watcher.cancel()
         _ = try? await watcher.value
+
+        // The same count asked of the JavaScript view and of the same view written in Swift.
+        try db.register(ContactsByCountry())
+        let javaScript = try await db.query("contacts/by_city", options: ViewQueryOptions(groupLevel: 1))
+        let swift = try await db.query("contacts_by_country", options: ViewQueryOptions(groupLevel: 1))
+        for row in try swift.rows(key: [String].self, value: Int.self) {
+            print("\(row.key[0]): \(row.value) contact(s)")
+        }
+        print(javaScript.json == swift.json ? "JavaScript and Swift agree" : "✗ the views disagree")
+
+        // A conflict: two screens edit the same contact; the second to save holds a stale revision.
+        var here = try await db.get("zoe", as: Contact.self)!
+        var there = here
+        here.city = "Bergen"
+        try await db.put(here, id: "zoe")
+        there.city = "Lyon"
+        do {
+            try await db.put(there, id: "zoe")
+        } catch SetteeErrorCode.conflict {
+            print("✗ zoe changed since it was read: re-read and apply the edit again")
+            let merged = try await db.update("zoe", as: Contact.self) { $0.city = "Lyon" }
+            print("zoe now lives in \(merged.city)")
+        }
+        db.close()
     }
 }
