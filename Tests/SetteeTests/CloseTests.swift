@@ -51,14 +51,20 @@ struct CloseTests {
         let url = directory.url.appendingPathComponent("db")
         let db = try Database(at: url)
         try await db.put(#"{"_id":"a"}"#)
+        let delivered = Heard()
         let feed = Task {
             var seen = 0
             do {
-                for try await _ in db.continuousChanges(since: 0) { seen += 1 }
+                for try await change in db.continuousChanges(since: 0) {
+                    seen += 1
+                    delivered.add(change.id)
+                }
             } catch SetteeErrorCode.closed {}
             return seen
         }
-        try await Task.sleep(for: .milliseconds(200))
+        // Close once the feed has had the one change and waits for more, however loaded the machine.
+        for _ in 0..<1000 where delivered.ids.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(50))
         db.close()
         #expect(try await feed.value == 1)
 
