@@ -19,8 +19,7 @@ struct FindCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let text = body == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : body
-            let request = try FindRequest(json: text)
+            let request = try FindRequest(json: requestBody(body))
             let db = try database.open(creating: false)
             printJSON(try db.find(request).json)
         }
@@ -40,9 +39,13 @@ struct ExplainCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let text = body == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : body
-            let request = try FindRequest(json: text)
+            let request = try FindRequest(json: requestBody(body))
             printJSON(try database.open(creating: false).explain(request))
         }
     }
+}
+
+/// A request body given as an argument: the JSON itself, or `-` for standard input.
+func requestBody(_ argument: String) -> String {
+    argument == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : argument
 }

@@ -19,8 +19,7 @@ struct CreateIndexCommand: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let text = body == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : body
-            let request = try IndexRequest(json: text)
+            let request = try IndexRequest(json: requestBody(body))
             printJSON(try database.open().createIndex(request).json)
         }
     }

@@ -8,17 +8,6 @@ private func openDatabase(_ directory: TemporaryDirectory) throws -> Database {
     return try Database(at: directory.url.appendingPathComponent("db"), options: options)
 }
 
-private func mangoError(_ body: () throws -> Void) -> MangoError? {
-    do {
-        try body()
-        return nil
-    } catch let error as MangoError {
-        return error
-    } catch {
-        Issue.record(error)
-        return nil
-    }
-}
 
 @Suite("find's JSON indexes: CouchDB's _index requests and query design documents")
 struct FindIndexTests {

@@ -28,17 +28,6 @@ private func ids(_ result: FindResult) -> [String] {
     result.documents.compactMap { $0["_id"]?.stringValue }
 }
 
-private func mangoError(_ body: () throws -> Void) -> MangoError? {
-    do {
-        try body()
-        return nil
-    } catch let error as MangoError {
-        return error
-    } catch {
-        Issue.record(error)
-        return nil
-    }
-}
 
 @Suite("find: CouchDB's _find without an index (a scan of _all_docs)")
 struct FindTests {

@@ -22,15 +22,7 @@ private func matches(_ selectorText: String, _ documentText: String) throws -> B
 }
 
 private func mangoError(_ text: String) -> MangoError? {
-    do {
-        _ = try selector(text)
-        return nil
-    } catch let error as MangoError {
-        return error
-    } catch {
-        Issue.record(error)
-        return nil
-    }
+    mangoError { _ = try selector(text) }
 }
 
 @Suite("Mango selectors: CouchDB's normalization, errors and matching")
