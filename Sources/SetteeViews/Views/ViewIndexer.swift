@@ -138,6 +138,29 @@ package struct ViewIndexer {
             metadata["seconds"] = "\(String(format: "%.3f", (ContinuousClock.now - startedAt) / .seconds(1)))"
             logger.log(level: level, "indexed", metadata: metadata)
         }
+        // Steady targets whose chunk partials wait for the end of the update.
+        let deferred = DeferredChunks()
+        if states.contains(where: { $0.purgeSequence < purgeSequence }) {
+            try removePurgedRows(targets: targets, states: &states, upTo: purgeSequence, deferred: deferred)
+        }
+        try mapAndWrite(targets: targets, states: &states, since: since, latest: latest, deferred: deferred, cpu: cpu) { documents in
+            processed += documents
+            progress(IndexProgress(processed: processed, total: total))
+        }
+        try finish(targets: targets, states: &states, latest: latest, deferred: deferred, releasesMemory: total >= Self.releaseThreshold, cpu: cpu)
+        logIndexed()
+        return started
+    }
+
+    /// The pipeline of an update: batches of the documents changed after
+    /// `since` are read (the next while one maps), mapped on the workers,
+    /// and their rows written — a steady target's batch by batch, a bulk
+    /// target's gathered in memory and written in key order when enough
+    /// have gathered — on a writer thread while the next batch maps.
+    /// `mapped` is told how many documents each batch held.
+    private func mapAndWrite(targets: [Target], states: inout [ViewIndexState], since: UInt64, latest: UInt64,
+                             deferred: DeferredChunks, cpu: IndexingCPU, mapped: (Int) -> Void) throws {
+        let total = Int(latest - since)
         // Targets kept up batch by batch (chunks and all), and bulk targets whose
         // rows gather in `pending` until a flush.
         let steady = targets.indices.filter { !targets[$0].bulk }
@@ -146,11 +169,6 @@ package struct ViewIndexer {
         var pending = MappedBatch()
         // Set by the writer the first time a bulk target's rows go in scattered.
         let scattered = Flag()
-        // Steady targets whose chunk partials wait for the end of the update.
-        let deferred = DeferredChunks()
-        if states.contains(where: { $0.purgeSequence < purgeSequence }) {
-            try removePurgedRows(targets: targets, states: &states, upTo: purgeSequence, deferred: deferred)
-        }
         let writer = BackgroundJob<[ViewIndexState]>(label: "settee.index.writer")
         // The next batch of documents is read while this one maps.
         let reader = BackgroundJob<DocumentBatch>(label: "settee.index.reader")
@@ -182,8 +200,7 @@ package struct ViewIndexer {
             let documents = current.documents
             let last = documents.sequences.last!
             logMapErrors(parts, of: documents, targets: targets)
-            processed += documents.count
-            progress(IndexProgress(processed: processed, total: total))
+            mapped(documents.count)
             var jobs: [(batch: MappedBatch, targets: [Int])] = []
             let behind = steady.filter { startSequences[$0] < last }
             if !behind.isEmpty { jobs.append((cpu.measure(.gathering) { MappedBatch(joining: parts, of: documents) }, behind)) }
@@ -200,7 +217,7 @@ package struct ViewIndexer {
             if writer.isBusy { states = try writer.wait() }
             if last >= latest {
                 // The last batch: nothing left to overlap its writing with.
-                states = try cpu.measure(.writing) { try write(jobs, targets: targets, states: states, scattered: scattered, deferred: deferred) }
+                states = try cpu.measure(.writing) { [states] in try write(jobs, targets: targets, states: states, scattered: scattered, deferred: deferred) }
             } else {
                 let before = states
                 writer.start { [self, targets, jobs] in
@@ -212,19 +229,24 @@ package struct ViewIndexer {
         // The changes ran out before `latest` (documents written again since it
         // was read have moved past it): what is gathered still goes in.
         if pending.documentCount > 0 {
-            states = try cpu.measure(.writing) { try write([(pending, bulk)], targets: targets, states: states, scattered: scattered, deferred: deferred) }
+            states = try cpu.measure(.writing) { [states] in
+                try write([(pending, bulk)], targets: targets, states: states, scattered: scattered, deferred: deferred)
+            }
         }
-        // Steady targets with a JavaScript reduce get their changed chunks now,
-        // outside the writes that changed their rows.
+    }
+
+    /// The end of an update, once every batch is written: the changed chunks
+    /// of steady targets with a JavaScript reduce (computed outside the
+    /// writes that changed their rows), then, for the indexes not yet
+    /// current, their chunks from all their rows in one pass (bulk builds)
+    /// and their checkpoint at `latest`, in one transaction.
+    private func finish(targets: [Target], states: inout [ViewIndexState], latest: UInt64, deferred: DeferredChunks,
+                        releasesMemory: Bool, cpu: IndexingCPU) throws {
         try cpu.measure(.writing) { try updateDeferredChunks(deferred, targets: targets, states: &states) }
         // Nothing changed past the last document read: the indexes are current.
-        // Bulk builds get their chunks now, from all the rows in one pass.
-        guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else {
-            logIndexed()
-            return started
-        }
+        guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else { return }
         let chunks = try computeChunks(of: targets.indices.filter { !states[$0].chunksCurrent }.map { targets[$0] }, cpu: cpu)
-        try cpu.measure(.writing) { try store.environment.write(durable: false) { transaction in
+        try cpu.measure(.writing) { [states] in try store.environment.write(durable: false) { transaction in
             for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
                 try checkStillThere(target, state: state, in: transaction)
                 if !state.chunksCurrent, let entries = chunks[target.tables.signature] {
@@ -236,12 +258,10 @@ package struct ViewIndexer {
                 try indexes.setState(state, for: target.tables.signature, in: transaction)
             }
         } }
-        if total >= Self.releaseThreshold {
+        if releasesMemory {
             store.environment.releaseMappedPages()
             ProcessMemory.returnFreeMemory()
         }
-        logIndexed()
-        return started
     }
 
     /// The indexes of `views` an update to `latest` writes (those behind it,
