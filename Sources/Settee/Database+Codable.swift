@@ -163,21 +163,26 @@ extension Database {
     // MARK: Async forms
 
     /// Writes `value` under its own id or a generated one (see ``put(_:coding:)``).
+    ///
+    /// The value is encoded where the caller runs, before the work leaves
+    /// for a Settee queue, so its type need not be `Sendable`.
     @discardableResult
-    public func put(_ value: some Encodable & Sendable, coding: DocumentCoding? = nil) async throws -> WriteResult {
-        try await background { try self.put(value, coding: coding) }
+    public func put(_ value: some Encodable, coding: DocumentCoding? = nil,
+                    isolation: isolated (any Actor)? = #isolation) async throws -> WriteResult {
+        let edit = try DocumentEdit(value, id: nil, revision: nil, coding: coding ?? options.coding, sizeLimits: options.sizeLimits)
+        return try await background { try self.write(edit) }
     }
 
     /// Writes `document` and sets its id and revision (see ``save(_:coding:)``).
+    ///
+    /// The document is encoded where the caller runs, so its type need not be `Sendable`.
     @discardableResult
-    public func save<T: DocumentModel & Sendable>(_ document: inout T, coding: DocumentCoding? = nil) async throws -> WriteResult {
-        let copy = document
-        let (saved, result) = try await background {
-            var saved = copy
-            let result = try self.save(&saved, coding: coding)
-            return (saved, result)
-        }
-        document = saved
+    public func save<T: DocumentModel>(_ document: inout T, coding: DocumentCoding? = nil,
+                                       isolation: isolated (any Actor)? = #isolation) async throws -> WriteResult {
+        let edit = try DocumentEdit(document, id: nil, revision: nil, coding: coding ?? options.coding, sizeLimits: options.sizeLimits)
+        let result = try await background { try self.write(edit) }
+        document.id = result.id
+        document.revision = result.revision
         return result
     }
 
@@ -196,7 +201,8 @@ extension Database {
 
     /// Deletes the document `document` is, at its revision (see ``delete(_:)-(DocumentModel)``).
     @discardableResult
-    public func delete(_ document: some DocumentModel & Sendable) async throws -> WriteResult {
-        try await background { try self.delete(document) }
+    public func delete(_ document: some DocumentModel) async throws -> WriteResult {
+        let (id, revision) = (try DocumentEdit.id(of: document), document.revision)
+        return try await background { try self.delete(id, revision: revision) }
     }
 }

@@ -198,6 +198,22 @@ struct DocumentModelTests {
 
     @Test("Async forms save, update and delete")
     func asyncForms() async throws {
+        // A model that is not Sendable is encoded before the work leaves the task.
+        final class Draft: DocumentModel {
+            var id: String?
+            var revision: Revision?
+            var text = "draft"
+        }
+        let draftsDirectory = TemporaryDirectory()
+        let drafts = try openDatabase(draftsDirectory)
+        var draft = Draft()
+        try await drafts.save(&draft)
+        #expect(draft.id != nil && draft.revision?.generation == 1)
+        let loose = try await drafts.put(Draft())
+        #expect(try await drafts.get(loose.id, as: Draft.self)?.text == "draft")
+        try await drafts.delete(draft)
+        #expect(try await drafts.document(draft.id!) == nil)
+
         let directory = TemporaryDirectory()
         let db = try openDatabase(directory)
         var note = Note(title: "Async")
