@@ -18,7 +18,14 @@ extension Database {
     ///   CouchDB would refuse.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func find(_ request: FindRequest) throws -> FindResult {
-        try Finder(store: store).find(request, indexes: try listIndexes())
+        try Finder(store: store).find(request, indexes: try listIndexes()) { index, options, row in
+            // A view query of the index's design document, stopped when `row` has had enough.
+            struct Enough: Error {}
+            let path = "\(index.designDocument?.dropFirst("_design/".count) ?? "")/\(index.name)"
+            do {
+                try self.forEachRow(path, options: options) { if try !row($0) { throw Enough() } }
+            } catch is Enough {}
+        }
     }
 
     /// How ``find(_:)-52ig6`` would run `request`, in the shape of CouchDB's

@@ -185,7 +185,8 @@ extension Database {
                                               line: error.line, column: error.column, reason: error.message)
                 }
             }
-            for view in document.views {
+            // Views mapped in Swift (find's JSON indexes) have no JavaScript to compile.
+            for view in document.views where !view.isSwift {
                 try compile(view.map, view: view.name, "map", library: view.library?.jsonText)
                 if let reduce = view.reduce, !reduce.hasPrefix("_") {
                     try compile(reduce, view: view.name, "reduce")

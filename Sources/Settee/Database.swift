@@ -4,6 +4,7 @@ import SetteeCore
 import SetteeStorage
 import SetteeJavaScript
 import SetteeViews
+import SetteeFind
 
 /// A Settee database: a directory holding documents (and, with views, their
 /// indexes) in LMDB.
@@ -150,6 +151,8 @@ public final class Database: Sendable {
     ///     functions that throw, removed indexes, all at `info`). Without one,
     ///     only warnings and errors are logged.
     public init(at directory: URL, options: Options = Options(), logger: Logger = Database.quietLogger) throws {
+        // The views of "language": "query" design documents are find's JSON indexes.
+        DesignDocument.queryViews = MangoIndex.views(inDesignDocument:id:)
         self.url = directory
         self.logger = logger
         self.options = options

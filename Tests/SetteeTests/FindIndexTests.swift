@@ -40,9 +40,9 @@ struct FindIndexTests {
         #expect(city.json == ["ddoc": "_design/books", "name": "city", "type": "json", "partitioned": false,
                               "def": ["fields": [["city": "asc"]], "partial_filter_selector": ["type": "contact"]]])
         #expect(listed.filter { $0.designDocument == "_design/books" }.map(\.name) == ["city", "type-year"])
-        // The JavaScript side of the database is untouched: no views, queries still work.
-        #expect(try db.viewInfo().isEmpty)
+        // Each index is a view of its design document, mapped without JavaScript, built like any view.
         try db.updateIndexes()
+        #expect(try db.viewInfo().map(\.path).sorted() == ["books/city", "books/type-year", "\(automatic.index.designDocument!.dropFirst(8))/\(automatic.index.name)"].sorted())
     }
 
     @Test("Deleting an index rewrites its design document; its last index deletes it")
@@ -189,5 +189,54 @@ struct ExplainTests {
         #expect(scan["opts"]?["use_index"] == ["c"])
         let empty = try db.explain(try FindRequest(json: #"{"selector": {"$or": []}}"#))
         #expect(empty["mrargs"]?["start_key"] == .null && empty["mrargs"]?["end_key"] == .null)
+    }
+}
+
+@Suite("JSON indexes built and read")
+struct StoredJSONIndexTests {
+    @Test("A JSON index holds the documents with every field that match its partial filter, reads only its key range, and follows writes")
+    func builtAndRead() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.write { batch in
+            for index in 0..<40 {
+                try batch.put(#"{"_id": "p\#(index)", "type": "\#(index % 2 == 0 ? "person" : "robot")", "age": \#(20 + index)}"#)
+            }
+            try batch.put(#"{"_id": "ageless", "type": "person"}"#)
+        }
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["age"]}, "ddoc": "ix", "name": "age"}"#))
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["age"], "partial_filter_selector": {"type": "person"}}, "ddoc": "ix", "name": "person-age"}"#))
+        let old = try db.find(try FindRequest(json: #"{"selector": {"age": {"$gt": 55}}, "fields": ["_id"], "execution_stats": true}"#))
+        #expect(old.documents.compactMap { $0["_id"]?.stringValue }.sorted() == ["p36", "p37", "p38", "p39"])
+        #expect(old.executionStats?.totalKeysExamined == 5, "only the key range is read, from 55 (excluded after reading, as CouchDB does)")
+        #expect(old.warning == nil)
+        try db.updateIndexes()
+        let rows = Dictionary(uniqueKeysWithValues: try db.viewInfo().map { ($0.path, $0.rowCount) })
+        #expect(rows["ix/age"] == 40, "the document without an age is not in the index")
+        #expect(rows["ix/person-age"] == 20, "the partial index holds the people only")
+        // The index is a view: CouchDB's row shape, [values] keys.
+        let view = try db.query("ix/age", options: ViewQueryOptions(limit: 1, reduce: false))
+        #expect(try view.rows.first?.key == [20])
+        // Writes reach the index on the next find.
+        try db.put(#"{"_id": "elder", "type": "person", "age": 99}"#)
+        let again = try db.find(try FindRequest(json: #"{"selector": {"age": {"$gt": 90}}, "fields": ["_id"]}"#))
+        #expect(again.documents == [["_id": "elder"]])
+        // The partial index, when named, answers for the people only.
+        let people = try db.find(try FindRequest(json: #"{"selector": {"age": {"$gt": 55}}, "use_index": ["ix", "person-age"], "fields": ["_id"]}"#))
+        #expect(people.documents.compactMap { $0["_id"]?.stringValue } == ["p36", "p38", "elder"])
+    }
+
+    @Test("Deleting an index removes its stored index on the next clean-up")
+    func deletedIndexGoes() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.put(#"{"_id": "a", "n": 1}"#)
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["n"]}, "ddoc": "d", "name": "n"}"#))
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["m"]}, "ddoc": "d", "name": "m"}"#))
+        try db.updateIndexes()
+        #expect(try db.viewInfo().map(\.path).sorted() == ["d/m", "d/n"])
+        try db.deleteIndex(designDocument: "d", name: "n")
+        #expect(try db.viewInfo().map(\.path) == ["d/m"])
+        #expect(try db.verify().problems.isEmpty)
     }
 }

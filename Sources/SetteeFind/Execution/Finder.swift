@@ -16,7 +16,10 @@ package struct Finder {
     /// - Throws: ``MangoError`` for a request CouchDB would refuse
     ///   (a bad selector, a sort no index serves, `use_index` naming no usable
     ///   index with `allow_fallback` false); storage errors.
-    package func find(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments]) throws -> FindResult {
+    /// - Parameters:
+    ///   - indexes: The indexes the planner may use (`_all_docs` among them).
+    ///   - reader: Reads a JSON index's rows (a view query of its design document).
+    package func find(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments], reader: IndexReader? = nil) throws -> FindResult {
         let started = ContinuousClock.now
         let selector = try MangoSelector(request.selector)
         let projection = try FieldProjection(request.fields)
@@ -39,9 +42,11 @@ package struct Finder {
             let (found, lastID) = try scan.run(after: bookmark, stats: &stats)
             documents = found
             last = lastID.map { Bookmark(key: .string($0), id: $0) }
+        } else if let reader {
+            (documents, last) = try IndexRead(index: plan.index, ranges: plan.ranges, selector: selector, projection: projection,
+                                              request: request, descending: descending).run(after: bookmark, reader: reader, stats: &stats)
         } else {
-            (documents, last) = try IndexOrder(index: plan.index, store: store, selector: selector, projection: projection,
-                                               request: request, descending: descending).run(after: bookmark, stats: &stats)
+            throw MangoError(status: 500, error: "unknown_error", reason: "no reader for the index \(plan.index.name)")
         }
         if plan.index.type == "special" { warnings.append("No matching index found, create an index to optimize query time.") }
         stats.resultsReturned = documents.count

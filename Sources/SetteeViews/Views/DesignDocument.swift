@@ -1,3 +1,4 @@
+import Synchronization
 import SetteeCore
 import SetteeStorage
 /// A CouchDB design document (`_design/NAME`): views whose map and reduce
@@ -23,6 +24,16 @@ public struct DesignDocument: Sendable, Equatable {
     /// checked with, or nil.
     public let validateDocumentUpdate: String?
 
+    private static let queryViewMaker = Mutex<@Sendable (JSONValue, String) -> [ViewDefinition]>({ _, _ in [] })
+
+    /// Makes the views of a `"language": "query"` design document (`find`'s
+    /// JSON indexes) from its JSON and id. Views know no Mango: the module
+    /// that does (`SetteeFind`) is installed here by `Database`.
+    package static var queryViews: @Sendable (JSONValue, String) -> [ViewDefinition] {
+        get { queryViewMaker.withLock { $0 } }
+        set { queryViewMaker.withLock { $0 = newValue } }
+    }
+
     /// Parses and checks the shape of a design document (functions are compiled
     /// separately, on the JavaScript engine).
     ///
@@ -46,12 +57,12 @@ public struct DesignDocument: Sendable, Equatable {
             throw failure("unsupported language \"\(language)\": Settee runs javascript, and query for find's indexes", id: id)
         }
         if language == "query" {
-            // CouchDB's Mango indexes: their views are read by `find` (SetteeFind), not run as JavaScript.
+            // CouchDB's Mango indexes: views mapped in Swift, made by the module that knows them.
             self.id = id
             self.language = language
             includeDesign = false
             localSequence = false
-            views = []
+            views = Self.queryViews(json, id).sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
             self.json = json
             validateDocumentUpdate = nil
             return

@@ -97,7 +97,29 @@ public struct ViewDefinition: Sendable, Equatable {
         swift = SwiftIndexer(indexer: indexer, signature: signature)
     }
 
-    /// Whether this is a view written in Swift.
+    /// A view of a `"language": "query"` design document (one of `find`'s
+    /// JSON indexes): `indexer` maps in Swift, and the index's version is a
+    /// hash of `definition` (what decides its rows).
+    package init(designDocument: String, name: String, queryIndexer indexer: any Indexer, definition: JSONValue) {
+        self.designDocument = designDocument
+        self.name = name
+        map = ""
+        reduce = indexer.reduce?.source
+        collation = .unicode
+        viewOptions = .null
+        language = "query"
+        includeDesign = false
+        localSequence = false
+        library = nil
+        reduceReadsKeys = true
+        var canonical: [UInt8] = []
+        let versioned: JSONValue = ["query_index": definition, "format": .number(Double(IndexRow.format))]
+        JSONWriter.write(versioned.canonicalized(), into: &canonical)
+        signature = SHA256.hexDigest(canonical)
+        swift = SwiftIndexer(indexer: indexer, signature: signature)
+    }
+
+    /// Whether this view's map runs in Swift (a registered ``Indexer``, or a `find` JSON index).
     public var isSwift: Bool { swift != nil }
 
     /// The built-in reducer, when `reduce` names one.
@@ -107,7 +129,7 @@ public struct ViewDefinition: Sendable, Equatable {
     }
 
     /// `DDOC/VIEW` as the CLI names it; a Swift view's name alone.
-    public var path: String { isSwift ? name : "\(designDocument.dropFirst("_design/".count))/\(name)" }
+    public var path: String { designDocument.isEmpty ? name : "\(designDocument.dropFirst("_design/".count))/\(name)" }
 }
 
 /// An ``Indexer`` in a ``ViewDefinition``: equal to another of the same

@@ -1,0 +1,79 @@
+import SetteeCore
+import SetteeViews
+
+/// Reads the rows of a `find` JSON index: one view query, with the documents.
+/// `row` returns false to stop reading.
+package typealias IndexReader = (_ index: MangoIndex, _ options: ViewQueryOptions, _ row: (ViewRow) throws -> Bool) throws -> Void
+
+/// `find` served by a JSON index (`mango_cursor_view`): the index's rows
+/// in the key range the selector allows, in key order (then document id),
+/// each document matched against the whole selector, then skipped, taken
+/// and projected. A bookmark resumes after the row it names.
+struct IndexRead {
+    let index: MangoIndex
+    let ranges: [FieldRange]
+    let selector: MangoSelector
+    let projection: FieldProjection
+    let request: FindRequest
+    let descending: Bool
+
+    /// The view query: the leading columns' bounds as the start and end keys
+    /// (rows of the boundary values the selector excludes are filtered after).
+    var options: ViewQueryOptions {
+        var options = ViewQueryOptions()
+        options.reduce = false
+        options.includeDocs = true
+        options.update = request.update ? .true : .false
+        var low: [JSONValue] = []
+        for range in ranges {
+            guard case .range(.value(let value), _, _, _) = range else { break }
+            low.append(value)
+        }
+        var high: [JSONValue] = []
+        for range in ranges {
+            guard case .range(_, _, .value(let value), _) = range else { break }
+            high.append(value)
+        }
+        high.append(.highest)
+        options.descending = descending
+        options.startKey = .array(descending ? high : low)
+        options.endKey = .array(descending ? low : high)
+        return options
+    }
+
+    func run(after bookmark: Bookmark?, reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [JSONValue], last: Bookmark?) {
+        guard request.limit > 0 else { return ([], nil) }
+        var options = self.options
+        if let bookmark {
+            options.startKey = bookmark.key
+            options.startKeyDocID = bookmark.id
+        }
+        var documents: [JSONValue] = []
+        var last: Bookmark?
+        var skip = request.skip
+        var resuming = bookmark
+        var examined = (keys: 0, documents: 0)
+        try reader(index, options) { row in
+            examined.keys += 1
+            let key = try row.key
+            if let mark = resuming {
+                resuming = nil
+                // The bookmarked row itself ended the previous page.
+                if row.id == mark.id, CollationKey.compare(key, mark.key, mode: .unicode) == 0 { return true }
+            }
+            guard let document = try row.document, case .object = document else { return true }
+            examined.documents += 1
+            guard selector.matches(document) else { return true }
+            if skip > 0 {
+                skip -= 1
+                return true
+            }
+            documents.append(projection.extract(document))
+            last = Bookmark(key: key, id: row.id ?? "")
+            return documents.count < request.limit
+        }
+        stats.totalKeysExamined += examined.keys
+        stats.totalDocsExamined += examined.documents
+        return (documents, last)
+    }
+}
