@@ -60,9 +60,8 @@ extension Database {
     /// by design document and name (CouchDB's `GET /db/_index`).
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func listIndexes() throws -> [MangoIndex] {
-        let stored = try store.designDocumentRecords().flatMap { record in
-            MangoIndex.indexes(inDesignDocument: try record.value)
-        }
+        // The design documents as parsed once per revision; only query ones hold indexes.
+        let stored = try designDocuments().filter { $0.language == "query" }.flatMap { MangoIndex.indexes(inDesignDocument: $0.json) }
         return [MangoIndex.allDocuments] + stored.sorted {
             let order = JSONValue.compareBytes($0.designDocument ?? "", $1.designDocument ?? "")
             return order != 0 ? order < 0 : JSONValue.compareBytes($0.name, $1.name) < 0

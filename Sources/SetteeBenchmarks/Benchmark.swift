@@ -125,6 +125,8 @@ struct Benchmark {
         table.add("peak resident memory during that build", "\(onePeak) MB")
         // The same view written in Swift, built alone, against the JavaScript build's rate.
         try SwiftViewBenchmark.run(db, documentCount: documentCount, javaScriptRate: oneRate, workers: workerCount, into: &table)
+        // find: a one-field JSON index built against the same rate, then queries that use it.
+        try FindBenchmark.run(db, documentCount: documentCount, javaScriptRate: oneRate, runs: min(queryRuns, 2000), into: &table)
 
         // (b) Three views, one row per document each, with _count, _sum and a JS sum.
         try design(#"""
