@@ -71,19 +71,6 @@ package struct Finder {
         return Explanation.explain(request, plan: plan, selector: selector.normalized, indexes: indexes, databaseName: databaseName)
     }
 
-    /// `mango_idx_view:indexable_fields/1`: the fields a normalized selector
-    /// constrains in a way an index can seek (through `$and` only).
-    static func indexableFields(_ selector: JSONValue) -> Set<String> {
-        guard case .object(let members) = selector, members.count == 1 else { return [] }
-        let (key, argument) = members[0]
-        if key == "$and" {
-            return (argument.arrayValue ?? []).reduce(into: Set<String>()) { $0.formUnion(indexableFields($1)) }
-        }
-        if key.hasPrefix("$") { return [] }
-        guard case .object(let condition) = argument, condition.count == 1 else { return [] }
-        return ["$lt", "$lte", "$eq", "$gt", "$gte", "$beginsWith", "$exists"].contains(condition[0].key) ? [key] : []
-    }
-
     /// `mango_cursor:invalid_index_warning/2`.
     static func unusedIndexWarning(_ useIndex: [String]) -> String {
         let design = useIndex[0].hasPrefix("_design/") ? String(useIndex[0].dropFirst("_design/".count)) : useIndex[0]

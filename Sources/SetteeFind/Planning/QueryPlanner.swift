@@ -98,9 +98,24 @@ package enum QueryPlanner {
         return reasons
     }
 
-    /// `mango_idx_view:indexable_fields/1`, sorted by bytes as `lists:usort` sorts them.
+    /// `mango_idx_view:indexable_fields/1`: the fields a normalized selector
+    /// constrains in a way an index can seek (through `$and` only), sorted by
+    /// bytes as `lists:usort` sorts them.
     package static func indexableFields(_ selector: JSONValue) -> [String] {
-        Array(Finder.indexableFields(selector)).sorted { JSONValue.compareBytes($0, $1) < 0 }
+        var fields = Set<String>()
+        collectIndexableFields(selector, into: &fields)
+        return fields.sorted { JSONValue.compareBytes($0, $1) < 0 }
+    }
+
+    private static func collectIndexableFields(_ selector: JSONValue, into fields: inout Set<String>) {
+        guard case .object(let members) = selector, members.count == 1 else { return }
+        let (key, argument) = members[0]
+        if key == "$and" {
+            for element in argument.arrayValue ?? [] { collectIndexableFields(element, into: &fields) }
+            return
+        }
+        guard !key.hasPrefix("$"), case .object(let condition) = argument, condition.count == 1 else { return }
+        if ["$lt", "$lte", "$eq", "$gt", "$gte", "$beginsWith", "$exists"].contains(condition[0].key) { fields.insert(key) }
     }
 
     /// `mango_idx_view:field_ranges/1`: each indexable field's range; a field
