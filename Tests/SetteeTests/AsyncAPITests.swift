@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import Settee
+import Settee
 
 /// A model that is not `Sendable` (a class with mutable state): async put and
 /// get take it all the same.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Settee
+import Settee
 
 @Suite("Closing a database")
 struct CloseTests {

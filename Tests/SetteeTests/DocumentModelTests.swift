@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Settee
+import Settee
 
 private struct Note: DocumentModel, Equatable, Sendable {
     var id: String?

@@ -1,5 +1,5 @@
 import Testing
-@testable import SetteeFind
+import SetteeFind
 import Settee
 
 private func selector(_ text: String) throws -> MangoSelector {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Settee
+import Settee
 
 private struct Note: Codable, Equatable, Hashable, Sendable {
     var _id: String?
