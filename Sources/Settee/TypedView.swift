@@ -31,7 +31,7 @@ public struct TypedView<Key: Decodable, Value: Decodable, Document: Decodable>: 
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func query(_ options: ViewQueryOptions = ViewQueryOptions(),
                       progress: (IndexProgress) -> Void = { _ in }) throws -> [TypedViewRow<Key, Value, Document>] {
-        try database.query(path, options: options, progress: progress).rows(key: Key.self, value: Value.self, document: Document.self)
+        try database.query(path, options: options, progress: progress).rows(key: Key.self, value: Value.self, document: Document.self, coding: database.options.coding)
     }
 
     /// The rows the options select, decoded; the query runs on a Settee
@@ -39,7 +39,7 @@ public struct TypedView<Key: Decodable, Value: Decodable, Document: Decodable>: 
     /// cancellation), the rows are decoded in the calling task.
     public func query(_ options: ViewQueryOptions = ViewQueryOptions(),
                       progress: @escaping @Sendable (IndexProgress) -> Void = { _ in }) async throws -> [TypedViewRow<Key, Value, Document>] {
-        try await database.query(path, options: options, progress: progress).rows(key: Key.self, value: Value.self, document: Document.self)
+        try await database.query(path, options: options, progress: progress).rows(key: Key.self, value: Value.self, document: Document.self, coding: database.options.coding)
     }
 
     /// The view's reduction of the rows the options select (with no
@@ -48,13 +48,13 @@ public struct TypedView<Key: Decodable, Value: Decodable, Document: Decodable>: 
     /// reductions, `query(_:progress:)` with `group` or `groupLevel`.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func reduce(_ options: ViewQueryOptions = ViewQueryOptions()) throws -> Value? {
-        try database.query(path, options: Self.reducing(options)).rows.first?.value(as: Value.self)
+        try database.query(path, options: Self.reducing(options)).rows.first?.value(as: Value.self, coding: database.options.coding)
     }
 
     /// The view's reduction of the rows the options select, or nil when they
     /// select none (see `reduce(_:)`).
     public func reduce(_ options: ViewQueryOptions = ViewQueryOptions()) async throws -> Value? {
-        try await database.query(path, options: Self.reducing(options)).rows.first?.value(as: Value.self)
+        try await database.query(path, options: Self.reducing(options)).rows.first?.value(as: Value.self, coding: database.options.coding)
     }
 
     /// The options with every selected row reduced to one (its key is
@@ -68,7 +68,7 @@ public struct TypedView<Key: Decodable, Value: Decodable, Document: Decodable>: 
     /// The rows the options select now, then again whenever a write changes
     /// them: ``LiveQuery``'s results, decoded.
     public func liveQuery(_ options: ViewQueryOptions = ViewQueryOptions()) -> TypedLiveQuery<Key, Value, Document> {
-        TypedLiveQuery(query: database.liveQuery(path, options: options))
+        TypedLiveQuery(query: database.liveQuery(path, options: options), coding: database.options.coding)
     }
 }
 

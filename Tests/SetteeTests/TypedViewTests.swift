@@ -37,6 +37,23 @@ private func openNotes(_ directory: TemporaryDirectory) throws -> Database {
 
 @Suite("Typed views and keys from Swift values")
 struct TypedViewTests {
+    @Test("A typed view decodes with the database's coding")
+    func databaseCoding() throws {
+        let directory = TemporaryDirectory()
+        var options = Database.Options()
+        options.javaScriptWorkers = 1
+        options.coding = DocumentCoding(encoder: { $0.dateEncodingStrategy = .secondsSince1970 },
+                                        decoder: { $0.dateDecodingStrategy = .secondsSince1970 })
+        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        try db.loadDesignDocuments(from: directory.file("notes.json", contents: notesDesign))
+        try db.put(Note(text: "first", tags: ["swift"], created: day), id: "n1")
+        #expect(try db.document("n1")?.value["created"] == .number(day.timeIntervalSince1970))
+        let byCreated = db.view("notes/by_created", key: Date.self, value: String.self, document: Note.self)
+        let rows = try byCreated.query(ViewQueryOptions(includeDocs: true))
+        #expect(rows.map(\.key) == [day])
+        #expect(rows.first?.document?.created == day)
+    }
+
     @Test("A typed view's rows hold decoded keys, values and documents, and are identified by document, key and occurrence")
     func typedRows() throws {
         let directory = TemporaryDirectory()

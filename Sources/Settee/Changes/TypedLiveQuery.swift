@@ -17,20 +17,23 @@ public struct TypedLiveQuery<Key: Decodable, Value: Decodable, Document: Decodab
     public typealias Element = [TypedViewRow<Key, Value, Document>]
 
     let query: LiveQuery
+    /// How rows are decoded: the database's ``Database/Options/coding``.
+    let coding: DocumentCoding
 
     /// Starts an iteration (see ``LiveQuery``).
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: query.makeAsyncIterator())
+        AsyncIterator(base: query.makeAsyncIterator(), coding: coding)
     }
 
     /// The iteration's state. Use it from one task.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: LiveQuery.AsyncIterator
+        let coding: DocumentCoding
 
         /// The rows now (the first call), then the next time they change.
         /// - Returns: nil once the calling task is cancelled.
         public mutating func next() async throws -> Element? {
-            try await base.next()?.rows(key: Key.self, value: Value.self, document: Document.self)
+            try await base.next()?.rows(key: Key.self, value: Value.self, document: Document.self, coding: coding)
         }
     }
 }

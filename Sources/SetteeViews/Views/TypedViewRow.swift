@@ -55,7 +55,7 @@ extension ViewResult {
     ///   ``JSONValue`` (the default) takes any.
     /// - Throws: ``CodingError`` naming the first row that does not fit.
     public func rows<Key: Decodable, Value: Decodable, Document: Decodable>(
-        key: Key.Type, value: Value.Type, document: Document.Type = JSONValue.self
+        key: Key.Type, value: Value.Type, document: Document.Type = JSONValue.self, coding: DocumentCoding = .standard
     ) throws -> [TypedViewRow<Key, Value, Document>] {
         var typed: [TypedViewRow<Key, Value, Document>] = []
         typed.reserveCapacity(rows.count)
@@ -67,8 +67,8 @@ extension ViewResult {
                 id.occurrence = previous.occurrence + 1
             }
             previous = id
-            typed.append(TypedViewRow(id: id, key: try row.key(as: Key.self), value: try row.value(as: Value.self),
-                                      document: try row.document(as: Document.self)))
+            typed.append(TypedViewRow(id: id, key: try row.key(as: Key.self, coding: coding), value: try row.value(as: Value.self, coding: coding),
+                                      document: try row.document(as: Document.self, coding: coding)))
         }
         return typed
     }
