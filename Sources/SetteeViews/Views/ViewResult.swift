@@ -77,7 +77,7 @@ public struct ViewRow: Sendable, Hashable {
 ///
 /// Its ``id`` is the emitting document's, as in CouchDB's rows, which does
 /// not tell rows apart (a reduce row has none; a document may emit several
-/// rows): ``TypedViewRow``, from ``ViewResult/rows(key:value:document:)``,
+/// rows): ``TypedViewRow``, from ``ViewResult/rows(key:value:document:coding:)``,
 /// is the `Identifiable` form.
 public struct DecodedViewRow<Key: Decodable & Sendable, Value: Decodable & Sendable>: Sendable {
     /// The emitting document's id (nil for reduce rows).
@@ -97,7 +97,7 @@ extension ViewResult {
     /// The rows with keys and values decoded into the caller's types, as `coding` says.
     ///
     /// For rows that are `Identifiable` (a SwiftUI list) and hold their
-    /// decoded documents, see ``rows(key:value:document:)``.
+    /// decoded documents, see ``rows(key:value:document:coding:)``.
     ///
     /// ```swift
     /// for row in try result.decodedRows(key: String.self, value: Int.self) {
