@@ -169,23 +169,7 @@ struct Benchmark {
 
         // Lookups and ranges on the up-to-date index: a first pass over keys the
         // build left out of memory (their pages fault in), then the same queries again.
-        var options = ViewQueryOptions()
-        options.update = .false
-        var queries: [(lookup: ViewQueryOptions, range: ViewQueryOptions)] = []
-        for _ in 0..<queryRuns {
-            // A key that exists: an order's [customer, date].
-            var document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
-            while try document.value["type"] != "order" {
-                document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
-            }
-            let value = try document.value
-            var lookup = options
-            lookup.key = [value["customer"]!, value["date"]!]
-            var range = options
-            range.startKey = [value["customer"]!]
-            range.limit = 100
-            queries.append((lookup, range))
-        }
+        let queries = try lookupsAndRanges(db, documentCount: documentCount, count: queryRuns, generator: &generator)
         for pass in ["first pass", "again"] {
             var lookups: [Duration] = []
             var ranges: [Duration] = []
@@ -203,11 +187,13 @@ struct Benchmark {
             table.add("100-row range (update=false), \(pass)", percentiles(ranges))
         }
 
+        var fullRange = ViewQueryOptions()
+        fullRange.update = .false
         for (view, name) in [("count", "_count"), ("total", "_sum"), ("js_sum", "JS sum")] {
             var times: [Duration] = []
             var value = ""
             for _ in 0..<200 {
-                times.append(try measure { value = try db.query("three/\(view)", options: options).rows[0].valueJSON })
+                times.append(try measure { value = try db.query("three/\(view)", options: fullRange).rows[0].valueJSON })
             }
             table.add("reduce, full range (\(documentCount) rows), \(name) = \(value.prefix(14))", percentiles(times))
         }
@@ -286,6 +272,30 @@ struct Benchmark {
         let file = directory.appendingPathComponent("design.json")
         try Data(json.utf8).write(to: file)
         try db.loadDesignDocuments(from: file)
+    }
+
+    /// `count` key lookups (an existing order's `[customer, date]`) and
+    /// 100-row ranges (from its customer) on the one-view index, without
+    /// updating it, chosen by `generator`.
+    static func lookupsAndRanges(_ db: Database, documentCount: Int, count: Int,
+                                 generator: inout SplitMix64) throws -> [(lookup: ViewQueryOptions, range: ViewQueryOptions)] {
+        var options = ViewQueryOptions()
+        options.update = .false
+        var queries: [(lookup: ViewQueryOptions, range: ViewQueryOptions)] = []
+        for _ in 0..<count {
+            var document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
+            while try document.value["type"] != "order" {
+                document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
+            }
+            let value = try document.value
+            var lookup = options
+            lookup.key = [value["customer"]!, value["date"]!]
+            var range = options
+            range.startKey = [value["customer"]!]
+            range.limit = 100
+            queries.append((lookup, range))
+        }
+        return queries
     }
 
     /// Runs `request` with execution statistics: the documents it examined.

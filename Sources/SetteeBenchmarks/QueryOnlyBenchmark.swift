@@ -27,22 +27,7 @@ enum QueryOnlyBenchmark {
         let documentCount = try db.info().documentCount
         // The same choice of keys as the full benchmark's.
         var generator = SplitMix64(seed: 7)
-        var options = ViewQueryOptions()
-        options.update = .false
-        var queries: [(lookup: ViewQueryOptions, range: ViewQueryOptions)] = []
-        for _ in 0..<queryRuns {
-            var document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
-            while try document.value["type"] != "order" {
-                document = try db.document(String(format: "doc%08d", Int(generator.next() % UInt64(documentCount))))!
-            }
-            let value = try document.value
-            var lookup = options
-            lookup.key = [value["customer"]!, value["date"]!]
-            var range = options
-            range.startKey = [value["customer"]!]
-            range.limit = 100
-            queries.append((lookup, range))
-        }
+        let queries = try Benchmark.lookupsAndRanges(db, documentCount: documentCount, count: queryRuns, generator: &generator)
         // One query first in every kind of run, `none` too: the first compiles the design document.
         if let first = queries.first { try lookup(db, first.lookup) }
         var lookups: [Duration] = []

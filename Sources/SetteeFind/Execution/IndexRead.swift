@@ -49,29 +49,31 @@ struct IndexRead {
             options.startKeyDocID = bookmark.id
         }
         var documents: [JSONValue] = []
-        var last: Bookmark?
+        var lastReturned: ViewRow?
         var skip = request.skip
         var resuming = bookmark
         var examined = (keys: 0, documents: 0)
         try reader(index, options) { row in
             examined.keys += 1
-            let key = try row.key
             if let mark = resuming {
                 resuming = nil
                 // The bookmarked row itself ended the previous page.
-                if row.id == mark.id, CollationKey.compare(key, mark.key, mode: .unicode) == 0 { return true }
+                if row.id == mark.id, CollationKey.compare(try row.key, mark.key, mode: .unicode) == 0 { return true }
             }
-            guard let document = try row.document, case .object = document else { return true }
+            // A row whose document is gone (`null`) is no result.
+            guard var text = row.documentJSON, text.utf8.first == UInt8(ascii: "{") else { return true }
             examined.documents += 1
-            guard selector.matches(document) else { return true }
+            // Matched on the document's text: only the fields the selector names are parsed.
+            guard try text.withUTF8({ try selector.matches(json: UnsafeRawBufferPointer($0)) }) else { return true }
             if skip > 0 {
                 skip -= 1
                 return true
             }
-            documents.append(projection.extract(document))
-            last = Bookmark(key: key, id: row.id ?? "")
+            documents.append(projection.extract(try JSONParser.parse(text)))
+            lastReturned = row
             return documents.count < request.limit
         }
+        let last = try lastReturned.map { row throws in Bookmark(key: try row.key, id: row.id ?? "") }
         stats.totalKeysExamined += examined.keys
         stats.totalDocsExamined += examined.documents
         return (documents, last)
