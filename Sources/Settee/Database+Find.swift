@@ -21,7 +21,7 @@ extension Database {
         try Finder(store: store).find(request, indexes: try listIndexes()) { index, options, row in
             // A view query of the index's design document, stopped when `row` has had enough.
             struct Enough: Error {}
-            let path = "\(index.designDocument?.dropFirst("_design/".count) ?? "")/\(index.name)"
+            let path = "\(MangoIndex.designDocumentName(index.designDocument ?? ""))/\(index.name)"
             do {
                 try self.forEachRow(path, options: options) { if try !row($0) { throw Enough() } }
             } catch is Enough {}

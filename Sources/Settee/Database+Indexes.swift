@@ -75,7 +75,7 @@ extension Database {
     /// - Throws: ``MangoError`` `not_found` when there is no such index.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func deleteIndex(designDocument: String, name: String) throws {
-        let id = designDocument.hasPrefix("_design/") ? designDocument : "_design/" + designDocument
+        let id = MangoIndex.designDocumentID(designDocument)
         try write { batch in
             guard let existing = try batch.document(id), !existing.isDeleted, let value = try? existing.value,
                   value["language"]?.stringValue == "query", case .object(var members) = value,

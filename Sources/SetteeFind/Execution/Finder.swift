@@ -73,7 +73,7 @@ package struct Finder {
 
     /// `mango_cursor:invalid_index_warning/2`.
     static func unusedIndexWarning(_ useIndex: [String]) -> String {
-        let design = useIndex[0].hasPrefix("_design/") ? String(useIndex[0].dropFirst("_design/".count)) : useIndex[0]
+        let design = MangoIndex.designDocumentName(useIndex[0])
         if useIndex.count == 1 {
             return "_design/\(design) was not used because it does not contain a valid index for this query."
         }

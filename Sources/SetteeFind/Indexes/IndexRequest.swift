@@ -65,7 +65,7 @@ public struct IndexRequest: Sendable, Equatable {
         let generated = SHA256.hexDigest(Array(index.view.canonicalized().jsonText.utf8)).prefix(40)
         index.name = name ?? String(generated)
         let design = designDocument ?? String(generated)
-        index.designDocument = design.hasPrefix("_design/") ? design : "_design/" + design
+        index.designDocument = MangoIndex.designDocumentID(design)
         self.index = index
     }
 

@@ -25,6 +25,16 @@ public struct MangoIndex: Sendable, Equatable {
     /// Only documents matching this selector are indexed (CouchDB's partial index); nil for all.
     public var partialFilterSelector: JSONValue?
 
+    /// A design document's id from its name or id (`books` or `_design/books`).
+    package static func designDocumentID(_ nameOrID: String) -> String {
+        nameOrID.hasPrefix("_design/") ? nameOrID : "_design/" + nameOrID
+    }
+
+    /// A design document's name from its id or name, as CouchDB's messages print it.
+    package static func designDocumentName(_ idOrName: String) -> String {
+        idOrName.hasPrefix("_design/") ? String(idOrName.dropFirst("_design/".count)) : idOrName
+    }
+
     /// `_all_docs`.
     public static let allDocuments = MangoIndex(designDocument: nil, name: "_all_docs", type: "special",
                                                 fields: [FindRequest.SortField("_id")], partialFilterSelector: nil)

@@ -44,7 +44,7 @@ package enum QueryPlanner {
             let wanted = usable.filter { matches($0, useIndex) }
             if wanted.isEmpty {
                 guard allowFallback else {
-                    let design = useIndex[0].hasPrefix("_design/") ? String(useIndex[0].dropFirst("_design/".count)) : useIndex[0]
+                    let design = MangoIndex.designDocumentName(useIndex[0])
                     throw MangoError(error: "invalid_index", reason: useIndex.count == 1
                         ? "_design/\(design) specified by `use_index` could not be found or it is not suitable."
                         : "_design/\(design), \(useIndex[1]) specified by `use_index` could not be found or it is not suitable.")
@@ -76,7 +76,7 @@ package enum QueryPlanner {
     /// Whether `index` is the one `use_index` names (`[ddoc]` or `[ddoc, name]`).
     static func matches(_ index: MangoIndex, _ useIndex: [String]) -> Bool {
         guard let design = useIndex.first, let id = index.designDocument else { return false }
-        let wanted = design.hasPrefix("_design/") ? design : "_design/" + design
+        let wanted = MangoIndex.designDocumentID(design)
         return id == wanted && (useIndex.count == 1 || useIndex[1] == index.name)
     }
 
