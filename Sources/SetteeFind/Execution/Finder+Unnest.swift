@@ -10,7 +10,7 @@ extension Finder {
     package func findElements(_ request: UnnestRequest, indexes: [MangoIndex], reader: IndexReader?) throws -> UnnestResult {
         let started = ContinuousClock.now
         let path = try ArrayPath(request.path)
-        let parent = try MangoSelector(request.parentSelector)
+        _ = try MangoSelector(request.parentSelector)
         // The element's conditions, normalized as inside `$elemMatch`; nil for every element.
         var element: MangoSelector?
         var elementCondition: JSONValue?
@@ -20,16 +20,18 @@ extension Finder {
             elementCondition = selector.normalized["element"]
         }
         // A document has a matching element only if it matches this, checked on its text before it is parsed.
-        let documentSelector = try MangoSelector(elementCondition.map { condition in
-            ["$and": [request.parentSelector, path.selector(endingWith: condition)]]
-        } ?? request.parentSelector)
+        var required: [JSONValue] = []
+        if request.parentSelector != [:] { required.append(request.parentSelector) }
+        if let elementCondition { required.append(path.selector(endingWith: elementCondition)) }
+        let documentSelector = try MangoSelector(required.count == 1 ? required[0] : required.isEmpty ? [:] : ["$and": .array(required)])
 
         var chosen: (index: MangoIndex, lookup: ArrayLookup, narrowed: Int)?
         for index in indexes where index.type == "array" && index.partialFilterSelector == nil {
             guard let name = index.arrayPath, let indexPath = try? ArrayPath(name),
                   indexPath.segments.map(\.parts) == path.segments.map(\.parts) else { continue }
+            // Every element is wanted: only an index without expressions has an entry for each.
             let lookup = elementCondition.map { ArrayLookup.lastSegment($0, columns: ArrayLookup.columns(of: index)) }
-                ?? ArrayLookup(keys: .ranges([]), operation: "$elemMatch")
+                ?? (index.fields.isEmpty ? ArrayLookup(keys: .ranges([]), operation: "$elemMatch") : nil)
             guard let lookup, case .ranges(let ranges) = lookup.keys else { continue }
             if let chosen, chosen.narrowed >= ranges.count { continue }
             chosen = (index, lookup, ranges.count)

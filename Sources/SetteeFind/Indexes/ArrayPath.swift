@@ -20,8 +20,8 @@ package struct ArrayPath: Sendable, Hashable {
         if text.hasSuffix("[]") { text.removeLast(2) }
         var segments: [FieldPath] = []
         for part in text.components(separatedBy: "[].") {
-            guard !part.isEmpty, !part.contains("[]") else { throw .invalidFieldName(name) }
-            segments.append(try FieldPath(part))
+            guard !part.isEmpty, !part.contains("[]"), let segment = try? FieldPath(part) else { throw .invalidFieldName(name) }
+            segments.append(segment)
         }
         self.segments = segments
     }
