@@ -348,6 +348,25 @@ struct ArrayIndexTests {
         #expect(try await db.find(FindRequest(selector: ["type": "book", "year": ["$gt": 1900]])).documents.count == 1)
     }
 
+    @Test("A partial array index holds the elements of the matching documents only, and serves a query that names it")
+    func partial() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.write { batch in
+            try batch.put(#"{"_id": "a", "type": "post", "tags": ["x", "y"]}"#)
+            try batch.put(#"{"_id": "b", "type": "page", "tags": ["x"]}"#)
+        }
+        try db.createIndex(ArrayIndex(path: "tags", partialFilter: ["type": "post"]), name: "post-tags")
+        try db.updateIndexes()
+        #expect(try db.viewInfo().first { $0.path == "post-tags/post-tags" }?.rowCount == 2)
+        let request = try FindRequest(json: #"{"selector": {"tags": {"$in": ["x"]}}}"#)
+        #expect(ids(try db.find(request)) == ["a", "b"], "not named: a scan")
+        var named = request
+        named.useIndex = ["post-tags"]
+        #expect(try db.explain(named)["index"]?["name"] == "post-tags")
+        #expect(ids(try db.find(named)) == ["a"], "named: the documents it holds, as CouchDB's partial indexes answer")
+    }
+
     @Test("An array index request: CouchDB's _index body with type array; its errors")
     func requests() throws {
         let request = try IndexRequest(json: #"{"index": {"array": "contacts[].phones", "fields": ["type"]}, "type": "array", "name": "phones", "ddoc": "p"}"#)
