@@ -28,8 +28,11 @@ struct DocumentsByID {
             try transaction.withCursor(store.docs) { cursor in
                 var entry = try after.map { after in try cursor.seek(atOrAfter: Array(after.utf8)) } ?? cursor.first()
                 var json: [UInt8] = []
-                while let (key, value) = entry {
-                    defer { entry = try? cursor.next() }
+                var isFirst = true
+                while true {
+                    if !isFirst { entry = try cursor.next() }
+                    isFirst = false
+                    guard let (key, value) = entry else { return }
                     if let after, key.elementsEqual(after.utf8) { continue }
                     if key.starts(with: Self.designPrefix) { continue }
                     let record = try DocumentRecord(bytes: value, id: key, path: store.environment.path)
