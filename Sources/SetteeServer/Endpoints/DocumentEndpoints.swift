@@ -10,7 +10,8 @@ extension CouchResponder {
         switch request.method {
         case .get, .head:
             let attachments = try request.flag("attachments")
-            guard let document = try await db.document(id, attachments: attachments) else {
+            let since = try Self.attachmentsSince(request)
+            guard let document = try await db.document(id, attachments: attachments || since != nil, since: since) else {
                 let deleted = try await db.documentIncludingDeleted(id)
                 throw CouchError(.notFound, "not_found", deleted?.isDeleted == true ? "deleted" : "missing")
             }
