@@ -191,4 +191,53 @@ struct ServerAttachmentTests {
         #expect(String(decoding: designRead.body, as: UTF8.self) == "read me")
         await server.stop()
     }
+
+    @Test("A multipart/related PUT stores the document and the attachments that follow it; GET with Accept: multipart/related sends them back")
+    func multipart() async throws {
+        let server = try await RunningServer()
+        _ = try await server.request("PUT", "/db")
+        let big = Self.binary(1_048_576 + 5)
+        let boundary = "abc123"
+        var body = Data("--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8)
+        body += Data(#"{"title":"two files","_attachments":{"a.txt":{"follows":true,"content_type":"text/plain","length":5},"b.bin":{"follows":true,"content_type":"application/octet-stream","length":1048581}}}"#.utf8)
+        body += Data("\r\n--\(boundary)\r\nContent-Disposition: attachment; filename=\"a.txt\"\r\n\r\n".utf8)
+        body += Data("hello".utf8)
+        body += Data("\r\n--\(boundary)\r\n\r\n".utf8)
+        body += big
+        body += Data("\r\n--\(boundary)--".utf8)
+        let put = try await server.request("PUT", "/db/mp", body: body, headers: ["Content-Type": "multipart/related; boundary=\"\(boundary)\""])
+        #expect(put.status == 201)
+        let rev = try #require(put.json["rev"]?.stringValue)
+        #expect(String(decoding: try await server.request("GET", "/db/mp/a.txt").body, as: UTF8.self) == "hello")
+        #expect(try await server.request("GET", "/db/mp/b.bin").body == big)
+        #expect(try await server.request("GET", "/db/mp").json["title"] == "two files")
+
+        let read = try await server.request("GET", "/db/mp?attachments=true", headers: ["Accept": "multipart/related"])
+        #expect(read.status == 200)
+        let type = try #require(read.header("Content-Type"))
+        #expect(type.hasPrefix("multipart/related; boundary=\""))
+        let sent = String(type.split(separator: "\"")[1])
+        #expect(read.header("Content-Length") == String(read.body.count))
+        let head = Data("--\(sent)\r\nContent-Type: application/json\r\n\r\n".utf8)
+        #expect(read.body.prefix(head.count) == head)
+        let json = try #require(String(data: read.body[head.count...].prefix { $0 != UInt8(ascii: "\r") }, encoding: .utf8))
+        let document = try JSONValue(parsing: json)
+        #expect(document["_rev"] == .string(rev))
+        #expect(document["_attachments"]?["a.txt"]?["follows"] == true)
+        #expect(document["_attachments"]?["b.bin"]?["length"] == 1_048_581)
+        var expected = head + Data(json.utf8)
+        expected += Data("\r\n--\(sent)\r\nContent-Disposition: attachment; filename=\"a.txt\"\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello\r\n--\(sent)".utf8)
+        expected += Data("\r\nContent-Disposition: attachment; filename=\"b.bin\"\r\nContent-Type: application/octet-stream\r\nContent-Length: 1048581\r\n\r\n".utf8)
+        expected += big + Data("\r\n--\(sent)--".utf8)
+        #expect(read.body == expected)
+
+        let since = try await server.request("GET", "/db/mp?atts_since=%5B%22\(rev)%22%5D", headers: ["Accept": "multipart/related"])
+        #expect(since.header("Content-Type") == "application/json")
+        #expect(since.json["_attachments"]?["a.txt"]?["stub"] == true)
+
+        let mismatch = try await server.request("PUT", "/db/mp2", body: Data("--b\r\n\r\n{\"_attachments\":{\"x\":{\"follows\":true}}}\r\n--b--".utf8),
+                                                headers: ["Content-Type": "multipart/related; boundary=b"])
+        #expect(mismatch.status == 400)
+        await server.stop()
+    }
 }

@@ -185,7 +185,7 @@ extension CouchResponder {
 
     /// The request body written to a new file under the data folder's
     /// `.uploads` (removed by the caller), checked against `Content-MD5`.
-    private func receiveUpload(_ request: inout CouchRequest) async throws -> URL {
+    func receiveUpload(_ request: inout CouchRequest) async throws -> URL {
         let folder = configuration.dataDirectory.appendingPathComponent(".uploads", isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let file = folder.appendingPathComponent(Self.newUUID())
