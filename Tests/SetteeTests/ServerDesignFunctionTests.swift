@@ -14,12 +14,14 @@ struct ServerDesignFunctionTests {
             "fails": "function (doc, req) { throw new Error('boom'); }",
             "typed": "function (doc, req) { provides('json', function () { return toJSON({name: doc.name}); }); provides('html', function () { return '<p>' + doc.name + '</p>'; }); }",
             "binary": "function (doc, req) { return {base64: 'AAEC', code: 202}; }",
+            "revisions": "function (doc, req) { return {json: doc._revisions}; }",
         ],
         "lists": [
             "names": "function (head, req) { start({headers: {'Content-Type': 'text/plain'}}); var row; while ((row = getRow())) { send(row.key + '=' + row.value + '\\n'); } return 'total ' + head.total_rows; }",
         ],
         "updates": [
             "bump": "function (doc, req) { if (!doc) { return [{_id: req.id, count: 1}, 'created ' + req.id]; } doc.count += 1; return [doc, {json: {count: doc.count}}]; }",
+            "anonymous": "function (doc, req) { return [{value: 1}, 'no id']; }",
             "echo": "function (doc, req) { return [null, {body: 'echo ' + req.body + ' ' + JSON.stringify(req.form), headers: {'Content-Type': 'text/plain'}}]; }",
         ],
     ]
@@ -64,6 +66,10 @@ struct ServerDesignFunctionTests {
         let html = try await server.request("GET", "/db/_design/app/_show/typed/bob", headers: ["Accept": "text/html"])
         #expect(String(decoding: html.body, as: UTF8.self) == "<p>Bob</p>")
         #expect(html.header("Content-Type") == "text/html; charset=utf-8")
+
+        let revisions = try await server.request("GET", "/db/_design/app/_show/revisions/bob")
+        #expect(revisions.json["start"] == 1)
+        #expect(revisions.json["ids"]?.arrayValue?.count == 1)
 
         let binary = try await server.request("GET", "/db/_design/app/_show/binary")
         #expect(binary.status == 202)
@@ -140,6 +146,10 @@ struct ServerDesignFunctionTests {
                                             headers: ["Content-Type": "application/x-www-form-urlencoded"])
         #expect(echo.status == 200)
         #expect(String(decoding: echo.body, as: UTF8.self) == #"echo a=1&b=two {"a":"1","b":"two"}"#)
+
+        let anonymous = try await server.request("POST", "/db/_design/app/_update/anonymous", body: Data())
+        #expect(anonymous.status == 400)
+        #expect(anonymous.json == ["error": "illegal_docid", "reason": "Document id must not be empty"])
 
         let get = try await server.request("GET", "/db/_design/app/_update/bump/counter")
         #expect(get.status == 405)

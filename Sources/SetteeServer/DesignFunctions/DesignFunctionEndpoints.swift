@@ -37,7 +37,7 @@ extension CouchResponder {
             return Response(status: .notModified, headers: [.eTag: etag])
         }
         let req = try await designRequestObject(&request, design, id: documentID)
-        let answers = try await design.call(["shows", function], arguments: [document.map(Self.documentJSON) ?? .null, req])
+        let answers = try await design.call(["shows", function], arguments: [document.map(Self.functionDocumentJSON) ?? .null, req])
         guard case .array(let parts)? = answers.last, parts.count == 2, parts[0] == "resp" else {
             throw Self.badAnswer(answers, from: "show")
         }
@@ -104,14 +104,18 @@ extension CouchResponder {
         let documentID = rest.count > 2 ? rest.dropFirst(2).joined(separator: "/") : nil
         let document = try await documentID.asyncMap { try await design.db.document($0) } ?? nil
         let req = try await designRequestObject(&request, design, id: documentID)
-        let answers = try await design.call(["updates", function], arguments: [document.map(Self.documentJSON) ?? .null, req])
+        let answers = try await design.call(["updates", function], arguments: [document.map(Self.functionDocumentJSON) ?? .null, req])
         guard case .array(let parts)? = answers.last, parts.count == 3, parts[0] == "up" else {
             throw Self.badAnswer(answers, from: "update")
         }
-        guard case .object = parts[1] else {
+        guard case .object(let members) = parts[1] else {
             return try Self.externalResponse(Self.withCode(200, parts[2]))
         }
-        let written = try await design.db.put(parts[1].jsonText)
+        guard members.contains(where: { $0.key == "_id" && $0.value.stringValue?.isEmpty == false }) else {
+            throw CouchError(.badRequest, "illegal_docid", "Document id must not be empty")
+        }
+        // `_revisions` came in with the document; the one revision kept is `_rev`.
+        let written = try await design.db.put(JSONValue.object(members.filter { $0.key != "_revisions" }).jsonText)
         return try Self.externalResponse(Self.withCode(201, parts[2]), headers: [
             ("X-Couch-Update-NewRev", written.revision.description),
             ("X-Couch-Id", Self.escapePath(written.id)),
@@ -190,9 +194,21 @@ extension CouchResponder {
         CouchError(.internalServerError, "unknown_error", "the \(kind) function's answer was not understood: \(JSONValue.array(answers).jsonText)")
     }
 
-    /// A document as design functions receive it.
+    /// A document's JSON.
     static func documentJSON(_ document: Document) -> JSONValue {
         (try? JSONValue(parsing: String(decoding: document.jsonBytes, as: UTF8.self))) ?? .null
+    }
+
+    /// A document as shows and updates receive it (`couch_query_servers:json_doc`):
+    /// with `_revisions` before `_attachments`, of its one revision.
+    static func functionDocumentJSON(_ document: Document) -> JSONValue {
+        guard case .object(var members) = documentJSON(document) else { return .null }
+        let text = document.revision.description
+        let hash = text.firstIndex(of: "-").map { String(text[text.index(after: $0)...]) } ?? text
+        let revisions: JSONValue = ["start": .number(Double(document.revision.generation)), "ids": [.string(hash)]]
+        let position = members.firstIndex { $0.key == "_attachments" } ?? members.count
+        members.insert(("_revisions", revisions), at: position)
+        return .object(members)
     }
 
     // MARK: The request object
