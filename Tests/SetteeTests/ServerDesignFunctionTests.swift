@@ -117,6 +117,10 @@ struct ServerDesignFunctionTests {
         let posted = try await server.request("POST", "/db/_design/app/_list/names/by_name", json: ["keys": ["Bob"]])
         #expect(String(decoding: posted.body, as: UTF8.self) == "Bob=42\ntotal 2")
 
+        let notJSON = try await server.request("POST", "/db/_design/app/_list/names/by_name", body: Data("{}".utf8), headers: ["Content-Type": "text/plain"])
+        #expect(notJSON.status == 415)
+        #expect(notJSON.json == ["error": "bad_content_type", "reason": "Content-Type must be application/json"])
+
         let allDocs = try await server.request("GET", "/db/_design/app/_list/names/_all_docs?limit=1")
         #expect(allDocs.status == 200)
         #expect(String(decoding: allDocs.body, as: UTF8.self).hasPrefix("_design/app="))

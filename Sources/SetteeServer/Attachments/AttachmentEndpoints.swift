@@ -159,7 +159,7 @@ extension CouchResponder {
         guard encoding == "identity" else {
             let reason = encoding == "gzip" ? "Settee stores attachments as sent and does not take gzip-encoded ones: send the bytes unencoded"
                 : "Only gzip and identity content-encodings are supported"
-            throw CouchError(.unsupportedMediaType, "bad_ctype", reason)
+            throw CouchError(.unsupportedMediaType, "bad_content_type", reason)
         }
         let contentType = request.header(.contentType) ?? "application/octet-stream"
         let revisionText = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch))

@@ -65,7 +65,13 @@ extension CouchResponder {
         let viewDesign = rest.count == 4 ? rest[2] : String(design.document.id.dropFirst("_design/".count))
         let view = rest[rest.count - 1]
         var body: JSONValue?
-        if request.method == .post { body = try await request.jsonObjectBody() }
+        if request.method == .post {
+            // couch_httpd:validate_ctype
+            guard request.header(.contentType)?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces) == "application/json" else {
+                throw CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
+            }
+            body = try await request.jsonObjectBody()
+        }
         let options = try Self.viewOptions(request.parameters, body: body)
         let resultText = view == "_all_docs"
             ? try await design.db.allDocuments(options: options).json
