@@ -12,6 +12,7 @@ struct ServerDesignFunctionTests {
             "hello": "function (doc, req) { return {body: 'Hello ' + (doc ? doc.name : 'nobody') + ' ' + req.query.x, headers: {'X-Test': 'yes'}}; }",
             "request": "function (doc, req) { return {json: {id: req.id, method: req.method, path: req.path, query: req.query, userCtx: req.userCtx, body: req.body, hasInfo: req.info.db_name, uuid: req.uuid.length}}; }",
             "fails": "function (doc, req) { throw new Error('boom'); }",
+            "fatal": "function (doc, req) { throw ['fatal', 'gave_up', 'no more']; }",
             "typed": "function (doc, req) { provides('json', function () { return toJSON({name: doc.name}); }); provides('html', function () { return '<p>' + doc.name + '</p>'; }); }",
             "binary": "function (doc, req) { return {base64: 'AAEC', code: 202}; }",
             "revisions": "function (doc, req) { return {json: doc._revisions}; }",
@@ -96,6 +97,32 @@ struct ServerDesignFunctionTests {
         #expect(fails.status == 500)
         #expect(fails.json["error"] == "render_error")
         #expect(fails.json["reason"]?.stringValue?.hasPrefix("function raised error: Error: boom") == true)
+
+        // A fatal error ends that worker's query server, as CouchDB's couchjs exits; the next calls get a new one.
+        for _ in 0 ..< 3 {
+            let fatal = try await server.request("GET", "/db/_design/app/_show/fatal")
+            #expect(fatal.status == 500)
+            #expect(fatal.json == ["error": "gave_up", "reason": "no more"])
+        }
+        let afterwards = try await server.request("GET", "/db/_design/app/_show/hello/ann?x=2")
+        #expect(String(decoding: afterwards.body, as: UTF8.self) == "Hello Ann 2")
+        await server.stop()
+    }
+
+    @Test("Shows run side by side on the workers, each answering its own request")
+    func concurrentShows() async throws {
+        let server = try await Self.start()
+        try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for number in 0 ..< 24 {
+                group.addTask {
+                    let reply = try await server.request("GET", "/db/_design/app/_show/hello/\(number % 2 == 0 ? "ann" : "bob")?x=\(number)")
+                    return (number, String(decoding: reply.body, as: UTF8.self))
+                }
+            }
+            for try await (number, body) in group {
+                #expect(body == "Hello \(number % 2 == 0 ? "Ann" : "Bob") \(number)")
+            }
+        }
         await server.stop()
     }
 

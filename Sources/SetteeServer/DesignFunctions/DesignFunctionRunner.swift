@@ -37,9 +37,7 @@ final class DesignFunctionRunner: Sendable {
     func call(key: String, designDocument: String, path: [String], arguments: JSONValue,
               input: [String] = []) async throws -> [JSONValue] {
         let slot = slots[turn.add(1, ordering: .relaxed).newValue % slots.count]
-        let answers = try await slot.worker().run { context in
-            try slot.call(context, key: key, designDocument: designDocument, path: path, arguments: arguments, input: input)
-        }
+        let answers = try await slot.call(key: key, designDocument: designDocument, path: path, arguments: arguments, input: input)
         if case .array(let parts)? = answers.last, parts.count == 3, parts[0] == "error" {
             throw Self.error(type: parts[1], reason: parts[2])
         }
@@ -63,42 +61,64 @@ final class DesignFunctionRunner: Sendable {
         return CouchError(status, word, text)
     }
 
-    /// One worker and the query server on its thread.
-    private final class Slot: @unchecked Sendable {
-        private let lock = Mutex<JavaScriptWorker?>(nil)
-        // Touched only on the worker's thread:
-        private var server: QueryServer?
-        private let transport = MemoryTransport()
-        private var loaded: Set<String> = []
+    /// One place for a worker: the worker running now, replaced after a fatal error.
+    private final class Slot: Sendable {
+        private let current = Mutex<WorkerState?>(nil)
 
-        func worker() throws -> JavaScriptWorker {
-            try lock.withLock { worker in
-                if let worker { return worker }
-                let started = try JavaScriptWorker()
-                worker = started
+        /// The worker to use, started when there is none.
+        func state() throws -> WorkerState {
+            try current.withLock { current in
+                if let current, !current.isBroken { return current }
+                let started = WorkerState(worker: try JavaScriptWorker())
+                current = started
                 return started
             }
         }
 
-        /// Drops the worker after a fatal error: the next call starts a new one.
-        private func replace(_ context: JavaScriptContext) {
-            server = nil
-            loaded = []
-            lock.withLock { $0 = nil }
+        func call(key: String, designDocument: String, path: [String], arguments: JSONValue,
+                  input: [String]) async throws -> [JSONValue] {
+            // A call queued on a worker that a fatal error ended meanwhile goes to its successor.
+            for _ in 0 ..< 3 {
+                let state = try state()
+                do {
+                    return try await state.worker.run { context in
+                        try state.call(context, key: key, designDocument: designDocument, path: path, arguments: arguments, input: input)
+                    }
+                } catch is StaleWorker {
+                    continue
+                }
+            }
+            throw CouchError(.internalServerError, "os_process_error", "the query server kept stopping after fatal errors")
         }
+    }
+
+    /// A worker and the query server on its thread; everything but
+    /// `isBroken` is touched only on that thread.
+    private final class WorkerState: @unchecked Sendable {
+        let worker: JavaScriptWorker
+        private let broken = Atomic<Bool>(false)
+        private var server: QueryServer?
+        private let transport = MemoryTransport()
+        private var loaded: Set<String> = []
+
+        init(worker: JavaScriptWorker) {
+            self.worker = worker
+        }
+
+        /// Whether a fatal error ended its query server (the next call starts another worker).
+        var isBroken: Bool { broken.load(ordering: .acquiring) }
 
         func call(_ context: JavaScriptContext, key: String, designDocument: String, path: [String],
                   arguments: JSONValue, input: [String]) throws -> [JSONValue] {
             if server == nil {
                 server = try QueryServer(context: context, transport: transport)
-                loaded = []
             }
-            guard let server else { return [] }
+            guard let server, !isBroken else { throw StaleWorker() }
             defer { transport.reset() }
             if !loaded.contains(key) {
                 let line = "[\"ddoc\",\"new\",\(JSONValue.string(key).jsonText),\(designDocument)]"
                 if let status = transport.send(line, to: server) {
-                    replace(context)
+                    broken.store(true, ordering: .releasing)
                     throw CouchError(.internalServerError, "os_process_error", "the query server stopped (status \(status)) loading \(key)")
                 }
                 let answers = transport.answers()
@@ -110,11 +130,14 @@ final class DesignFunctionRunner: Sendable {
             let command: JSONValue = ["ddoc", .string(key), .array(path.map(JSONValue.string)), arguments]
             let status = transport.send(command.jsonText, to: server)
             let answers = transport.answers()
-            if status != nil { replace(context) }
+            if status != nil { broken.store(true, ordering: .releasing) }
             return answers
         }
     }
 }
+
+/// A call that reached a worker whose query server had ended.
+private struct StaleWorker: Error {}
 
 /// A ``QueryServerTransport`` in memory: input lines queued before a call,
 /// output lines collected during it.
