@@ -63,14 +63,20 @@ final class DesignFunctionRunner: Sendable {
 
     /// One place for a worker: the worker running now, replaced after a fatal error.
     private final class Slot: Sendable {
-        private let current = Mutex<WorkerState?>(nil)
+        private let current = Mutex<(state: WorkerState?, retired: [WorkerState])>((nil, []))
 
         /// The worker to use, started when there is none.
+        ///
+        /// A worker replaced is kept a while (the last four), so that it is
+        /// released here, on a caller's thread, long after its last call: a
+        /// worker released on its own thread could not join it.
         func state() throws -> WorkerState {
             try current.withLock { current in
-                if let current, !current.isBroken { return current }
+                if let state = current.state, !state.isBroken { return state }
+                if let broken = current.state { current.retired.append(broken) }
+                if current.retired.count > 4 { current.retired.removeFirst() }
                 let started = WorkerState(worker: try JavaScriptWorker())
-                current = started
+                current.state = started
                 return started
             }
         }
