@@ -34,6 +34,10 @@ extension CouchResponder {
             let options = try Self.viewOptions(request.parameters, body: body)
             let result = try await db.query(designDocument: designName, view: rest[1], options: options)
             return CouchResponse.json(text: result.json)
+        case ("_show", _), ("_list", _), ("_update", _), ("_rewrite", _):
+            return try await designFunctionEndpoint(name, db, designName: designName, rest: rest, &request)
+        case (let attachment, _) where !attachment.hasPrefix("_"):
+            return try await attachmentEndpoint(name, id: id, attachment: rest.joined(separator: "/"), &request)
         default:
             throw CouchError(.notFound, "not_found", "missing")
         }

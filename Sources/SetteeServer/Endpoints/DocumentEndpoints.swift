@@ -10,7 +10,9 @@ extension CouchResponder {
         switch request.method {
         case .get, .head:
             let attachments = try request.flag("attachments")
-            guard let document = try await db.document(id, attachments: attachments) else {
+            let since = try Self.attachmentsSince(request)
+            if let multipart = try await multipartDocumentGet(db, id: id, request, since: since) { return multipart }
+            guard let document = try await db.document(id, attachments: attachments || since != nil, since: since) else {
                 let deleted = try await db.documentIncludingDeleted(id)
                 throw CouchError(.notFound, "not_found", deleted?.isDeleted == true ? "deleted" : "missing")
             }
@@ -26,6 +28,7 @@ extension CouchResponder {
             buffer.writeInteger(UInt8(ascii: "\n"))
             return CouchResponse.json(buffer: buffer, headers: [.eTag: etag])
         case .put:
+            if let multipart = try await multipartDocumentPut(db, database: name, id: id, &request) { return multipart }
             var document = try await request.jsonObjectBody()
             document = Self.setting("_id", to: .string(id), in: document)
             if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) {

@@ -75,7 +75,7 @@ struct CouchResponder: HTTPResponder {
             return try await documentEndpoint(first, id: "_local/" + segments[2], &request)
         default:
             if segments.count == 2 { return try await documentEndpoint(first, id: second, &request) }
-            throw CouchError(.notFound, "not_found", "Document is missing attachment")
+            return try await attachmentEndpoint(first, id: second, attachment: segments.dropFirst(2).joined(separator: "/"), &request)
         }
     }
 }

@@ -1,0 +1,46 @@
+import Foundation
+import SetteeCore
+import SetteeStorage
+
+extension Database {
+    /// Writes document `json` whose `_attachments` entries marked
+    /// `"follows": true` take their bytes from `files`, in the order they
+    /// appear (CouchDB's `multipart/related` PUT, each part saved to a file):
+    /// the files are stored a chunk at a time, never whole in memory.
+    ///
+    /// - Throws: ``DocumentError`` `bad_request` when the number of files is
+    ///   not the number of attachments that follow; the errors of ``put(_:)``.
+    package func put(_ json: String, following files: [URL]) async throws -> WriteResult {
+        try await background {
+            guard case .object(var members) = try JSONValue(parsing: json) else {
+                throw DocumentError(.badRequest, "Document must be a JSON object")
+            }
+            var following: [(name: String, contentType: String)] = []
+            if let index = members.firstIndex(where: { $0.key == "_attachments" }), case .object(let attachments) = members[index].value {
+                var kept: [(key: String, value: JSONValue)] = []
+                for (name, value) in attachments {
+                    if value["follows"] == .bool(true) {
+                        following.append((name, value["content_type"]?.stringValue ?? AttachmentEdit.defaultContentType))
+                    } else {
+                        kept.append((name, value))
+                    }
+                }
+                members[index].value = .object(kept)
+            }
+            let id = members.first { $0.key == "_id" }?.value.stringValue
+            guard following.count == files.count else {
+                throw DocumentError(.badRequest, "\(following.count) attachments marked \"follows\" but \(files.count) attachment parts sent", id: id)
+            }
+            var text = JSONValue.object(members).jsonText
+            var edit = try text.withUTF8 { try DocumentEdit(json: UnsafeRawBufferPointer($0), sizeLimits: self.options.sizeLimits) }
+            var attachments = edit.attachments ?? []
+            for (attachment, file) in zip(following, files) {
+                try AttachmentEdit.validate(name: attachment.name, id: id)
+                attachments.removeAll { $0.name == attachment.name }
+                attachments.append(try AttachmentEdit(name: attachment.name, contentType: attachment.contentType, file: file))
+            }
+            edit.attachments = attachments
+            return try self.write(edit)
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import HTTPTypes
+import Logging
+import Settee
+import SetteeQueryServer
+import Synchronization
+
+/// Runs design documents' shows, lists, updates and rewrites as CouchDB
+/// runs them: through the query server's `ddoc` command (``QueryServer``,
+/// the same runtime `settee couchjs` serves), on JavaScript workers of its own,
+/// each holding a query server whose lines go to and from memory.
+///
+/// A design document is sent to a worker (`["ddoc", "new", key, ddoc]`) the
+/// first time that worker runs one of its functions in that revision; after a
+/// fatal error (a list reading past its rows, the engine out of memory) the
+/// worker is replaced, as CouchDB starts a new `couchjs`.
+final class DesignFunctionRunner: Sendable {
+    /// The runner every server in the process shares, started on first use.
+    static let shared = DesignFunctionRunner(count: 2)
+
+    private let slots: [Slot]
+    private let turn = Atomic<Int>(0)
+
+    init(count: Int) {
+        slots = (0 ..< max(1, count)).map { _ in Slot() }
+    }
+
+    /// The query server's answers (log lines left out) to one `ddoc` call of
+    /// `path` (e.g. `["shows", "detail"]`) with `arguments`, after the lines
+    /// of `input` the function may read (a list's rows and `["list_end"]`).
+    ///
+    /// - Parameters:
+    ///   - key: Names the design document in this revision (and database).
+    ///   - designDocument: The design document's JSON text.
+    /// - Throws: ``CouchError`` for an `["error", type, reason]` answer, or when
+    ///   the JavaScript engine cannot start.
+    func call(key: String, designDocument: String, path: [String], arguments: JSONValue,
+              input: [String] = []) async throws -> [JSONValue] {
+        let slot = slots[turn.add(1, ordering: .relaxed).newValue % slots.count]
+        let answers = try await slot.call(key: key, designDocument: designDocument, path: path, arguments: arguments, input: input)
+        if case .array(let parts)? = answers.last, parts.count == 3, parts[0] == "error" {
+            throw Self.error(type: parts[1], reason: parts[2])
+        }
+        return answers
+    }
+
+    /// The HTTP error for the query server's `["error", type, reason]`, by
+    /// `chttpd:error_info`'s table.
+    static func error(type: JSONValue, reason: JSONValue) -> CouchError {
+        let word = type.stringValue ?? type.jsonText
+        let text = reason.stringValue ?? reason.jsonText
+        let status: HTTPResponse.Status = switch word {
+        case "not_found": .notFound
+        case "not_acceptable": .notAcceptable
+        case "method_not_allowed": .methodNotAllowed
+        case "forbidden": .forbidden
+        case "unauthorized": .unauthorized
+        case "bad_request", "query_parse_error": .badRequest
+        default: .internalServerError
+        }
+        return CouchError(status, word, text)
+    }
+
+    /// One place for a worker: the worker running now, replaced after a fatal error.
+    private final class Slot: Sendable {
+        private let current = Mutex<(state: WorkerState?, retired: [WorkerState])>((nil, []))
+
+        /// The worker to use, started when there is none.
+        ///
+        /// A worker replaced is kept a while (the last four), so that it is
+        /// released here, on a caller's thread, long after its last call: a
+        /// worker released on its own thread could not join it.
+        func state() throws -> WorkerState {
+            try current.withLock { current in
+                if let state = current.state, !state.isBroken { return state }
+                if let broken = current.state { current.retired.append(broken) }
+                if current.retired.count > 4 { current.retired.removeFirst() }
+                let started = WorkerState(worker: try JavaScriptWorker())
+                current.state = started
+                return started
+            }
+        }
+
+        func call(key: String, designDocument: String, path: [String], arguments: JSONValue,
+                  input: [String]) async throws -> [JSONValue] {
+            // A call queued on a worker that a fatal error ended meanwhile goes to its successor.
+            for _ in 0 ..< 3 {
+                let state = try state()
+                do {
+                    return try await state.worker.run { context in
+                        try state.call(context, key: key, designDocument: designDocument, path: path, arguments: arguments, input: input)
+                    }
+                } catch is StaleWorker {
+                    continue
+                }
+            }
+            throw CouchError(.internalServerError, "os_process_error", "the query server kept stopping after fatal errors")
+        }
+    }
+
+    /// A worker and the query server on its thread; everything but
+    /// `isBroken` is touched only on that thread.
+    private final class WorkerState: @unchecked Sendable {
+        let worker: JavaScriptWorker
+        private let broken = Atomic<Bool>(false)
+        private var server: QueryServer?
+        private let transport = MemoryTransport()
+        private var loaded: Set<String> = []
+
+        init(worker: JavaScriptWorker) {
+            self.worker = worker
+        }
+
+        /// Whether a fatal error ended its query server (the next call starts another worker).
+        var isBroken: Bool { broken.load(ordering: .acquiring) }
+
+        func call(_ context: JavaScriptContext, key: String, designDocument: String, path: [String],
+                  arguments: JSONValue, input: [String]) throws -> [JSONValue] {
+            if server == nil {
+                server = try QueryServer(context: context, transport: transport)
+            }
+            guard let server, !isBroken else { throw StaleWorker() }
+            defer { transport.reset() }
+            if !loaded.contains(key) {
+                let line = "[\"ddoc\",\"new\",\(JSONValue.string(key).jsonText),\(designDocument)]"
+                if let status = transport.send(line, to: server) {
+                    broken.store(true, ordering: .releasing)
+                    throw CouchError(.internalServerError, "os_process_error", "the query server stopped (status \(status)) loading \(key)")
+                }
+                let answers = transport.answers()
+                guard answers.last == .bool(true) else { return answers }
+                loaded.insert(key)
+                transport.reset()
+            }
+            transport.input = input
+            let command: JSONValue = ["ddoc", .string(key), .array(path.map(JSONValue.string)), arguments]
+            let status = transport.send(command.jsonText, to: server)
+            let answers = transport.answers()
+            if status != nil { broken.store(true, ordering: .releasing) }
+            return answers
+        }
+    }
+}
+
+/// A call that reached a worker whose query server had ended.
+private struct StaleWorker: Error {}
+
+/// A ``QueryServerTransport`` in memory: input lines queued before a call,
+/// output lines collected during it.
+private final class MemoryTransport: QueryServerTransport {
+    var input: [String] = []
+    private var nextInput = 0
+    private var output: [[UInt8]] = []
+    private var current: UnsafeMutableRawBufferPointer?
+
+    deinit { current?.deallocate() }
+
+    /// Runs one command line on `server`; the exit status after a fatal error.
+    func send(_ line: String, to server: QueryServer) -> Int32? {
+        var bytes = Array(line.utf8)
+        return bytes.withUnsafeMutableBytes { server.handle(line: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The lines written since the last reset, parsed, without `["log", …]` lines.
+    func answers() -> [JSONValue] {
+        output.compactMap { line in
+            let value = (try? JSONValue(parsing: String(decoding: line, as: UTF8.self))) ?? .null
+            if case .array(let parts) = value, parts.first == "log" { return nil }
+            return value
+        }
+    }
+
+    func reset() {
+        input = []
+        nextInput = 0
+        output = []
+    }
+
+    func readLine() -> UnsafeRawBufferPointer? {
+        guard nextInput < input.count else { return nil }
+        current?.deallocate()
+        let bytes = Array(input[nextInput].utf8)
+        nextInput += 1
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
+        copy.copyBytes(from: bytes)
+        current = copy
+        return UnsafeRawBufferPointer(rebasing: copy[0 ..< bytes.count])
+    }
+
+    func writeLine(_ line: UnsafeRawBufferPointer) {
+        output.append(Array(line))
+    }
+}
