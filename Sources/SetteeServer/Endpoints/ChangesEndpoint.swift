@@ -1,0 +1,244 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Settee
+
+/// `GET/POST /{db}/_changes`: the changes feed, streamed as CouchDB's
+/// `chttpd_db:changes_callback` writes it.
+extension CouchResponder {
+    func changesEndpoint(_ name: String, _ db: Database, _ request: inout CouchRequest) async throws -> Response {
+        try allow(request, "GET,HEAD,POST")
+        var body: JSONValue?
+        if request.method == .post {
+            let bytes = try await request.bodyBytes()
+            if !bytes.isEmpty {
+                guard let parsed = try? JSONValue(parsing: String(decoding: bytes, as: UTF8.self)) else { throw CouchError.invalidJSON }
+                guard case .object = parsed else { throw CouchError.badRequest("Request body must be a JSON object") }
+                body = parsed
+            }
+        }
+        let query = try ChangesQuery(request)
+        let filter = try await ChangesFilter(query, request: request, body: body, database: name, db: db)
+        let start: UInt64 = switch query.since {
+        case .now: try await db.lastSequence()
+        case .sequence(let sequence): sequence
+        }
+        let stream = ChangesStream(db: db, query: query, filter: filter, start: start)
+        var headers: HTTPFields = [.contentType: "application/json", .cacheControl: "must-revalidate"]
+        if query.feed == .eventsource {
+            headers = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
+        }
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            try await stream.write(to: &writer)
+            try await writer.finish(nil)
+        })
+    }
+}
+
+/// One response of the changes feed: reads the changes after a sequence,
+/// filters them, writes their rows, and (longpoll, continuous, eventsource)
+/// waits for more.
+struct ChangesStream: Sendable {
+    let db: Database
+    let query: ChangesQuery
+    let filter: ChangesFilter
+    /// The sequence the feed starts after.
+    let start: UInt64
+
+    /// How many changes one read takes.
+    static let batchSize = 256
+
+    /// What has been written: CouchDB's `#cacc` (prepend, chunks sent).
+    private struct Output {
+        var buffer = ByteBuffer()
+        /// Rows and heartbeats written so far.
+        var chunksSent = 0
+        var rows = 0
+        var prepend = ""
+    }
+
+    /// Writes the whole response; returns at its end (the limit, the
+    /// timeout, a write that fails because the client went, or the task
+    /// cancelled as the server stops).
+    func write(to writer: inout any ResponseBodyWriter) async throws {
+        var output = Output()
+        if query.feed == .normal || query.feed == .longpoll { output.buffer.writeString("{\"results\":[\n") }
+        if query.descending {
+            try await writeNewestFirst(&output, to: &writer)
+            return
+        }
+        var cursor = start
+        var remaining = query.limit
+        feed: while true {
+            let top = try await db.lastSequence()
+            var reachedLimit = remaining <= 0
+            reading: while !reachedLimit {
+                let batch = try await db.changes(since: cursor, limit: Self.batchSize)
+                if batch.isEmpty { break }
+                let documents = try await self.documents(of: batch, always: false)
+                let passes = try await filter.passes(batch, documents: documents)
+                for (index, change) in batch.enumerated() {
+                    cursor = change.sequence
+                    guard passes[index] else { continue }
+                    try await appendRow(change, document: documents.isEmpty ? nil : documents[index], remaining: remaining, to: &output)
+                    remaining -= 1
+                    if remaining <= 0 {
+                        reachedLimit = true
+                        break reading
+                    }
+                }
+                try await flush(&output, to: &writer)
+            }
+            if !reachedLimit { cursor = max(cursor, top) }
+            try await flush(&output, to: &writer)
+            switch query.feed {
+            case .normal: break feed
+            case .longpoll where output.rows > 0: break feed
+            case .continuous where reachedLimit, .eventsource where reachedLimit: break feed
+            default: break
+            }
+            // CouchDB's waiting_for_updates: a newline when nothing was sent yet.
+            if output.chunksSent == 0 {
+                output.buffer.writeString("\n")
+                output.chunksSent = 1
+                try await flush(&output, to: &writer)
+            }
+            waiting: while true {
+                switch await wait(after: cursor, milliseconds: query.waitMilliseconds) {
+                case .committed:
+                    continue feed
+                case .timedOut where query.heartbeat != nil:
+                    output.buffer.writeString(query.feed == .eventsource ? "event: heartbeat\ndata: \n\n" : "\n")
+                    output.chunksSent += 1
+                    try await flush(&output, to: &writer)
+                    continue waiting
+                case .timedOut, .ended:
+                    break feed
+                }
+            }
+        }
+        try await finish(&output, lastSequence: cursor, pending: try await db.countChanges(after: cursor), to: &writer)
+    }
+
+    /// `descending=true`: newest first, from the database's last change (`since` is not read, as in CouchDB).
+    private func writeNewestFirst(_ output: inout Output, to writer: inout any ResponseBodyWriter) async throws {
+        let changes = try await db.changesNewestFirst(limit: nil)
+        var remaining = query.limit
+        var last = try await db.lastSequence()
+        var processed = 0
+        var offset = 0
+        reading: while offset < changes.count, remaining > 0 {
+            let batch = Array(changes[offset..<min(offset + Self.batchSize, changes.count)])
+            offset += batch.count
+            let documents = try await self.documents(of: batch, always: false)
+            let passes = try await filter.passes(batch, documents: documents)
+            for (index, change) in batch.enumerated() {
+                last = change.sequence
+                processed += 1
+                guard passes[index] else { continue }
+                try await appendRow(change, document: documents.isEmpty ? nil : documents[index], remaining: remaining, to: &output)
+                remaining -= 1
+                if remaining <= 0 { break reading }
+            }
+            try await flush(&output, to: &writer)
+        }
+        try await finish(&output, lastSequence: last, pending: changes.count - processed, to: &writer)
+    }
+
+    /// The changed documents when the filter or `include_docs` needs them.
+    private func documents(of changes: [Change], always: Bool) async throws -> [Document?] {
+        guard filter.needsDocuments || query.includeDocs || always else { return [] }
+        var documents: [Document?] = []
+        documents.reserveCapacity(changes.count)
+        for change in changes {
+            if query.attachments, !change.isDeleted, let document = try await db.document(change.id, attachments: true) {
+                documents.append(document)
+            } else {
+                documents.append(try await db.documentIncludingDeleted(change.id))
+            }
+        }
+        return documents
+    }
+
+    /// Appends one change's row: `{"seq","id","changes","deleted","doc"}`.
+    private func appendRow(_ change: Change, document: Document?, remaining: Int, to output: inout Output) async throws {
+        var row = ByteBuffer()
+        row.writeString("{\"seq\":")
+        // seq_interval: CouchDB counts the limit down, and shows the seq when it divides.
+        let sequence: JSONValue = if let interval = query.seqInterval, remaining % interval != 0 { .null } else {
+            .string(String(change.sequence))
+        }
+        row.writeString(sequence.jsonText)
+        row.writeString(",\"id\":")
+        row.writeString(JSONValue.string(change.id).jsonText)
+        row.writeString(",\"changes\":[{\"rev\":")
+        row.writeString(JSONValue.string(change.revision.description).jsonText)
+        row.writeString("}]")
+        if change.isDeleted { row.writeString(",\"deleted\":true") }
+        if query.includeDocs {
+            row.writeString(",\"doc\":")
+            if let document { row.writeBytes(try filter.shownDocument(document)) } else { row.writeString("null") }
+        }
+        row.writeString("}")
+        switch query.feed {
+        case .continuous:
+            output.buffer.writeBuffer(&row)
+            output.buffer.writeString("\n")
+        case .eventsource:
+            output.buffer.writeString("data: ")
+            output.buffer.writeBuffer(&row)
+            output.buffer.writeString("\nid: ")
+            output.buffer.writeString(sequence.jsonText)
+            output.buffer.writeString("\n\n")
+        case .normal, .longpoll:
+            output.buffer.writeString(output.prepend)
+            output.buffer.writeBuffer(&row)
+            output.prepend = ",\r\n"
+        }
+        output.rows += 1
+        output.chunksSent += 1
+    }
+
+    /// The end: `last_seq` and `pending` (none for eventsource).
+    private func finish(_ output: inout Output, lastSequence: UInt64, pending: Int, to writer: inout any ResponseBodyWriter) async throws {
+        let last = JSONValue.string(String(lastSequence)).jsonText
+        switch query.feed {
+        case .normal, .longpoll:
+            output.buffer.writeString("\n],\n\"last_seq\":\(last),\"pending\":\(pending)}\n")
+        case .continuous:
+            output.buffer.writeString("{\"last_seq\":\(last),\"pending\":\(pending)}\n")
+        case .eventsource:
+            break
+        }
+        try await flush(&output, to: &writer)
+    }
+
+    private func flush(_ output: inout Output, to writer: inout any ResponseBodyWriter) async throws {
+        guard output.buffer.readableBytes > 0 else { return }
+        try await writer.write(output.buffer)
+        output.buffer.clear()
+    }
+
+    private enum WaitOutcome: Sendable {
+        case committed, timedOut, ended
+    }
+
+    /// Waits for a commit past `sequence`, at most `milliseconds`.
+    private func wait(after sequence: UInt64, milliseconds: Int) async -> WaitOutcome {
+        let db = self.db
+        return await withTaskGroup(of: WaitOutcome.self) { group in
+            group.addTask { await db.waitForCommit(after: sequence) ? .committed : .ended }
+            group.addTask {
+                do {
+                    try await Task.sleep(for: .milliseconds(milliseconds))
+                    return .timedOut
+                } catch {
+                    return .ended
+                }
+            }
+            let first = await group.next() ?? .ended
+            group.cancelAll()
+            return first
+        }
+    }
+}
