@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 import Settee
 
@@ -237,6 +240,35 @@ struct ServerChangesTests {
         let badName = try await server.request("GET", "/db/_changes?filter=justone")
         #expect(badName.json == ["error": "bad_request", "reason": "`filter` must be of the form `designname/filtername`"])
         await server.stop()
+    }
+
+    @Test("SIGTERM stops `settee serve` while a continuous feed with a heartbeat waits")
+    func gracefulShutdownEndsFeed() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("settee-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let child = try SetteeExecutable.find().start(["serve", "--data", folder.appendingPathComponent("data").path, "--port", "0"], in: folder)
+        var base: String?
+        for _ in 0..<200 where base == nil {
+            try await Task.sleep(for: .milliseconds(50))
+            let output = (try? String(contentsOf: child.output, encoding: .utf8)) ?? ""
+            if let line = output.split(separator: "\n").first, let json = try? JSONValue(parsing: String(line)) {
+                base = json["listening"]?.stringValue
+            }
+        }
+        let url = try #require(base)
+        var create = URLRequest(url: URL(string: url + "db")!)
+        create.httpMethod = "PUT"
+        _ = try await URLSession.shared.data(for: create)
+        let feed = Task { try? await URLSession.shared.data(from: URL(string: url + "db/_changes?feed=continuous&heartbeat=100")!) }
+        try await Task.sleep(for: .milliseconds(400))
+        child.kill(SIGTERM)
+        let started = ContinuousClock.now
+        let outcome = try await Task.detached { try child.wait() }.value
+        #expect(outcome.exitStatus == 0, "\(outcome.standardError)")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        let body = await feed.value.map { String(decoding: $0.0, as: UTF8.self) }
+        #expect(body?.hasSuffix("{\"last_seq\":\"0\",\"pending\":0}\n") == true)
     }
 
     @Test("Stopping the server ends a feed that is waiting")

@@ -1,7 +1,9 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import ServiceLifecycle
 import Settee
+import Synchronization
 
 /// `GET/POST /{db}/_changes`: the changes feed, streamed as CouchDB's
 /// `chttpd_db:changes_callback` writes it.
@@ -29,7 +31,13 @@ extension CouchResponder {
             headers = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
         }
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            try await stream.write(to: &writer)
+            // A graceful shutdown (SIGINT, SIGTERM) waits for the requests under
+            // way: a feed that waits for changes ends then, as at its timeout.
+            try await withGracefulShutdownHandler {
+                try await stream.write(to: &writer)
+            } onGracefulShutdown: {
+                stream.stop.fire()
+            }
             try await writer.finish(nil)
         })
     }
@@ -44,6 +52,8 @@ struct ChangesStream: Sendable {
     let filter: ChangesFilter
     /// The sequence the feed starts after.
     let start: UInt64
+    /// Fired when the server shuts down.
+    let stop = FeedStop()
 
     /// How many changes one read takes.
     static let batchSize = 256
@@ -225,9 +235,13 @@ struct ChangesStream: Sendable {
 
     /// Waits for a commit past `sequence`, at most `milliseconds`.
     private func wait(after sequence: UInt64, milliseconds: Int) async -> WaitOutcome {
-        let db = self.db
+        let db = self.db, stop = self.stop
         return await withTaskGroup(of: WaitOutcome.self) { group in
             group.addTask { await db.waitForCommit(after: sequence) ? .committed : .ended }
+            group.addTask {
+                await stop.wait()
+                return .ended
+            }
             group.addTask {
                 do {
                     try await Task.sleep(for: .milliseconds(milliseconds))
@@ -239,6 +253,48 @@ struct ChangesStream: Sendable {
             let first = await group.next() ?? .ended
             group.cancelAll()
             return first
+        }
+    }
+}
+
+/// Ends a feed's waits once fired: the server is shutting down.
+final class FeedStop: Sendable {
+    private struct State {
+        var fired = false
+        var next = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Wakes every wait, now and later.
+    func fire() {
+        let waiters = state.withLock { state in
+            state.fired = true
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once fired, or when the calling task is cancelled.
+    func wait() async {
+        let id = state.withLock { state in
+            state.next += 1
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state in
+                    if state.fired || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume()
         }
     }
 }
