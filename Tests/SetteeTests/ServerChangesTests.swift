@@ -142,11 +142,12 @@ struct ServerChangesTests {
     func heartbeat() async throws {
         let server = try await serverWithThreeDocuments()
         async let feed = server.request("GET", "/db/_changes?feed=continuous&since=now&heartbeat=100&limit=1")
-        try await Task.sleep(for: .milliseconds(450))
+        // Long enough for several heartbeats even when the request reaches a busy server late.
+        try await Task.sleep(for: .milliseconds(1200))
         _ = try await server.request("PUT", "/db/d", json: ["n": 4])
         let reply = try await feed
         let text = String(decoding: reply.body, as: UTF8.self)
-        #expect(text.hasPrefix("\n\n\n"))
+        #expect(text.hasPrefix("\n\n\n"), "\(text.prefix { $0 == "\n" }.count) newlines")
         #expect(lines(reply).map { $0["id"] } == ["d", nil])
 
         let ended = try await server.request("GET", "/db/_changes?feed=continuous&since=now&timeout=100")
@@ -237,6 +238,11 @@ struct ServerChangesTests {
         #expect(noView.json == ["error": "not_found", "reason": "missing json key: missing"])
         let noViewName = try await server.request("GET", "/db/_changes?filter=_view")
         #expect(noViewName.json == ["error": "bad_request", "reason": "`view` filter parameter is not provided."])
+        _ = try await server.request("PUT", "/db/_design/bad", json: ["filters": ["boom": "function (doc) { throw new Error('boom'); }"]])
+        let throwing = try await server.request("GET", "/db/_changes?filter=bad/boom")
+        #expect(throwing.status == 500)
+        // The query server's ["error", e.name, e.message], as couchjs answers.
+        #expect(throwing.json == ["error": "Error", "reason": "boom"])
         let badName = try await server.request("GET", "/db/_changes?filter=justone")
         #expect(badName.json == ["error": "bad_request", "reason": "`filter` must be of the form `designname/filtername`"])
         await server.stop()

@@ -26,6 +26,9 @@ extension CouchResponder {
         case .sequence(let sequence): sequence
         }
         let stream = ChangesStream(db: db, query: query, filter: filter, start: start)
+        // The first changes are read and filtered before the response starts, so
+        // that a filter that fails answers with its error (as CouchDB's delayed response does).
+        let first = query.descending ? nil : try await stream.read(after: start)
         var headers: HTTPFields = [.contentType: "application/json", .cacheControl: "must-revalidate"]
         if query.feed == .eventsource {
             headers = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
@@ -34,7 +37,7 @@ extension CouchResponder {
             // A graceful shutdown (SIGINT, SIGTERM) waits for the requests under
             // way: a feed that waits for changes ends then, as at its timeout.
             try await withGracefulShutdownHandler {
-                try await stream.write(to: &writer)
+                try await stream.write(to: &writer, first: first)
             } onGracefulShutdown: {
                 stream.stop.fire()
             }
@@ -70,7 +73,7 @@ struct ChangesStream: Sendable {
     /// Writes the whole response; returns at its end (the limit, the
     /// timeout, a write that fails because the client went, or the task
     /// cancelled as the server stops).
-    func write(to writer: inout any ResponseBodyWriter) async throws {
+    func write(to writer: inout any ResponseBodyWriter, first: Batch?) async throws {
         var output = Output()
         if query.feed == .normal || query.feed == .longpoll { output.buffer.writeString("{\"results\":[\n") }
         if query.descending {
@@ -79,14 +82,15 @@ struct ChangesStream: Sendable {
         }
         var cursor = start
         var remaining = query.limit
+        var prefetched = first
         feed: while true {
             let top = try await db.lastSequence()
             var reachedLimit = remaining <= 0
             reading: while !reachedLimit {
-                let batch = try await db.changes(since: cursor, limit: Self.batchSize)
+                // Reading goes on to an empty batch, read after `top`: no change up to it is missed.
+                let (batch, documents, passes) = if let read = prefetched { read } else { try await read(after: cursor) }
+                prefetched = nil
                 if batch.isEmpty { break }
-                let documents = try await self.documents(of: batch, always: false)
-                let passes = try await filter.passes(batch, documents: documents)
                 for (index, change) in batch.enumerated() {
                     cursor = change.sequence
                     guard passes[index] else { continue }
@@ -153,6 +157,17 @@ struct ChangesStream: Sendable {
             try await flush(&output, to: &writer)
         }
         try await finish(&output, lastSequence: last, pending: changes.count - processed, to: &writer)
+    }
+
+    /// Changes after `sequence`, their documents (when needed) and whether each passes the filter.
+    typealias Batch = (changes: [Change], documents: [Document?], passes: [Bool])
+
+    /// The next batch of changes after `sequence`.
+    func read(after sequence: UInt64) async throws -> Batch {
+        let batch = try await db.changes(since: sequence, limit: Self.batchSize)
+        guard !batch.isEmpty else { return ([], [], []) }
+        let documents = try await self.documents(of: batch, always: false)
+        return (batch, documents, try await filter.passes(batch, documents: documents))
     }
 
     /// The changed documents when the filter or `include_docs` needs them.

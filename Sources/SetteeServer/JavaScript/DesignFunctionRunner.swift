@@ -36,6 +36,10 @@ final class DesignFunctionRunner: Sendable {
         /// Used only on `worker`'s thread.
         private var server: QueryServer?
         private let transport = MemoryTransport()
+        /// Set (on the worker's thread) after a fatal error: the session is
+        /// not used again, as CouchDB starts a new `couchjs` after one exits.
+        private let ended = Mutex(false)
+        var isEnded: Bool { ended.withLock { $0 } }
 
         init() throws {
             worker = try JavaScriptWorker()
@@ -51,11 +55,16 @@ final class DesignFunctionRunner: Sendable {
                     transport.output.removeAll()
                     var line = Array(command.jsonText.utf8)
                     let status = line.withUnsafeMutableBytes { server!.handle(line: UnsafeRawBufferPointer($0)) }
-                    if status != nil { server = nil }
                     guard let answer = transport.output.last else {
                         throw CouchError(.internalServerError, "os_process_error", "the query server gave no answer")
                     }
-                    answers.append(try JSONValue(parsing: String(decoding: answer, as: UTF8.self)))
+                    let parsed = try JSONValue(parsing: String(decoding: answer, as: UTF8.self))
+                    if status != nil {
+                        ended.withLock { $0 = true }
+                        throw CouchError(.internalServerError, parsed[1]?.stringValue ?? "os_process_error",
+                                         parsed[2]?.stringValue ?? "the query server stopped: \(parsed.jsonText)")
+                    }
+                    answers.append(parsed)
                 }
                 return answers
             }
@@ -107,6 +116,23 @@ final class DesignFunctionRunner: Sendable {
     }
 
     private func checkIn(_ session: Session) {
+        if session.isEnded {
+            // Its place goes to a new session, made by the next caller.
+            let waiter: CheckedContinuation<Session, any Error>? = state.withLock { state in
+                state.made -= 1
+                return state.waiting.isEmpty ? nil : state.waiting.removeFirst()
+            }
+            if let waiter {
+                do {
+                    state.withLock { $0.made += 1 }
+                    waiter.resume(returning: try Session())
+                } catch {
+                    state.withLock { $0.made -= 1 }
+                    waiter.resume(throwing: error)
+                }
+            }
+            return
+        }
         let waiter: CheckedContinuation<Session, any Error>? = state.withLock { state in
             if !state.waiting.isEmpty { return state.waiting.removeFirst() }
             state.idle.append(session)
