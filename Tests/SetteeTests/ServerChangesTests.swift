@@ -61,6 +61,8 @@ struct ServerChangesTests {
         #expect(ids(newest) == ["c", "b"])
         #expect(newest.json["last_seq"] == "2")
         #expect(newest.json["pending"] == 1)
+        let filteredNewest = try await server.request("GET", "/db/_changes?descending=true&filter=_doc_ids&doc_ids=%5B%22a%22,%22c%22%5D&limit=1")
+        #expect(ids(filteredNewest) == ["c"])
         let malformed = try await server.request("GET", "/db/_changes?since=banana")
         #expect(malformed.status == 400)
         #expect(malformed.json == ["error": "bad_request", "reason": "Malformed sequence supplied in 'since' parameter."])

@@ -136,7 +136,11 @@ struct ChangesStream: Sendable {
 
     /// `descending=true`: newest first, from the database's last change (`since` is not read, as in CouchDB).
     private func writeNewestFirst(_ output: inout Output, to writer: inout any ResponseBodyWriter) async throws {
-        let changes = try await db.changesNewestFirst(limit: nil)
+        // Unfiltered, the newest `limit` changes are all it reads.
+        var unfiltered = false
+        if case .all = filter.kind { unfiltered = true }
+        let changes = try await db.changesNewestFirst(limit: unfiltered ? query.limit : nil)
+        let total = unfiltered ? try await db.countChanges(after: 0) : changes.count
         var remaining = query.limit
         var last = try await db.lastSequence()
         var processed = 0
@@ -156,7 +160,7 @@ struct ChangesStream: Sendable {
             }
             try await flush(&output, to: &writer)
         }
-        try await finish(&output, lastSequence: last, pending: changes.count - processed, to: &writer)
+        try await finish(&output, lastSequence: last, pending: total - processed, to: &writer)
     }
 
     /// Changes after `sequence`, their documents (when needed) and whether each passes the filter.
