@@ -188,6 +188,15 @@ struct ServerChangesTests {
         #expect(ids(byQuery) == ["a", "c"])
         let byBody = try await server.request("POST", "/db/_changes?filter=_doc_ids", json: ["doc_ids": ["b"]])
         #expect(ids(byBody) == ["b"])
+        #expect(ids(try await server.request("POST", "/db/_changes?filter=_doc_ids&since=1", json: ["doc_ids": ["a", "c", "zz"]])) == ["c"])
+        // Looked up by id, then followed: a longpoll feed wakes for a named document only.
+        async let named = server.request("POST", "/db/_changes?filter=_doc_ids&feed=longpoll&since=now", json: ["doc_ids": ["new"]])
+        try await Task.sleep(for: .milliseconds(300))
+        _ = try await server.request("PUT", "/db/other", json: [:])
+        _ = try await server.request("PUT", "/db/new", json: [:])
+        let woken = try await named
+        #expect(ids(woken) == ["new"])
+        #expect(woken.json["last_seq"] == "6")
         let notList = try await server.request("POST", "/db/_changes?filter=_doc_ids", json: ["doc_ids": "b"])
         #expect(notList.json == ["error": "bad_request", "reason": "`doc_ids` filter parameter is not a list of doc ids."])
         #expect(ids(try await server.request("GET", "/db/_changes?filter=_design")) == ["_design/app"])

@@ -28,7 +28,7 @@ extension CouchResponder {
         let stream = ChangesStream(db: db, query: query, filter: filter, start: start)
         // The first changes are read and filtered before the response starts, so
         // that a filter that fails answers with its error (as CouchDB's delayed response does).
-        let first = query.descending ? nil : try await stream.read(after: start)
+        let first = query.descending ? nil : try await stream.firstBatch()
         var headers: HTTPFields = [.contentType: "application/json", .cacheControl: "must-revalidate"]
         if query.feed == .eventsource {
             headers = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
@@ -88,9 +88,13 @@ struct ChangesStream: Sendable {
             var reachedLimit = remaining <= 0
             reading: while !reachedLimit {
                 // Reading goes on to an empty batch, read after `top`: no change up to it is missed.
-                let (batch, documents, passes) = if let read = prefetched { read } else { try await read(after: cursor) }
+                let (batch, documents, passes, covered) = if let read = prefetched { read } else { try await read(after: cursor) }
                 prefetched = nil
-                if batch.isEmpty { break }
+                if batch.isEmpty, covered == nil { break }
+                defer {
+                    // Every change up to `covered` was in the batch: reading goes on from there.
+                    if let covered, !reachedLimit { cursor = max(cursor, covered) }
+                }
                 for (index, change) in batch.enumerated() {
                     cursor = change.sequence
                     guard passes[index] else { continue }
@@ -164,14 +168,36 @@ struct ChangesStream: Sendable {
     }
 
     /// Changes after `sequence`, their documents (when needed) and whether each passes the filter.
-    typealias Batch = (changes: [Change], documents: [Document?], passes: [Bool])
+    /// `covered`: when set, the batch holds every passing change up to that sequence.
+    typealias Batch = (changes: [Change], documents: [Document?], passes: [Bool], covered: UInt64?)
 
     /// The next batch of changes after `sequence`.
     func read(after sequence: UInt64) async throws -> Batch {
         let batch = try await db.changes(since: sequence, limit: Self.batchSize)
-        guard !batch.isEmpty else { return ([], [], []) }
+        guard !batch.isEmpty else { return ([], [], [], nil) }
         let documents = try await self.documents(of: batch, always: false)
-        return (batch, documents, try await filter.passes(batch, documents: documents))
+        return (batch, documents, try await filter.passes(batch, documents: documents), nil)
+    }
+
+    /// CouchDB's `changes_doc_ids_optimization_threshold`.
+    static let documentIDsLookupLimit = 1000
+
+    /// The first batch: with `_doc_ids` naming at most 1000 ids, the named
+    /// documents' changes, looked up by id instead of read from the whole
+    /// feed (as CouchDB's `send_changes_doc_ids`); otherwise the first changes.
+    func firstBatch() async throws -> Batch {
+        guard case .documentIDs(let ids) = filter.kind, ids.count <= Self.documentIDsLookupLimit else {
+            return try await read(after: start)
+        }
+        let covered = try await db.lastSequence()
+        var found: [Document] = []
+        for id in ids where !id.hasPrefix("_local/") {
+            if let document = try await db.documentIncludingDeleted(id), document.sequence > start { found.append(document) }
+        }
+        found.sort { $0.sequence < $1.sequence }
+        let changes = found.map { Change(sequence: $0.sequence, id: $0.id, revision: $0.revision, isDeleted: $0.isDeleted) }
+        let documents: [Document?] = query.includeDocs ? try await self.documents(of: changes, always: false) : []
+        return (changes, documents, changes.map { _ in true }, covered)
     }
 
     /// The changed documents when the filter or `include_docs` needs them.
