@@ -54,6 +54,7 @@ extension CouchResponder {
 
     func databaseOperation(_ name: String, _ operation: String, _ request: inout CouchRequest) async throws -> Response {
         let db = try databases.database(name)
+        if let response = try await feedAndBulkReadOperation(name, db, operation, &request) { return response }
         switch operation {
         case "_all_docs":
             try allow(request, "GET,HEAD,POST")

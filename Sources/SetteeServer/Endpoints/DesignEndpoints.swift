@@ -9,6 +9,7 @@ extension CouchResponder {
         let id = "_design/" + designName
         guard let first = rest.first else { return try await documentEndpoint(name, id: id, &request) }
         let db = try databases.database(name)
+        if first == "_view", rest.count == 3, rest[2] == "queries" { return try await viewQueries(db, designName, rest[1], &request) }
         switch (first, rest.count) {
         case ("_info", 1):
             try allow(request, "GET,HEAD")

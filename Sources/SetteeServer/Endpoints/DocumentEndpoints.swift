@@ -6,6 +6,7 @@ import Settee
 /// `/{db}/{docid}` and `/{db}/_local/{id}`.
 extension CouchResponder {
     func documentEndpoint(_ name: String, id: String, _ request: inout CouchRequest) async throws -> Response {
+        if let response = try await documentReadOrCopy(name, id: id, &request) { return response }
         let db = try databases.database(name)
         switch request.method {
         case .get, .head:

@@ -64,7 +64,7 @@ struct CouchResponder: HTTPResponder {
         if segments.count == 1 { return try await databaseEndpoint(first, &request) }
         let second = segments[1]
         switch second {
-        case "_all_docs", "_bulk_docs", "_bulk_get", "_changes", "_purge", "_compact", "_security", "_revs_limit",
+        case "_all_docs", "_bulk_docs", "_bulk_get", "_changes", "_purge", "_compact", "_security", "_revs_limit", "_purged_infos_limit",
              "_find", "_explain", "_index", "_ensure_full_commit", "_view_cleanup":
             return try await databaseOperation(first, second, &request)
         case "_design":

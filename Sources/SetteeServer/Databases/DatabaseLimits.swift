@@ -1,0 +1,68 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Settee
+import Synchronization
+
+/// A database's `_revs_limit` and `_purged_infos_limit`, kept in a small
+/// JSON file in its directory (`couchdb-limits.json`) so they outlast a
+/// restart and go with the database when it is deleted.
+///
+/// Settee keeps one revision per document and every purge's sequence, so
+/// the limits change nothing in what it stores: they are reported back as
+/// CouchDB reports them, for clients (replicators) that set and read them.
+struct DatabaseLimits {
+    /// CouchDB's defaults: 1000 each.
+    static let defaultValue = 1000
+    static let fileName = "couchdb-limits.json"
+    /// One writer at a time, across the databases (the file is tiny).
+    private static let lock = Mutex(())
+
+    let file: URL
+
+    init(directory: URL) {
+        file = directory.appendingPathComponent(Self.fileName)
+    }
+
+    /// The limit `key` (`revs_limit`, `purged_infos_limit`).
+    func value(_ key: String) -> Int {
+        Self.lock.withLock { _ in stored()[key] ?? Self.defaultValue }
+    }
+
+    /// Sets the limit `key` to `value`, written before this returns.
+    func set(_ key: String, to value: Int) throws {
+        try Self.lock.withLock { _ in
+            var values = stored()
+            values[key] = value
+            let json = JSONValue.object(values.sorted { $0.key < $1.key }.map { ($0.key, .number(Double($0.value))) })
+            try Data(json.jsonText.utf8).write(to: file, options: .atomic)
+        }
+    }
+
+    private func stored() -> [String: Int] {
+        guard let data = try? Data(contentsOf: file),
+              case .object(let members)? = try? JSONValue(parsing: String(decoding: data, as: UTF8.self)) else { return [:] }
+        var values: [String: Int] = [:]
+        for (key, value) in members {
+            if case .number(let number) = value { values[key] = Int(number) }
+        }
+        return values
+    }
+}
+
+extension CouchResponder {
+    /// `GET/PUT /{db}/_revs_limit` and `/{db}/_purged_infos_limit`.
+    func databaseLimit(_ name: String, _ operation: String, _ request: inout CouchRequest) async throws -> Response {
+        try allow(request, operation == "_revs_limit" ? "PUT,GET" : "GET,PUT")
+        _ = try databases.database(name)
+        let key = String(operation.dropFirst())
+        let limits = DatabaseLimits(directory: try databases.directory(of: name))
+        if request.method != .put { return CouchResponse.json(.number(Double(limits.value(key)))) }
+        guard case .number(let number) = try await request.jsonBody(), number > 0, number == number.rounded(),
+              number <= Double(Int32.max) else {
+            throw CouchError.badRequest("`\(key)` must be positive integer")
+        }
+        try limits.set(key, to: Int(number))
+        return CouchResponse.ok()
+    }
+}
