@@ -54,9 +54,9 @@ struct DocumentScan {
     }
 
     /// Runs the scan: the page of results, the last result's id, and the work done.
-    func run(after bookmark: Bookmark?, stats: inout FindResult.ExecutionStats) throws -> (documents: [JSONValue], last: String?) {
+    func run(after bookmark: Bookmark?, stats: inout FindResult.ExecutionStats) throws -> (documents: [FoundDocument], last: String?) {
         let range = IDRange(selector.normalized)
-        var documents: [JSONValue] = []
+        var documents: [FoundDocument] = []
         var last: String?
         var skip = request.skip
         let limit = request.limit
@@ -121,7 +121,7 @@ struct DocumentScan {
                         skip -= 1
                         continue
                     }
-                    documents.append(projection.extract(try JSONParser.parse(json)))
+                    documents.append(try projection.extract(jsonText: String(decoding: json, as: UTF8.self)))
                     last = String(decoding: key, as: UTF8.self)
                     if documents.count >= limit { return }
                 }

@@ -31,7 +31,7 @@ package struct Finder {
 
         var stats = FindResult.ExecutionStats()
         let descending = request.sort.first?.descending ?? false
-        let documents: [JSONValue]
+        let documents: [FoundDocument]
         let last: Bookmark?
         if plan.ranges == [.empty] {
             // A selector that is an empty $or, $and, $in or $all: nothing to read (mango_cursor:maybe_noop_range/2).
@@ -55,7 +55,7 @@ package struct Finder {
             warnings.append("The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this.")
         }
         return FindResult(
-            documents: documents,
+            found: documents,
             bookmark: last?.encoded ?? request.bookmark ?? "nil",
             warning: warnings.isEmpty ? nil : warnings.joined(separator: "\n"),
             executionStats: request.executionStats ? stats : nil)
