@@ -38,7 +38,8 @@ package struct Finder {
             documents = []
             last = nil
         } else if plan.index.type == "special" {
-            let scan = DocumentScan(store: store, selector: selector, projection: projection, request: request, descending: descending)
+            let scan = DocumentScan(store: store, selector: selector, projection: projection, request: request, descending: descending,
+                                    range: plan.ranges.first ?? .everything)
             let (found, lastID) = try scan.run(after: bookmark, stats: &stats)
             documents = found
             last = lastID.map { Bookmark(key: .string($0), id: $0) }

@@ -23,7 +23,7 @@ struct IndexRead {
         var options = ViewQueryOptions()
         options.reduce = false
         options.includeDocs = true
-        options.update = request.update ? .true : .false
+        options.update = request.updatesIndex ? .true : .false
         var low: [JSONValue] = []
         for range in ranges {
             guard case .range(.value(let value), _, _, _) = range else { break }
