@@ -8,7 +8,7 @@ import Settee
 /// do not depend on the machine's load. `only` runs one kind of query
 /// (`lookups`, `ranges`; `find-equality`, `find-range`, `find-parsed`: the
 /// full benchmark's `find` queries, on its one-field JSON index, made here
-/// when missing) or `none`: a query's instructions are the difference
+/// when missing, against `find-none`) or `none`: a query's instructions are the difference
 /// between a run of one kind and a run of none, divided by the runs.
 enum QueryOnlyBenchmark {
     static func run(in directory: URL, documentCount: Int, queryRuns: Int, only: String?) throws {
@@ -25,7 +25,10 @@ enum QueryOnlyBenchmark {
             try db.updateIndexes()
             print("built \(documentCount) documents and the index in \(databaseDirectory.path)")
         }
-        let db = try Database(at: databaseDirectory)
+        // A map of 4 GiB, not 64: valgrind cannot reserve that much address space.
+        var options = Database.Options()
+        options.initialMapSize = 4 << 30
+        let db = try Database(at: databaseDirectory, options: options)
         let documentCount = try db.info().documentCount
         if let only, only.hasPrefix("find") || only == "none" {
             // The index made and built once; then a find first, in every kind of run.

@@ -78,6 +78,38 @@ struct FindResultTests {
         #expect(try db.find(FindRequest(selector: ["type": "book"]), as: Book.self).count == 3)
     }
 
+    @Test("A bookmark is [key, id] as JSON in base64url without padding; padded or standard-alphabet forms are read too")
+    func bookmarks() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        // Ids of each length modulo 3, and one whose JSON has bytes that base64 writes as + and /.
+        let ids = ["a", "ab", "abc", "abcd", "é>?~"]
+        try db.write { batch in for id in ids { try batch.put(#"{"_id": "\#(id)", "type": "t"}"#) } }
+        for id in ids {
+            var request = FindRequest(selector: ["_id": .string(id)])
+            request.limit = 1
+            let bookmark = try db.find(request).bookmark
+            let json = JSONValue.array([.string(id), .string(id)]).jsonText
+            let expected = Data(json.utf8).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(bookmark == expected)
+            let padded = bookmark + String(repeating: "=", count: (4 - bookmark.count % 4) % 4)
+            let standard = padded.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            for form in [bookmark, padded, standard] {
+                var next = FindRequest(selector: ["type": "t"])
+                next.bookmark = form
+                next.limit = 100
+                let after = try db.find(next).documents.compactMap { $0["_id"]?.stringValue }
+                #expect(after == Array(ids.drop { $0 != id }.dropFirst()), "\(form)")
+            }
+        }
+        for bad in ["a", "WyJi=MiJd", "Wy!i", "WyJhIiwiYSJd==="] {
+            var request = FindRequest(selector: ["type": "t"])
+            request.bookmark = bad
+            #expect(mangoError { _ = try db.find(request) }?.error == "invalid_bookmark", "\(bad)")
+        }
+    }
+
     @Test("Results made in Swift hold their documents as values; setting documents replaces what was found")
     func madeAndChanged() throws {
         var result = FindResult(documents: [["_id": "x", "n": 1]], bookmark: "nil")
