@@ -23,6 +23,8 @@ struct IndexRead {
         var options = ViewQueryOptions()
         options.reduce = false
         options.includeDocs = true
+        // find reports no offset: the rows before the range are not counted.
+        options.countsOffset = false
         options.update = request.updatesIndex ? .true : .false
         var low: [JSONValue] = []
         for range in ranges {
