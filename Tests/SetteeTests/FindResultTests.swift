@@ -110,6 +110,21 @@ struct FindResultTests {
         }
     }
 
+    @Test("find(_:as:) and the typed live find decode with the database's coding, as Swift values are put")
+    func decodesWithTheDatabaseCoding() async throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        struct Event: Codable, Equatable { var kind: String; var at: Date }
+        let event = Event(kind: "launch", at: Date(timeIntervalSince1970: 1_700_000_000.25))
+        try await db.put(event, id: "e1")
+        let request = FindRequest(selector: ["kind": "launch"])
+        #expect(try await db.find(request, as: Event.self) == [event])
+        for try await events in db.liveFind(request, as: Event.self) {
+            #expect(events == [event])
+            break
+        }
+    }
+
     @Test("Results made in Swift hold their documents as values; setting documents replaces what was found")
     func madeAndChanged() throws {
         var result = FindResult(documents: [["_id": "x", "n": 1]], bookmark: "nil")
