@@ -6,12 +6,16 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "Settee", targets: ["Settee"]),
+        .library(name: "SetteeServer", targets: ["SetteeServer"]),
         .executable(name: "settee", targets: ["SetteeCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        // `settee serve`: CouchDB's HTTP API, on SwiftNIO. Only SetteeServer links it.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // `swift package generate-documentation` (`make docs`); a plugin, not linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -78,11 +82,22 @@ let package = Package(
             name: "SetteeQueryServer",
             dependencies: ["SetteeCore", "SetteeJavaScript"]
         ),
+        // `settee serve`: CouchDB's HTTP API over the databases in one folder.
+        .target(
+            name: "SetteeServer",
+            dependencies: [
+                "Settee", "SetteeQueryServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "SetteeCLI",
             dependencies: [
                 "Settee",
                 "SetteeQueryServer",
+                "SetteeServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -101,6 +116,7 @@ let package = Package(
             dependencies: [
                 "Settee",
                 "SetteeQueryServer",
+                "SetteeServer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

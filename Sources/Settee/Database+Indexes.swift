@@ -16,12 +16,13 @@ public struct IndexCreation: Sendable, Equatable {
     public var json: JSONValue { ["result": .string(result), "id": .string(id), "name": .string(name)] }
 }
 
-/// `find`'s JSON indexes, kept in `"language": "query"` design documents as CouchDB keeps them.
+/// `find`'s JSON and array indexes, kept in `"language": "query"` design documents as CouchDB keeps them.
 extension Database {
-    /// Creates a JSON index, in its design document (made when missing).
+    /// Creates a JSON or array index, in its design document (made when missing).
     ///
     /// ```swift
     /// try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["type", "year"]}, "name": "type-year", "ddoc": "books"}"#))
+    /// try db.createIndex(IndexRequest(json: #"{"index": {"array": "contacts[].phones", "fields": ["type"]}, "type": "array", "name": "phones"}"#))
     /// ```
     /// - Throws: ``MangoError`` when the design document exists and is not a
     ///   `query` one; storage and conflict errors.
@@ -56,7 +57,7 @@ extension Database {
         }
     }
 
-    /// Every index `find` can use: `_all_docs` first, then the JSON indexes
+    /// Every index `find` can use: `_all_docs` first, then the JSON and array indexes (type `array`)
     /// by design document and name (CouchDB's `GET /db/_index`).
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func listIndexes() throws -> [MangoIndex] {
@@ -77,7 +78,7 @@ extension Database {
         return indexes
     }
 
-    /// Deletes a JSON index; its design document goes with its last index.
+    /// Deletes a JSON or array index; its design document goes with its last index.
     /// - Parameters:
     ///   - designDocument: The design document, `NAME` or `_design/NAME`.
     ///   - name: The index's name.

@@ -5,11 +5,14 @@ import Settee
 struct CreateIndexCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "create-index",
-        abstract: "Create a JSON index for find (CouchDB's _index request; `-` reads it from standard input).",
+        abstract: "Create a JSON or array index for find (CouchDB's _index request; `-` reads it from standard input).",
         discussion: """
             BODY is CouchDB's POST /db/_index body: {"index": {"fields": ["type", {"year": "desc"}], \
-            "partial_filter_selector": {...}}, "name": "...", "ddoc": "...", "type": "json"}. The index is kept in a \
-            design document with "language": "query", as CouchDB keeps it. Prints {"result": "created" or "exists", "id", "name"}.
+            "partial_filter_selector": {...}}, "name": "...", "ddoc": "...", "type": "json"}. An array index (one entry \
+            per array element, as Couchbase Lite's) has "type": "array" and {"index": {"array": "contacts[].phones", \
+            "fields": ["type"]}}: the path of the arrays (a[].b: the arrays at b in each element of a) and the fields \
+            evaluated on each element (none: the element itself). The index is kept in a design document with \
+            "language": "query", as CouchDB keeps it. Prints {"result": "created" or "exists", "id", "name"}.
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -28,7 +31,7 @@ struct CreateIndexCommand: ParsableCommand {
 struct ListIndexesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list-indexes",
-        abstract: "List the indexes find can use (CouchDB's GET /db/_index): _all_docs, then the JSON indexes.")
+        abstract: "List the indexes find can use (CouchDB's GET /db/_index): _all_docs, then the JSON and array indexes.")
 
     @OptionGroup var database: DatabaseOptions
 
@@ -43,7 +46,7 @@ struct ListIndexesCommand: ParsableCommand {
 struct DeleteIndexCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete-index",
-        abstract: "Delete a JSON index; its design document goes with its last index.")
+        abstract: "Delete a JSON or array index; its design document goes with its last index.")
 
     @OptionGroup var database: DatabaseOptions
 

@@ -22,7 +22,7 @@ struct SetteeCommand: AsyncParsableCommand {
             ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self, FindCommand.self, ExplainCommand.self,
             CreateIndexCommand.self, ListIndexesCommand.self, DeleteIndexCommand.self,
             VerifyCommand.self, WatchCommand.self, CouchJSCommand.self, AttachmentCommand.self,
-            PurgeCommand.self, ExpireCommand.self, ExpiringCommand.self,
+            PurgeCommand.self, ExpireCommand.self, ExpiringCommand.self, ServeCommand.self,
         ])
 
     /// Runs the command the arguments name. Database options written before

@@ -86,4 +86,46 @@ struct QueryPlannerTests {
         #expect(try QueryPlanner.plan(try normalized(#"{"city": "Oslo"}"#), sort: [], useIndex: [], allowFallback: true, indexes: indexes).index == .allDocuments)
         #expect(try QueryPlanner.plan(try normalized(#"{"city": "Oslo"}"#), sort: [], useIndex: ["p", "city"], allowFallback: true, indexes: indexes).index == partialIndex)
     }
+
+    @Test("An array index serves $elemMatch on its path when the element's conditions require its expressions, and $in and $all without expressions")
+    func arrayIndexes() throws {
+        let tags = MangoIndex.array(designDocument: "_design/t", name: "tags", path: "tags", expressions: [])
+        let phones = MangoIndex.array(designDocument: "_design/p", name: "phones", path: "contacts[].phones", expressions: ["type", "number"])
+        func lookup(_ index: MangoIndex, _ selector: String) throws -> ArrayLookup? {
+            ArrayLookup.of(index, in: try normalized(selector))
+        }
+        #expect(try lookup(tags, #"{"tags": {"$in": ["a", 1]}}"#) == ArrayLookup(keys: .anyOf(["a", 1]), operation: "$in"))
+        #expect(try lookup(tags, #"{"tags": {"$all": ["a"]}, "n": 1}"#)?.keys == .allOf(["a"]))
+        #expect(try lookup(tags, #"{"tags": {"$elemMatch": {"$gte": 3, "$lt": 9}}}"#)?.keys
+                == .ranges([.range(low: .value(3), lowInclusive: true, high: .value(9), highInclusive: false)]))
+        #expect(try lookup(tags, #"{"tags": {"$all": [["a"]]}}"#) == nil, "it also matches an array equal to its argument, which is no entry")
+        #expect(try lookup(tags, #"{"tags": "a"}"#) == nil, "equality is on the whole array")
+        #expect(try lookup(tags, #"{"$or": [{"tags": {"$in": ["a"]}}, {"n": 1}]}"#) == nil, "the condition must be required")
+        #expect(try lookup(phones, #"{"contacts": {"$elemMatch": {"phones": {"$elemMatch": {"type": "home", "number": {"$gt": 5}}}}}}"#)?.keys
+                == .ranges([.range(low: .value("home"), lowInclusive: true, high: .value("home"), highInclusive: true),
+                            .range(low: .value(5), lowInclusive: false, high: .maximum, highInclusive: false)]))
+        #expect(try lookup(phones, #"{"contacts": {"$elemMatch": {"phones": {"$elemMatch": {"type": "home"}}}}}"#) == nil,
+                "an element without a number has no entry: number must be required too")
+        #expect(try lookup(phones, #"{"contacts": {"$elemMatch": {"phones": {"$in": [1]}}}}"#) == nil, "$in needs an index of the elements themselves")
+        #expect(try lookup(phones, #"{"contacts.phones": {"$elemMatch": {"type": "home", "number": 1}}}"#) == nil, "contacts.phones is no path into an array")
+
+        let indexes = [MangoIndex.allDocuments, tags, index("n", "n", ["n"])]
+        let served = try QueryPlanner.plan(try normalized(#"{"tags": {"$in": ["a"]}}"#), sort: [], useIndex: [], allowFallback: true, indexes: indexes)
+        #expect(served.index == tags)
+        #expect(served.arrayLookup?.operation == "$in")
+        let json = try QueryPlanner.plan(try normalized(#"{"tags": {"$in": ["a"]}, "n": 1}"#), sort: [], useIndex: [], allowFallback: true, indexes: indexes)
+        #expect(json.index.name == "n", "a usable JSON index first, as CouchDB prefers json indexes")
+        let nothing = try QueryPlanner.plan(try normalized(#"{"tags": {"$in": []}}"#), sort: [], useIndex: [], allowFallback: true, indexes: indexes)
+        #expect(nothing.index == tags)
+        #expect(nothing.ranges == [.empty], "an empty $in matches nothing: nothing is read")
+        let sorted = try QueryPlanner.plan(try normalized(#"{"tags": {"$in": ["a"]}, "_id": {"$gt": null}}"#), sort: [.init("_id")],
+                                           useIndex: [], allowFallback: true, indexes: indexes)
+        #expect(sorted.index == .allDocuments)
+        #expect(sorted.unusable.first { $0.index == tags }?.reasons == ["sort_order_mismatch"])
+        let partial = MangoIndex.array(designDocument: "_design/q", name: "q", path: "tags", expressions: [], partialFilterSelector: ["n": 1])
+        #expect(try QueryPlanner.plan(try normalized(#"{"tags": {"$in": ["a"]}}"#), sort: [], useIndex: [], allowFallback: true,
+                                      indexes: [.allDocuments, partial]).index == .allDocuments, "a partial index serves only a query that names it")
+        #expect(try QueryPlanner.plan(try normalized(#"{"tags": {"$in": ["a"]}}"#), sort: [], useIndex: ["q"], allowFallback: true,
+                                      indexes: [.allDocuments, partial]).index == partial)
+    }
 }

@@ -43,6 +43,12 @@ package struct Finder {
             let (found, lastID) = try scan.run(after: bookmark, stats: &stats)
             documents = found
             last = lastID.map { Bookmark(key: .string($0), id: $0) }
+        } else if plan.index.type == "array", let lookup = plan.arrayLookup, let reader {
+            let read = ArrayIndexRead(index: plan.index, lookup: lookup, update: request.update)
+            let (found, lastID) = try read.run(store: store, selector: selector, projection: projection, request: request,
+                                               after: bookmark, reader: reader, stats: &stats)
+            documents = found
+            last = lastID.map { Bookmark(key: .string($0), id: $0) }
         } else if let reader {
             (documents, last) = try IndexRead(index: plan.index, ranges: plan.ranges, selector: selector, projection: projection,
                                               request: request, descending: descending).run(after: bookmark, reader: reader, stats: &stats)

@@ -2,7 +2,10 @@ import SetteeCore
 import SetteeViews
 
 /// A request to create a `find` index: CouchDB's `POST /db/_index` body,
-/// `{"index": {"fields": [...], "partial_filter_selector": {...}}, "name": "...", "ddoc": "...", "type": "json"}`.
+/// `{"index": {"fields": [...], "partial_filter_selector": {...}}, "name": "...", "ddoc": "...", "type": "json"}`,
+/// or, for an array index (Settee's, after Couchbase Lite's), `"type": "array"` and
+/// `{"index": {"array": "contacts[].phones", "fields": ["type"]}, ...}`: the path of
+/// the arrays and the expressions evaluated on each element (`fields`, optional).
 public struct IndexRequest: Sendable, Equatable {
     /// The index it defines (its design document and name filled in).
     public var index: MangoIndex
@@ -37,6 +40,20 @@ public struct IndexRequest: Sendable, Equatable {
             }
         }
         guard let definition else { throw MangoError(error: "missing_required_key", reason: "Missing required key: index") }
+        var index: MangoIndex
+        if type == "array" {
+            index = try Self.arrayIndex(definition)
+        } else {
+            index = try Self.jsonIndex(type: type, definition)
+        }
+        let generated = SHA256.hexDigest(Array(index.view.canonicalized().jsonText.utf8)).prefix(40)
+        index.name = name ?? String(generated)
+        let design = designDocument ?? String(generated)
+        index.designDocument = MangoIndex.designDocumentID(design)
+        self.index = index
+    }
+
+    private static func jsonIndex(type: String, _ definition: JSONValue) throws(MangoError) -> MangoIndex {
         guard type == "json" else {
             if type == "text" || type == "nouveau" {
                 throw MangoError(status: 503, error: "required index service unavailable", reason: type)
@@ -61,12 +78,46 @@ public struct IndexRequest: Sendable, Equatable {
         }
         guard let fields else { throw MangoError(error: "missing_required_key", reason: "Missing required key: fields") }
         guard !fields.isEmpty else { throw MangoError(error: "invalid_index", reason: "Index is missing its definition.") }
-        var index = MangoIndex(designDocument: nil, name: "", type: "json", fields: fields, partialFilterSelector: partial)
-        let generated = SHA256.hexDigest(Array(index.view.canonicalized().jsonText.utf8)).prefix(40)
-        index.name = name ?? String(generated)
-        let design = designDocument ?? String(generated)
-        index.designDocument = MangoIndex.designDocumentID(design)
-        self.index = index
+        return MangoIndex(designDocument: nil, name: "", type: "json", fields: fields, partialFilterSelector: partial)
+    }
+
+    /// `{"array": PATH, "fields": [EXPRESSION, ...], "partial_filter_selector": {...}}`.
+    private static func arrayIndex(_ definition: JSONValue) throws(MangoError) -> MangoIndex {
+        guard case .object(let members) = definition else {
+            throw MangoError(error: "invalid_index", reason: "Array indexes must be an object, not: \(MangoError.erlang(definition))")
+        }
+        var path: String?
+        var expressions: [String] = []
+        var partial: JSONValue?
+        for (key, value) in members {
+            switch key {
+            case "array":
+                guard case .string(let text) = value, !text.isEmpty else {
+                    throw MangoError(error: "invalid_index", reason: "The array of an array index must be a path such as \"contacts[].phones\", not: \(MangoError.erlang(value))")
+                }
+                _ = try ArrayPath(text)
+                path = text
+            case "fields":
+                guard case .array(let values) = value else {
+                    throw MangoError(error: "invalid_index", reason: "The fields of an array index must be a list of field names, not: \(MangoError.erlang(value))")
+                }
+                for value in values {
+                    guard case .string(let field) = value else {
+                        throw MangoError(error: "invalid_index", reason: "An array index's fields are names, evaluated on each element, not: \(MangoError.erlang(value))")
+                    }
+                    _ = try FieldPath(field)
+                    expressions.append(field)
+                }
+            case "partial_filter_selector":
+                guard case .object = value else { throw .invalidSelectorJSON(value) }
+                _ = try MangoSelector(value)
+                partial = value == [:] ? nil : value
+            default:
+                throw MangoError(error: "invalid_key", reason: "Invalid key \(key) for this request.")
+            }
+        }
+        guard let path else { throw MangoError(error: "missing_required_key", reason: "Missing required key: array") }
+        return .array(designDocument: nil, name: "", path: path, expressions: expressions, partialFilterSelector: partial)
     }
 
     /// A request given as JSON text.

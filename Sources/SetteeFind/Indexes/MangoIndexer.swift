@@ -39,7 +39,12 @@ extension MangoIndex {
     /// The view that keeps this index, mapped in Swift; nil for `_all_docs`
     /// or a definition that does not read as an index.
     var viewDefinition: ViewDefinition? {
-        guard type == "json", let designDocument, let indexer = try? MangoIndexer(self) else { return nil }
+        guard let designDocument else { return nil }
+        if type == "array" {
+            guard let indexer = try? ArrayIndexer(self) else { return nil }
+            return ViewDefinition(designDocument: designDocument, name: name, queryIndexer: indexer, definition: view["map"] ?? .null)
+        }
+        guard type == "json", let indexer = try? MangoIndexer(self) else { return nil }
         return ViewDefinition(designDocument: designDocument, name: name, queryIndexer: indexer, definition: view["map"] ?? .null)
     }
 

@@ -76,7 +76,18 @@ enum Explanation {
     private static func mrargs(_ request: FindRequest, plan: QueryPlanner.Plan, covering: Bool) -> JSONValue {
         var start: JSONValue
         var end: JSONValue
-        if plan.ranges == [.empty] {
+        var keys: JSONValue?
+        if plan.index.type == "array", plan.ranges != [.empty], let lookup = plan.arrayLookup {
+            // The entries the array index reads: a key range, or keys one by one ($in, $all).
+            switch lookup.keys {
+            case .ranges(let ranges):
+                (start, end) = keyRange(ranges)
+            case .anyOf(let values), .allOf(let values):
+                start = .null
+                end = .null
+                keys = .array(values.map { .array([$0]) })
+            }
+        } else if plan.ranges == [.empty] {
             start = .null
             end = .null
         } else if plan.index.type == "special" {
@@ -88,23 +99,11 @@ enum Explanation {
                 if case .value(let value) = high { end = value }
             }
         } else {
-            var startKey: [JSONValue] = []
-            for range in plan.ranges {
-                guard case .range(.value(let low), _, _, _) = range else { break }
-                startKey.append(low)
-            }
-            var endKey: [JSONValue] = []
-            for range in plan.ranges {
-                guard case .range(_, _, .value(let high), _) = range else { break }
-                endKey.append(high)
-            }
-            endKey.append("<MAX>")
-            start = .array(startKey)
-            end = .array(endKey)
+            (start, end) = keyRange(plan.ranges)
         }
         let descending = request.sort.first?.descending ?? false
         if descending { swap(&start, &end) }
-        return .object([
+        var members: [(key: String, value: JSONValue)] = [
             ("include_docs", .bool(!covering)),
             ("view_type", "map"),
             ("reduce", false),
@@ -115,7 +114,30 @@ enum Explanation {
             ("stable", .bool(request.readsStable)),
             ("update", .bool(request.updatesIndex)),
             ("conflicts", request.conflicts ? true : "undefined"),
-        ])
+        ]
+        if let keys { members.append(("keys", keys)) }
+        if plan.index.type == "array", let lookup = plan.arrayLookup {
+            // Settee's own: what the array index serves, and that documents are read once each, in _id order.
+            members.append(("array", ["path": .string(plan.index.arrayPath ?? ""), "operator": .string(lookup.operation),
+                                      "combine": lookup.keys.isAllOf ? "intersection" : "union", "order": "_id"]))
+        }
+        return .object(members)
+    }
+
+    /// The start and end keys of the leading columns' ranges (`<MAX>` past the end).
+    private static func keyRange(_ ranges: [FieldRange]) -> (start: JSONValue, end: JSONValue) {
+        var startKey: [JSONValue] = []
+        for range in ranges {
+            guard case .range(.value(let low), _, _, _) = range else { break }
+            startKey.append(low)
+        }
+        var endKey: [JSONValue] = []
+        for range in ranges {
+            guard case .range(_, _, .value(let high), _) = range else { break }
+            endKey.append(high)
+        }
+        endKey.append("<MAX>")
+        return (.array(startKey), .array(endKey))
     }
 
     /// Every index but the one chosen, with why (`mango_cursor:extract_candidate_indexes/1`).

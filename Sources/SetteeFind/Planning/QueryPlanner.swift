@@ -16,6 +16,8 @@ package enum QueryPlanner {
         package var unusable: [(index: MangoIndex, reasons: [String])]
         /// Whether `use_index` named an index that could not serve the query.
         package var ignoredUseIndex: Bool
+        /// For an array index, the entries it reads.
+        package var arrayLookup: ArrayLookup? = nil
     }
 
     /// Plans `request` (selector normalized) over `indexes` (`_all_docs` included).
@@ -54,11 +56,18 @@ package enum QueryPlanner {
                 chosenFrom = wanted
             }
         }
-        // JSON indexes first; `_all_docs` only when none is usable.
+        // JSON indexes first, then array indexes; `_all_docs` only when none is usable.
         let json = chosenFrom.filter { $0.type == "json" }
-        if !json.isEmpty { chosenFrom = json }
+        let array = chosenFrom.filter { $0.type == "array" }
+        if !json.isEmpty { chosenFrom = json } else if !array.isEmpty { chosenFrom = array }
         let ranges = fieldRanges(selector)
         let ranked = chosenFrom.map { index -> (index: MangoIndex, prefix: [FieldRange], unusedRanges: Int) in
+            if index.type == "array" {
+                // Ranked by how many of its expressions the element conditions narrow.
+                var narrowed = 0
+                if case .ranges(let prefix)? = ArrayLookup.of(index, in: selector)?.keys { narrowed = prefix.count }
+                return (index, [], ranges.count + (index.fields.count - narrowed))
+            }
             let prefix = compositePrefix(index.fields.map(\.field), ranges)
             return (index, prefix, ranges.count - prefix.count)
         }.sorted { a, b in
@@ -68,9 +77,10 @@ package enum QueryPlanner {
             return design != 0 ? design < 0 : JSONValue.compareBytes(a.index.name, b.index.name) < 0
         }
         var prefix = ranked[0].prefix
-        if isNoOp(selector) { prefix = [.empty] }
+        let lookup = ranked[0].index.type == "array" ? ArrayLookup.of(ranked[0].index, in: selector) : nil
+        if isNoOp(selector) || lookup?.isEmpty == true { prefix = [.empty] }
         return Plan(index: ranked[0].index, ranges: prefix, ranked: ranked.map { ($0.index, $0.unusedRanges) },
-                    unusable: unusable, ignoredUseIndex: ignoredUseIndex)
+                    unusable: unusable, ignoredUseIndex: ignoredUseIndex, arrayLookup: lookup)
     }
 
     /// Whether `index` is the one `use_index` names (`[ddoc]` or `[ddoc, name]`).
@@ -88,6 +98,13 @@ package enum QueryPlanner {
             var reasons: [String] = []
             if !indexableFields(selector).contains("_id") { reasons.append("field_mismatch") }
             if !columns.starts(with: sortFields) { reasons.append("sort_order_mismatch") }
+            return reasons
+        }
+        if index.type == "array" {
+            // Entries are per element, in the elements' order: no document order to sort by.
+            var reasons: [String] = []
+            if ArrayLookup.of(index, in: selector) == nil { reasons.append("field_mismatch") }
+            if !sortFields.isEmpty { reasons.append("sort_order_mismatch") }
             return reasons
         }
         let required = Set(columns).subtracting(sortFields).subtracting(["_id", "_rev"])

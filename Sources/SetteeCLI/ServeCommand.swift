@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Settee
+import SetteeServer
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve CouchDB's HTTP API over the databases in a folder.",
+        discussion: """
+            Every subdirectory of --data is one database (PUT /NAME creates one). Without --admin the server \
+            accepts every request as an administrator's and binds only loopback addresses: it refuses to start \
+            on any other. Logs one line per request on standard error; SIGINT or SIGTERM stops it once the \
+            requests under way have finished.
+            """)
+
+    @Option(name: .long, help: ArgumentHelp("The folder of databases (created when missing).", valueName: "dir"))
+    var data: String
+
+    @Option(name: .long, help: "The address to listen on.")
+    var bind = "127.0.0.1"
+
+    @Option(name: .long, help: "The port to listen on (0: any free port, printed at start).")
+    var port = 5984
+
+    @Option(name: .long, help: ArgumentHelp("A server administrator (repeatable).", valueName: "name:password"))
+    var admin: [String] = []
+
+    @Flag(name: .shortAndLong, help: "Log every request (at info level).")
+    var verbose = false
+
+    func run() async throws {
+        let verbose = verbose
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = verbose ? .info : .notice
+            return handler
+        }
+        do {
+            var configuration = SetteeServer.Configuration(dataDirectory: URL(fileURLWithPath: data))
+            configuration.host = bind
+            configuration.port = port
+            for entry in admin {
+                guard let colon = entry.firstIndex(of: ":") else {
+                    throw ValidationError("--admin takes NAME:PASSWORD")
+                }
+                configuration.administrators[String(entry[..<colon])] = String(entry[entry.index(after: colon)...])
+            }
+            let server = try SetteeServer(configuration: configuration, logger: Logger(label: "settee.serve"))
+            let host = configuration.host
+            try await server.run { port in
+                printLine(["ok": true, "listening": .string("http://\(host):\(port)/")])
+            }
+        } catch let error as ValidationError {
+            throw error
+        } catch let error as CouchError {
+            printError(error.json.jsonText)
+            throw ExitCode(1)
+        } catch {
+            ErrorReport.print(error)
+            throw ExitCode(1)
+        }
+    }
+}

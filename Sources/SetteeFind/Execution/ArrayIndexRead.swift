@@ -1,0 +1,104 @@
+import SetteeCore
+import SetteeViews
+import SetteeStorage
+
+/// `find` served by an array index: the ids of the documents with an entry
+/// the lookup allows (each document once, however many of its elements
+/// match), then those documents in `_id` order, each matched against the
+/// whole selector, skipped, taken and projected, as a scan of `_all_docs`
+/// would return them. A bookmark resumes after the document it names.
+struct ArrayIndexRead {
+    let index: MangoIndex
+    let lookup: ArrayLookup
+    let update: Bool
+
+    /// The ids of the documents with an entry the lookup allows, sorted by bytes, each once.
+    func candidates(reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> [String] {
+        var keysExamined = 0
+        func ids(_ options: ViewQueryOptions) throws -> Set<String> {
+            var found = Set<String>()
+            try reader(index, options) { row in
+                keysExamined += 1
+                if let id = row.id { found.insert(id) }
+                return true
+            }
+            return found
+        }
+        var result = Set<String>()
+        switch lookup.keys {
+        case .ranges(let ranges):
+            result = try ids(options(ranges))
+        case .anyOf(let values):
+            for value in values { result.formUnion(try ids(options(exactly: value))) }
+        case .allOf(let values):
+            var common: Set<String>?
+            for value in values {
+                let found = try ids(options(exactly: value))
+                common = common.map { $0.intersection(found) } ?? found
+                if common?.isEmpty == true { break }
+            }
+            result = common ?? []
+        }
+        stats.totalKeysExamined += keysExamined
+        return result.sorted { JSONValue.compareBytes($0, $1) < 0 }
+    }
+
+    private func baseOptions() -> ViewQueryOptions {
+        var options = ViewQueryOptions()
+        options.reduce = false
+        options.includeDocs = false
+        options.update = update ? .true : .false
+        return options
+    }
+
+    /// The entries of the leading expressions' ranges (rows at excluded bounds are read, and their documents matched after).
+    private func options(_ ranges: [FieldRange]) -> ViewQueryOptions {
+        var options = baseOptions()
+        var low: [JSONValue] = []
+        for range in ranges {
+            guard case .range(.value(let value), _, _, _) = range else { break }
+            low.append(value)
+        }
+        var high: [JSONValue] = []
+        for range in ranges {
+            guard case .range(_, _, .value(let value), _) = range else { break }
+            high.append(value)
+        }
+        high.append(.highest)
+        options.startKey = .array(low)
+        options.endKey = .array(high)
+        return options
+    }
+
+    /// The entries keyed `[value]`.
+    private func options(exactly value: JSONValue) -> ViewQueryOptions {
+        var options = baseOptions()
+        options.startKey = [value]
+        options.endKey = [value]
+        return options
+    }
+
+    /// Runs the read: the page of results and the id of the last one.
+    func run(store: DocumentStore, selector: MangoSelector, projection: FieldProjection, request: FindRequest, after bookmark: Bookmark?,
+             reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [JSONValue], last: String?) {
+        guard request.limit > 0 else { return ([], nil) }
+        let ids = try candidates(reader: reader, stats: &stats)
+        var documents: [JSONValue] = []
+        var last: String?
+        var skip = request.skip
+        var examined = 0
+        try DocumentsByID(store: store).forEach(of: ids, after: bookmark?.id) { id, json in
+            examined += 1
+            guard try json.withUnsafeBytes({ try selector.matches(json: $0) }) else { return true }
+            if skip > 0 {
+                skip -= 1
+                return true
+            }
+            documents.append(projection.extract(try JSONParser.parse(json)))
+            last = id
+            return documents.count < request.limit
+        }
+        stats.totalDocsExamined += examined
+        return (documents, last)
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Logging
+import Settee
+import Synchronization
+
+/// The databases `settee serve` serves: one Settee database per
+/// subdirectory of one folder, opened on first use and kept open.
+///
+/// A database's directory is its name with `/` written `%2F` (CouchDB allows
+/// `/` in names); names are checked against CouchDB's rule before any path
+/// is made of them, so no name reaches outside the folder.
+public final class DatabaseFolder: Sendable {
+    /// The folder holding the databases.
+    public let url: URL
+    let options: Database.Options
+    let logger: Logger
+    private let open = Mutex<[String: Database]>([:])
+
+    /// Serves the databases in `url`, creating the folder when missing.
+    public init(url: URL, options: Database.Options = Database.Options(), logger: Logger = Database.quietLogger) throws {
+        self.url = url
+        self.options = options
+        self.logger = logger
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// CouchDB's rule for database names (`couch_db:validate_dbname/1`).
+    static let systemDatabases: Set<String> = ["_users", "_replicator", "_global_changes"]
+
+    /// Whether `name` is a database name CouchDB accepts.
+    static func isValidName(_ name: String) -> Bool {
+        if systemDatabases.contains(name) { return true }
+        guard let first = name.utf8.first, first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z"), name.utf8.count <= 238 else {
+            return false
+        }
+        return name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+            case UInt8(ascii: "_"), UInt8(ascii: "$"), UInt8(ascii: "("), UInt8(ascii: ")"),
+                 UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "/"): true
+            default: false
+            }
+        }
+    }
+
+    static func illegalName(_ name: String) -> CouchError {
+        CouchError(.badRequest, "illegal_database_name",
+                   "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
+    }
+
+    /// The directory of the database `name` (checked).
+    func directory(of name: String) throws(CouchError) -> URL {
+        guard Self.isValidName(name) else { throw Self.illegalName(name) }
+        return url.appendingPathComponent(name.replacingOccurrences(of: "/", with: "%2F"), isDirectory: true)
+    }
+
+    /// The names of the databases in the folder, sorted as `_all_dbs` lists them.
+    public func names() throws -> [String] {
+        let entries = try FileManager.default.contentsOfDirectory(atPath: url.path)
+        return entries.compactMap { entry -> String? in
+            let name = entry.replacingOccurrences(of: "%2F", with: "/")
+            guard Self.isValidName(name) else { return nil }
+            return FileManager.default.fileExists(atPath: url.appendingPathComponent(entry).appendingPathComponent("data.mdb").path) ? name : nil
+        }.sorted()
+    }
+
+    /// Whether the database exists.
+    public func exists(_ name: String) -> Bool {
+        guard let directory = try? directory(of: name) else { return false }
+        if open.withLock({ $0[name] }) != nil { return true }
+        return FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path)
+    }
+
+    /// The open database `name`.
+    /// - Throws: `not_found` when it does not exist, `illegal_database_name`.
+    public func database(_ name: String) throws -> Database {
+        let directory = try directory(of: name)
+        if let database = open.withLock({ $0[name] }) { return database }
+        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) else {
+            throw CouchError.databaseMissing
+        }
+        return try opened(name, at: directory, creating: false)
+    }
+
+    private func opened(_ name: String, at directory: URL, creating: Bool) throws -> Database {
+        var options = options
+        options.createIfMissing = creating
+        // Opening outside the lock: two first requests may both open; the first kept wins.
+        let database = try Database(at: directory, options: options, logger: logger)
+        return open.withLock { open in
+            if let kept = open[name] { database.close(); return kept }
+            open[name] = database
+            return database
+        }
+    }
+
+    /// Creates the database `name`.
+    /// - Throws: `file_exists` (412) when it exists, `illegal_database_name` (400).
+    @discardableResult
+    public func create(_ name: String) throws -> Database {
+        let directory = try directory(of: name)
+        if exists(name) {
+            throw CouchError(.preconditionFailed, "file_exists", "The database could not be created, the file already exists.")
+        }
+        return try opened(name, at: directory, creating: true)
+    }
+
+    /// Deletes the database `name` and its files.
+    /// - Throws: `not_found` when it does not exist.
+    public func delete(_ name: String) throws {
+        let directory = try directory(of: name)
+        guard exists(name) else { throw CouchError.databaseMissing }
+        let database = open.withLock { $0.removeValue(forKey: name) }
+        database?.close()
+        try FileManager.default.removeItem(at: directory)
+    }
+
+    /// Closes every open database.
+    public func closeAll() {
+        let all = open.withLock { open in
+            defer { open.removeAll() }
+            return Array(open.values)
+        }
+        for database in all { database.close() }
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Settee
+
+/// `/{db}` and the database's `_` endpoints.
+extension CouchResponder {
+    func databaseEndpoint(_ name: String, _ request: inout CouchRequest) async throws -> Response {
+        switch request.method {
+        case .put:
+            try databases.create(name)
+            return CouchResponse.json(.created, ["ok": true], headers: [.location: "/\(Self.escapePath(name))"])
+        case .get, .head:
+            return CouchResponse.json(try await databaseInfo(name))
+        case .delete:
+            if request.parameter("rev") != nil {
+                throw CouchError.badRequest("You tried to DELETE a database with a ?rev= parameter. Did you mean to DELETE a document instead?")
+            }
+            try databases.delete(name)
+            return CouchResponse.ok()
+        case .post:
+            let db = try databases.database(name)
+            var document = try await request.jsonObjectBody()
+            if document["_id"] == nil { document = Self.setting("_id", to: .string(Self.newUUID()), in: document) }
+            let written = try await db.put(document.jsonText)
+            return CouchResponse.json(.created, Self.writeResult(written),
+                                      headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(written.id))",
+                                                .eTag: CouchResponse.etag(written.revision)])
+        default:
+            throw CouchError.methodNotAllowed("DELETE,GET,HEAD,POST,PUT")
+        }
+    }
+
+    /// `GET /{db}` as CouchDB answers it.
+    func databaseInfo(_ name: String) async throws -> JSONValue {
+        let db = try databases.database(name)
+        let info = try await db.info()
+        let purgeSequence = try await db.purgeSequence()
+        return [
+            "db_name": .string(name),
+            "purge_seq": .string(String(purgeSequence)),
+            "update_seq": .string(String(info.updateSequence)),
+            "sizes": ["file": .number(Double(info.fileSize)), "external": .number(Double(info.fileSize)),
+                      "active": .number(Double(info.fileSize))],
+            "props": [:],
+            "doc_del_count": .number(Double(info.deletedDocumentCount)),
+            "doc_count": .number(Double(info.documentCount)),
+            "disk_format_version": 8,
+            "compact_running": false,
+            "cluster": ["q": 1, "n": 1, "w": 1, "r": 1],
+            "instance_start_time": "0",
+        ]
+    }
+
+    func databaseOperation(_ name: String, _ operation: String, _ request: inout CouchRequest) async throws -> Response {
+        let db = try databases.database(name)
+        switch operation {
+        case "_all_docs":
+            try allow(request, "GET,HEAD,POST")
+            let body = request.method == .post ? try await request.jsonObjectBody() : nil
+            let options = try Self.viewOptions(request.parameters, body: body)
+            return CouchResponse.json(text: try await db.allDocuments(options: options).json)
+        case "_bulk_docs":
+            try allow(request, "POST")
+            return try await bulkDocuments(db, &request)
+        case "_find", "_explain":
+            try allow(request, "POST")
+            let body = try await request.jsonObjectBody()
+            let find = try FindRequest(json: body)
+            if operation == "_explain" { return CouchResponse.json(try await db.explain(find)) }
+            return CouchResponse.json(try await db.find(find).json)
+        case "_index":
+            return try await indexEndpoint(db, &request)
+        case "_ensure_full_commit":
+            try allow(request, "POST")
+            return CouchResponse.json(.created, ["ok": true, "instance_start_time": "0"])
+        case "_compact", "_view_cleanup":
+            try allow(request, "POST")
+            return CouchResponse.json(.accepted, ["ok": true])
+        default:
+            throw CouchError(.notFound, "not_found", "missing")
+        }
+    }
+
+    /// `POST /{db}/_bulk_docs`: every document written in one transaction,
+    /// each with its own result (an error for one does not stop the others).
+    func bulkDocuments(_ db: Database, _ request: inout CouchRequest) async throws -> Response {
+        let body = try await request.jsonObjectBody()
+        guard case .array(let documents)? = body["docs"] else {
+            throw CouchError.badRequest("POST body must include `docs` parameter.")
+        }
+        if body["new_edits"] == .bool(false) {
+            throw CouchError(.notImplemented, "not_implemented", "new_edits=false is not supported: Settee keeps one revision per document")
+        }
+        let texts = try documents.map { document throws(CouchError) -> (id: String?, text: String) in
+            guard case .object = document else { throw CouchError.badRequest("Document must be a JSON object") }
+            var document = document
+            if document["_id"] == nil { document = Self.setting("_id", to: .string(Self.newUUID()), in: document) }
+            return (document["_id"]?.stringValue, document.jsonText)
+        }
+        let results = try await db.write { batch in
+            texts.map { entry -> JSONValue in
+                do {
+                    return Self.writeResult(try batch.put(entry.text))
+                } catch {
+                    let couchError = CouchError(from: error)
+                    return ["id": entry.id.map(JSONValue.string) ?? .null, "error": .string(couchError.error),
+                            "reason": .string(couchError.reason)]
+                }
+            }
+        }
+        return CouchResponse.json(.created, .array(results))
+    }
+
+    /// `{"ok": true, "id": …, "rev": …}`.
+    static func writeResult(_ written: WriteResult) -> JSONValue {
+        ["ok": true, "id": .string(written.id), "rev": .string(written.revision.description)]
+    }
+
+    /// `document` with member `name` set to `value` (replaced in place, or added first).
+    static func setting(_ name: String, to value: JSONValue, in document: JSONValue) -> JSONValue {
+        guard case .object(var members) = document else { return document }
+        if let index = members.firstIndex(where: { $0.key == name }) {
+            members[index].value = value
+        } else {
+            members.insert((name, value), at: 0)
+        }
+        return .object(members)
+    }
+
+    /// A view query's options given in a POST body (`{"keys": […], "limit": 2, …}`),
+    /// applied after the query string's, as `couch_mrview_http` merges them.
+    static func viewOptions(_ query: [(name: String, value: String)], body: JSONValue?) throws -> ViewQueryOptions {
+        guard case .object(let members)? = body else { return try ViewQueryOptions(parameters: query) }
+        var parameters = query
+        for (name, value) in members {
+            switch (name, value) {
+            case ("startkey_docid", .string(let text)), ("start_key_doc_id", .string(let text)),
+                 ("endkey_docid", .string(let text)), ("end_key_doc_id", .string(let text)),
+                 ("stale", .string(let text)), ("update", .string(let text)):
+                parameters.append((name, text))
+            default:
+                parameters.append((name, value.jsonText))
+            }
+        }
+        return try ViewQueryOptions(parameters: parameters)
+    }
+
+    /// A path segment with `/` and other reserved characters percent-encoded.
+    static func escapePath(_ segment: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/?#")
+        return segment.addingPercentEncoding(withAllowedCharacters: allowed) ?? segment
+    }
+}

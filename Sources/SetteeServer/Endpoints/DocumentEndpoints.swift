@@ -1,0 +1,56 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Settee
+
+/// `/{db}/{docid}` and `/{db}/_local/{id}`.
+extension CouchResponder {
+    func documentEndpoint(_ name: String, id: String, _ request: inout CouchRequest) async throws -> Response {
+        let db = try databases.database(name)
+        switch request.method {
+        case .get, .head:
+            let attachments = try request.flag("attachments")
+            guard let document = try await db.document(id, attachments: attachments) else {
+                let deleted = try await db.documentIncludingDeleted(id)
+                throw CouchError(.notFound, "not_found", deleted?.isDeleted == true ? "deleted" : "missing")
+            }
+            if let rev = request.parameter("rev"), rev != document.revision.description {
+                throw CouchError.missing
+            }
+            let etag = CouchResponse.etag(document.revision)
+            if request.header(.ifNoneMatch) == etag {
+                return Response(status: .notModified, headers: [.eTag: etag])
+            }
+            var buffer = ByteBuffer()
+            buffer.writeBytes(document.jsonBytes)
+            buffer.writeInteger(UInt8(ascii: "\n"))
+            return CouchResponse.json(buffer: buffer, headers: [.eTag: etag])
+        case .put:
+            var document = try await request.jsonObjectBody()
+            document = Self.setting("_id", to: .string(id), in: document)
+            if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) {
+                document = Self.setting("_rev", to: .string(rev), in: document)
+            }
+            let written = try await db.put(document.jsonText)
+            return CouchResponse.json(.created, Self.writeResult(written),
+                                      headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(written.id))",
+                                                .eTag: CouchResponse.etag(written.revision)])
+        case .delete:
+            guard let text = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) else {
+                throw CouchError(.conflict, "conflict", "Document update conflict.")
+            }
+            guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
+            let written = try await db.delete(id, revision: revision)
+            return CouchResponse.json(.ok, Self.writeResult(written), headers: [.eTag: CouchResponse.etag(written.revision)])
+        default:
+            throw CouchError.methodNotAllowed("DELETE,GET,HEAD,POST,PUT,COPY")
+        }
+    }
+
+    /// An `If-Match` value without its quotes.
+    static func unquoted(_ value: String?) -> String? {
+        guard var value else { return nil }
+        if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
+        return value
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Settee
+
+/// `GET /`, `/_up`, `/_all_dbs`, `/_uuids`, `/_session`.
+extension CouchResponder {
+    func welcome(_ request: CouchRequest) throws -> Response {
+        try allow(request, "GET,HEAD")
+        return CouchResponse.json([
+            "couchdb": "Welcome",
+            "version": "3.5.0",
+            "vendor": ["name": "Settee", "version": .string(SetteeServer.version)],
+            "features": ["access-ready"],
+        ])
+    }
+
+    func serverEndpoint(_ name: String, _ request: inout CouchRequest) async throws -> Response {
+        switch name {
+        case "_up":
+            try allow(request, "GET,HEAD")
+            return CouchResponse.json(["status": "ok", "seeds": [:]])
+        case "_all_dbs":
+            try allow(request, "GET,HEAD")
+            try requireAdministrator(request)
+            var names = try databases.names()
+            if try request.flag("descending") { names.reverse() }
+            if let skip = request.parameter("skip").flatMap(Int.init) { names = Array(names.dropFirst(max(0, skip))) }
+            if let limit = request.parameter("limit").flatMap(Int.init) { names = Array(names.prefix(max(0, limit))) }
+            return CouchResponse.json(.array(names.map(JSONValue.string)))
+        case "_uuids":
+            try allow(request, "GET,HEAD")
+            let count = request.parameter("count").flatMap(Int.init) ?? 1
+            guard count >= 0, count <= 1000 else {
+                throw CouchError(.badRequest, "bad_request", "count parameter too large")
+            }
+            return CouchResponse.json(["uuids": .array((0..<count).map { _ in .string(Self.newUUID()) })],
+                                      headers: [.cacheControl: "must-revalidate, no-cache"])
+        case "_session":
+            return CouchResponse.json([
+                "ok": true,
+                "userCtx": ["name": request.user.name.map(JSONValue.string) ?? .null,
+                            "roles": .array(request.user.roles.map(JSONValue.string))],
+                "info": ["authentication_handlers": ["cookie", "default"]],
+            ])
+        default:
+            throw CouchError(.badRequest, "illegal_database_name",
+                             "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
+        }
+    }
+
+    /// A new document id: 32 hexadecimal digits, as CouchDB's default `random` algorithm.
+    static func newUUID() -> String {
+        UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+    }
+
+    /// Refuses a method the endpoint does not serve (405, CouchDB's words).
+    func allow(_ request: CouchRequest, _ methods: String) throws(CouchError) {
+        let allowed = methods.split(separator: ",").map(String.init)
+        guard allowed.contains(request.method.rawValue) else { throw CouchError.methodNotAllowed(methods) }
+    }
+
+    func requireAdministrator(_ request: CouchRequest) throws(CouchError) {
+        guard request.user.roles.contains("_admin") else {
+            throw CouchError(.unauthorized, "unauthorized", "You are not a server admin.")
+        }
+    }
+}

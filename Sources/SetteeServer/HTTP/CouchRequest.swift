@@ -1,0 +1,106 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Settee
+
+/// A request as the endpoints read it: the path's segments percent-decoded
+/// one by one (so `%2F` stays inside a segment, as CouchDB reads `_design%2Ffoo`
+/// and database names with `/`), the query parameters in order, and the body
+/// read up to the server's limit.
+struct CouchRequest: Sendable {
+    var request: Request
+    /// The path's segments, decoded: `/db/_design/foo` → `["db", "_design", "foo"]`.
+    var segments: [String]
+    /// The query parameters in order, decoded (`+` is a space).
+    var parameters: [(name: String, value: String)]
+    /// Who made the request.
+    var user: UserContext
+    let limits: ServerLimits
+
+    init(_ request: Request, user: UserContext, limits: ServerLimits) throws(CouchError) {
+        self.request = request
+        self.user = user
+        self.limits = limits
+        let path = request.uri.path
+        var segments: [String] = []
+        for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
+            guard let decoded = String(raw).removingPercentEncoding else {
+                throw CouchError.badRequest("invalid URL encoding in \(path)")
+            }
+            segments.append(decoded)
+        }
+        self.segments = segments
+        self.parameters = Self.parseQuery(request.uri.query ?? "")
+    }
+
+    var method: HTTPRequest.Method { request.method }
+
+    /// A header's value.
+    func header(_ name: HTTPField.Name) -> String? { request.headers[name] }
+
+    /// Query parameters split as mochiweb splits them, on `&` and `;`.
+    static func parseQuery(_ query: String) -> [(name: String, value: String)] {
+        query.split(whereSeparator: { $0 == "&" || $0 == ";" }).map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decode(_ text: Substring) -> String {
+                let spaced = text.replacingOccurrences(of: "+", with: " ")
+                return spaced.removingPercentEncoding ?? spaced
+            }
+            return (decode(parts[0]), parts.count > 1 ? decode(parts[1]) : "")
+        }
+    }
+
+    /// The last value of parameter `name`.
+    func parameter(_ name: String) -> String? {
+        parameters.last { $0.name == name }?.value
+    }
+
+    /// A boolean parameter (`true`/`false`), `defaultValue` when absent.
+    func flag(_ name: String, default defaultValue: Bool = false) throws(CouchError) -> Bool {
+        guard let value = parameter(name) else { return defaultValue }
+        switch value.lowercased() {
+        case "true": return true
+        case "false": return false
+        default: throw CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \"\(value)\"")
+        }
+    }
+
+    /// The body's bytes, refused past `max_http_request_size`.
+    mutating func bodyBytes() async throws -> [UInt8] {
+        do {
+            let buffer = try await request.collectBody(upTo: limits.maximumRequestBytes)
+            return Array(buffer.readableBytesView)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw CouchError(.contentTooLarge, "too_large", "the request entity is too large")
+        }
+    }
+
+    /// The body as JSON; CouchDB's `bad_request` when it is not JSON.
+    mutating func jsonBody() async throws -> JSONValue {
+        let bytes = try await bodyBytes()
+        guard !bytes.isEmpty else { throw CouchError.badRequest("Request body must be a JSON object") }
+        do {
+            return try JSONValue(parsing: String(decoding: bytes, as: UTF8.self))
+        } catch {
+            throw CouchError.invalidJSON
+        }
+    }
+
+    /// The body as a JSON object; `bad_request` otherwise.
+    mutating func jsonObjectBody() async throws -> JSONValue {
+        let body = try await jsonBody()
+        guard case .object = body else { throw CouchError.badRequest("Request body must be a JSON object") }
+        return body
+    }
+}
+
+/// The server's limits on what a request may send.
+public struct ServerLimits: Sendable {
+    /// The largest request body (CouchDB's `max_http_request_size`, 4 GiB by default).
+    public var maximumRequestBytes = 4_294_967_296
+    /// The largest document (CouchDB's `max_document_size`, 8,000,000 bytes by default).
+    public var maximumDocumentBytes = 8_000_000
+
+    /// CouchDB's defaults.
+    public init() {}
+}

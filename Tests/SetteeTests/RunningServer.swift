@@ -1,0 +1,82 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Logging
+import Settee
+import SetteeServer
+
+/// A `settee serve` running in this process on a free loopback port, over
+/// a temporary folder, for one test; stopped with ``stop()``.
+final class RunningServer: Sendable {
+    let directory: URL
+    let port: Int
+    let server: SetteeServer
+    private let task: Task<Void, any Error>
+
+    /// The server's base URL (`http://127.0.0.1:PORT`).
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    /// Starts a server; `configure` adjusts its configuration (administrators, limits).
+    init(configure: (inout SetteeServer.Configuration) -> Void = { _ in }) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("settee-serve-\(UUID().uuidString)")
+        var configuration = SetteeServer.Configuration(dataDirectory: directory)
+        configuration.port = 0
+        configuration.databaseOptions.javaScriptWorkers = 1
+        configure(&configuration)
+        var logger = Logger(label: "settee.serve.test")
+        logger.logLevel = .critical
+        let server = try SetteeServer(configuration: configuration, logger: logger)
+        self.server = server
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        task = Task { try await server.run { port in portSink.yield(port); portSink.finish() } }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CouchError(.internalServerError, "not_started", "the server did not start") }
+        self.port = port
+    }
+
+    /// Stops the server (requests under way finish) and removes its folder.
+    func stop() async {
+        task.cancel()
+        _ = try? await task.value
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A response: status, headers and body.
+    struct Reply: Sendable {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+        /// The body as JSON.
+        var json: JSONValue { (try? JSONValue(parsing: String(decoding: body, as: UTF8.self))) ?? .null }
+        /// A header, by name in any letter case.
+        func header(_ name: String) -> String? {
+            headers.first { $0.key.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    /// Sends a request; `path` starts with `/` and may hold a query string.
+    func request(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:],
+                 user: (name: String, password: String)? = nil) async throws -> Reply {
+        var request = URLRequest(url: URL(string: base + path)!)
+        request.httpMethod = method
+        request.httpBody = body
+        if body != nil, headers["Content-Type"] == nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let user {
+            let token = Data("\(user.name):\(user.password)".utf8).base64EncodedString()
+            request.setValue("Basic \(token)", forHTTPHeaderField: "Authorization")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { fields["\(name)"] = "\(value)" }
+        return Reply(status: http.statusCode, headers: fields, body: data)
+    }
+
+    /// Sends a request with a JSON body.
+    func request(_ method: String, _ path: String, json: JSONValue, headers: [String: String] = [:],
+                 user: (name: String, password: String)? = nil) async throws -> Reply {
+        try await request(method, path, body: Data(json.jsonText.utf8), headers: headers, user: user)
+    }
+}

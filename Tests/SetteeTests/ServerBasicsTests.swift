@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+import Settee
+
+@Suite("settee serve: the server, databases and documents over HTTP")
+struct ServerBasicsTests {
+    @Test("GET / welcomes as CouchDB does; a database is created, listed, read and deleted")
+    func databaseLifecycle() async throws {
+        let server = try await RunningServer()
+        let welcome = try await server.request("GET", "/")
+        #expect(welcome.status == 200)
+        #expect(welcome.json["couchdb"] == "Welcome")
+        #expect(welcome.header("Content-Type") == "application/json")
+
+        #expect(try await server.request("PUT", "/books").status == 201)
+        let again = try await server.request("PUT", "/books")
+        #expect(again.status == 412)
+        #expect(again.json["error"] == "file_exists")
+        let bad = try await server.request("PUT", "/Books")
+        #expect(bad.status == 400)
+        #expect(bad.json["error"] == "illegal_database_name")
+        let traversal = try await server.request("PUT", "/..%2F..%2Fetc")
+        #expect(traversal.status == 400)
+
+        #expect(try await server.request("GET", "/_all_dbs").json == ["books"])
+        let info = try await server.request("GET", "/books")
+        #expect(info.json["db_name"] == "books")
+        #expect(info.json["doc_count"] == 0)
+        #expect(try await server.request("DELETE", "/books").status == 200)
+        let gone = try await server.request("GET", "/books")
+        #expect(gone.status == 404)
+        #expect(gone.json == ["error": "not_found", "reason": "Database does not exist."])
+        await server.stop()
+    }
+
+    @Test("Documents are written, read, updated with their revision and deleted; a stale revision conflicts")
+    func documents() async throws {
+        let server = try await RunningServer()
+        _ = try await server.request("PUT", "/db")
+        let created = try await server.request("PUT", "/db/ann", json: ["name": "Ann"])
+        #expect(created.status == 201)
+        let rev = try #require(created.json["rev"]?.stringValue)
+        #expect(created.header("ETag") == "\"\(rev)\"")
+
+        let read = try await server.request("GET", "/db/ann")
+        #expect(read.json == ["_id": "ann", "_rev": .string(rev), "name": "Ann"])
+
+        let stale = try await server.request("PUT", "/db/ann", json: ["name": "Ann B"])
+        #expect(stale.status == 409)
+        #expect(stale.json == ["error": "conflict", "reason": "Document update conflict."])
+
+        let updated = try await server.request("PUT", "/db/ann?rev=\(rev)", json: ["name": "Ann B"])
+        #expect(updated.status == 201)
+        let rev2 = try #require(updated.json["rev"]?.stringValue)
+        #expect(try await server.request("DELETE", "/db/ann?rev=\(rev2)").status == 200)
+        let deleted = try await server.request("GET", "/db/ann")
+        #expect(deleted.status == 404)
+        #expect(deleted.json == ["error": "not_found", "reason": "deleted"])
+
+        let bulk = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "a"], ["_id": "b", "_rev": "1-0123456789abcdef0123456789abcdef"]]])
+        #expect(bulk.status == 201)
+        #expect(bulk.json[0]?["ok"] == true)
+        #expect(bulk.json[1]?["error"] == "conflict")
+        let all = try await server.request("GET", "/db/_all_docs")
+        #expect(all.json["rows"]?.arrayValue?.map { $0["id"] } == ["a"])
+        await server.stop()
+    }
+
+    @Test("find, explain and _index answer as CouchDB's Mango does")
+    func find() async throws {
+        let server = try await RunningServer()
+        _ = try await server.request("PUT", "/db")
+        _ = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "a", "n": 1], ["_id": "b", "n": 2], ["_id": "c", "n": 3]]])
+        let index = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["n"]], "name": "by-n", "ddoc": "n"])
+        #expect(index.json == ["result": "created", "id": "_design/n", "name": "by-n"])
+        let found = try await server.request("POST", "/db/_find", json: ["selector": ["n": ["$gte": 2]], "fields": ["_id"]])
+        #expect(found.json["docs"] == [["_id": "b"], ["_id": "c"]])
+        let explained = try await server.request("POST", "/db/_explain", json: ["selector": ["n": 2]])
+        #expect(explained.json["index"]?["name"] == "by-n")
+        let bad = try await server.request("POST", "/db/_find", json: ["selector": ["n": ["$bad": 1]]])
+        #expect(bad.status == 400)
+        #expect(bad.json["error"] == "invalid_operator")
+        let listed = try await server.request("GET", "/db/_index")
+        #expect(listed.json["total_rows"] == 2)
+        #expect(try await server.request("DELETE", "/db/_index/n/json/by-n").status == 200)
+        #expect(try await server.request("GET", "/db/_index").json["total_rows"] == 1)
+        await server.stop()
+    }
+}
