@@ -37,10 +37,12 @@ extension Database {
         try Finder(store: store).explain(request, indexes: try listIndexes(), databaseName: url.lastPathComponent)
     }
 
-    /// Runs a `find` query and decodes the documents as `T`.
+    /// Runs a `find` query and decodes the documents as `T`, each from its
+    /// stored text, with the database's ``Options/coding`` (as documents put
+    /// as Swift values are encoded).
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func find<T: Decodable>(_ request: FindRequest, as type: T.Type) throws -> [T] {
-        try find(request).decoded(as: T.self)
+        try find(request).decoded(as: T.self, decoder: options.coding.makeDecoder())
     }
 
     /// Runs a `find` query on a Settee queue (see ``find(_:)``).
@@ -51,7 +53,7 @@ extension Database {
     /// Runs a `find` query on a Settee queue and decodes the documents as `T`
     /// once they are read (see ``find(_:as:)``); `T` need not be `Sendable`.
     public func find<T: Decodable>(_ request: FindRequest, as type: T.Type) async throws -> [T] {
-        try await find(request).decoded(as: T.self)
+        try await find(request).decoded(as: T.self, decoder: options.coding.makeDecoder())
     }
 
     /// How ``find(_:)-52ig6`` would run `request` (see ``explain(_:)``).

@@ -124,6 +124,8 @@ public final class Database: Sendable {
         get throws(StorageError) { try storage.get(url).indexes }
     }
     let designDocumentCache: DesignDocumentCache
+    /// The indexes `find` can use, read once per change of the design documents.
+    let findIndexes = FindIndexCache()
     let logger: Logger
     /// The views written in Swift registered on this instance (``register(_:)``).
     let swiftViews = SwiftViewRegistry()

@@ -6,7 +6,9 @@ import Settee
 /// documents, when DIR holds none). Without the import and the build, a run
 /// is short enough for `valgrind --tool=callgrind`, whose instruction counts
 /// do not depend on the machine's load. `only` runs one kind of query
-/// (`lookups`, `ranges`) or `none`: a query's instructions are the difference
+/// (`lookups`, `ranges`; `find-equality`, `find-range`, `find-parsed`: the
+/// full benchmark's `find` queries, on its one-field JSON index, made here
+/// when missing, against `find-none`) or `none`: a query's instructions are the difference
 /// between a run of one kind and a run of none, divided by the runs.
 enum QueryOnlyBenchmark {
     static func run(in directory: URL, documentCount: Int, queryRuns: Int, only: String?) throws {
@@ -23,8 +25,22 @@ enum QueryOnlyBenchmark {
             try db.updateIndexes()
             print("built \(documentCount) documents and the index in \(databaseDirectory.path)")
         }
-        let db = try Database(at: databaseDirectory)
+        // A map of 4 GiB, not 64: valgrind cannot reserve that much address space.
+        var options = Database.Options()
+        options.initialMapSize = 4 << 30
+        let db = try Database(at: databaseDirectory, options: options)
         let documentCount = try db.info().documentCount
+        if let only, only.hasPrefix("find") || only == "none" {
+            // The index made and built once; then a find first, in every kind of run.
+            if try db.createIndex(IndexRequest(json: FindBenchmark.index)).result == "created" { try db.updateIndexes() }
+            _ = try db.find(FindBenchmark.requests(count: 1)[0].equality)
+        }
+        if let only, only.hasPrefix("find-") {
+            for (name, figures) in try FindBenchmark.measureQueries(db, runs: queryRuns, kinds: [String(only.dropFirst(5))]) {
+                print("\(name): \(figures)")
+            }
+            return
+        }
         // The same choice of keys as the full benchmark's.
         var generator = SplitMix64(seed: 7)
         let queries = try Benchmark.lookupsAndRanges(db, documentCount: documentCount, count: queryRuns, generator: &generator)

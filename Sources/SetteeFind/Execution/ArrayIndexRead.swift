@@ -80,10 +80,10 @@ struct ArrayIndexRead {
 
     /// Runs the read: the page of results and the id of the last one.
     func run(store: DocumentStore, selector: MangoSelector, projection: FieldProjection, request: FindRequest, after bookmark: Bookmark?,
-             reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [JSONValue], last: String?) {
+             reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [FoundDocument], last: String?) {
         guard request.limit > 0 else { return ([], nil) }
         let ids = try candidates(reader: reader, stats: &stats)
-        var documents: [JSONValue] = []
+        var documents: [FoundDocument] = []
         var last: String?
         var skip = request.skip
         var examined = 0
@@ -94,7 +94,7 @@ struct ArrayIndexRead {
                 skip -= 1
                 return true
             }
-            documents.append(projection.extract(try JSONParser.parse(json)))
+            documents.append(try projection.extract(jsonText: String(decoding: json, as: UTF8.self)))
             last = id
             return documents.count < request.limit
         }

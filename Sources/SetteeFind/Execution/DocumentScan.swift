@@ -14,49 +14,25 @@ struct DocumentScan {
 
     private static let designPrefix = Array("_design/".utf8)
 
-    /// The ids the selector allows, from its top-level conditions on `_id`.
-    struct IDRange {
-        var start: (id: String, inclusive: Bool)?
-        var end: (id: String, inclusive: Bool)?
-        var isEmpty = false
+    /// The ids to read: the planner's range of `_id` (`mango_idx_special:start_key/1`,
+    /// `end_key/1`), narrowed in collation order as CouchDB narrows it, read
+    /// in the documents' byte order as CouchDB reads `_all_docs`. A bound
+    /// that is no string leaves that end open: every id is a string, and the
+    /// selector decides.
+    let range: FieldRange
 
-        init(_ normalized: JSONValue) {
-            let conditions: [JSONValue]
-            if case .object(let members) = normalized, members.count == 1, members[0].key == "$and", case .array(let all) = members[0].value {
-                conditions = all
-            } else {
-                conditions = [normalized]
-            }
-            for condition in conditions {
-                guard case .object(let members) = condition, members.count == 1, members[0].key == "_id",
-                      case .object(let operation) = members[0].value, operation.count == 1,
-                      case .string(let id) = operation[0].value else { continue }
-                switch operation[0].key {
-                case "$eq": narrowStart(id, inclusive: true); narrowEnd(id, inclusive: true)
-                case "$gt": narrowStart(id, inclusive: false)
-                case "$gte": narrowStart(id, inclusive: true)
-                case "$lt": narrowEnd(id, inclusive: false)
-                case "$lte": narrowEnd(id, inclusive: true)
-                default: continue
-                }
-            }
-        }
-
-        private mutating func narrowStart(_ id: String, inclusive: Bool) {
-            if let start, JSONValue.compareBytes(start.id, id) > 0 || (JSONValue.compareBytes(start.id, id) == 0 && !start.inclusive) { return }
-            start = (id, inclusive)
-        }
-
-        private mutating func narrowEnd(_ id: String, inclusive: Bool) {
-            if let end, JSONValue.compareBytes(end.id, id) < 0 || (JSONValue.compareBytes(end.id, id) == 0 && !end.inclusive) { return }
-            end = (id, inclusive)
-        }
+    /// A bound of `range`, as the UTF-8 of an id.
+    private static func idBound(_ bound: FieldRange.Bound, inclusive: Bool) -> (id: [UInt8], inclusive: Bool)? {
+        guard case .value(.string(let id)) = bound else { return nil }
+        return (Array(id.utf8), inclusive)
     }
 
     /// Runs the scan: the page of results, the last result's id, and the work done.
-    func run(after bookmark: Bookmark?, stats: inout FindResult.ExecutionStats) throws -> (documents: [JSONValue], last: String?) {
-        let range = IDRange(selector.normalized)
-        var documents: [JSONValue] = []
+    func run(after bookmark: Bookmark?, stats: inout FindResult.ExecutionStats) throws -> (documents: [FoundDocument], last: String?) {
+        guard case .range(let lowBound, let lowInclusive, let highBound, let highInclusive) = range else { return ([], nil) }
+        let start = Self.idBound(lowBound, inclusive: lowInclusive)
+        let end = Self.idBound(highBound, inclusive: highInclusive)
+        var documents: [FoundDocument] = []
         var last: String?
         var skip = request.skip
         let limit = request.limit
@@ -65,8 +41,8 @@ struct DocumentScan {
             try transaction.withCursor(store.docs) { cursor in
                 // The scan begins at the low end (ascending) or the high end (descending),
                 // or where the bookmarked page ended.
-                let low = range.start.map { Array($0.id.utf8) }
-                let high = range.end.map { Array($0.id.utf8) }
+                let low = start?.id
+                let high = end?.id
                 var resume = bookmark.map { Array($0.id.utf8) }
                 var entry: LMDBCursor.Entry?
                 if descending {
@@ -93,14 +69,14 @@ struct DocumentScan {
                         resume = nil
                     }
                     // Within the range?
-                    if let low, let start = range.start {
+                    if let low, let start {
                         let order = compareBytes(key, low)
                         if order < 0 || (order == 0 && !start.inclusive) {
                             if descending { return }
                             continue
                         }
                     }
-                    if let high, let end = range.end {
+                    if let high, let end {
                         let order = compareBytes(key, high)
                         if order > 0 || (order == 0 && !end.inclusive) {
                             if descending { continue }
@@ -121,7 +97,7 @@ struct DocumentScan {
                         skip -= 1
                         continue
                     }
-                    documents.append(projection.extract(try JSONParser.parse(json)))
+                    documents.append(try projection.extract(jsonText: String(decoding: json, as: UTF8.self)))
                     last = String(decoding: key, as: UTF8.self)
                     if documents.count >= limit { return }
                 }

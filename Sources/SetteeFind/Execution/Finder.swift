@@ -31,19 +31,20 @@ package struct Finder {
 
         var stats = FindResult.ExecutionStats()
         let descending = request.sort.first?.descending ?? false
-        let documents: [JSONValue]
+        let documents: [FoundDocument]
         let last: Bookmark?
         if plan.ranges == [.empty] {
             // A selector that is an empty $or, $and, $in or $all: nothing to read (mango_cursor:maybe_noop_range/2).
             documents = []
             last = nil
         } else if plan.index.type == "special" {
-            let scan = DocumentScan(store: store, selector: selector, projection: projection, request: request, descending: descending)
+            let scan = DocumentScan(store: store, selector: selector, projection: projection, request: request, descending: descending,
+                                    range: plan.ranges.first ?? .everything)
             let (found, lastID) = try scan.run(after: bookmark, stats: &stats)
             documents = found
             last = lastID.map { Bookmark(key: .string($0), id: $0) }
         } else if plan.index.type == "array", let lookup = plan.arrayLookup, let reader {
-            let read = ArrayIndexRead(index: plan.index, lookup: lookup, update: request.update)
+            let read = ArrayIndexRead(index: plan.index, lookup: lookup, update: request.updatesIndex)
             let (found, lastID) = try read.run(store: store, selector: selector, projection: projection, request: request,
                                                after: bookmark, reader: reader, stats: &stats)
             documents = found
@@ -61,7 +62,7 @@ package struct Finder {
             warnings.append("The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this.")
         }
         return FindResult(
-            documents: documents,
+            found: documents,
             bookmark: last?.encoded ?? request.bookmark ?? "nil",
             warning: warnings.isEmpty ? nil : warnings.joined(separator: "\n"),
             executionStats: request.executionStats ? stats : nil)

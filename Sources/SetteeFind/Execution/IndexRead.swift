@@ -23,7 +23,9 @@ struct IndexRead {
         var options = ViewQueryOptions()
         options.reduce = false
         options.includeDocs = true
-        options.update = request.update ? .true : .false
+        // find reports no offset: the rows before the range are not counted.
+        options.countsOffset = false
+        options.update = request.updatesIndex ? .true : .false
         var low: [JSONValue] = []
         for range in ranges {
             guard case .range(.value(let value), _, _, _) = range else { break }
@@ -41,14 +43,14 @@ struct IndexRead {
         return options
     }
 
-    func run(after bookmark: Bookmark?, reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [JSONValue], last: Bookmark?) {
+    func run(after bookmark: Bookmark?, reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [FoundDocument], last: Bookmark?) {
         guard request.limit > 0 else { return ([], nil) }
         var options = self.options
         if let bookmark {
             options.startKey = bookmark.key
             options.startKeyDocID = bookmark.id
         }
-        var documents: [JSONValue] = []
+        var documents: [FoundDocument] = []
         var lastReturned: ViewRow?
         var skip = request.skip
         var resuming = bookmark
@@ -69,7 +71,8 @@ struct IndexRead {
                 skip -= 1
                 return true
             }
-            documents.append(projection.extract(try JSONParser.parse(text)))
+            // Kept as text: parsed only if the caller reads it as a value.
+            documents.append(try projection.extract(jsonText: text))
             lastReturned = row
             return documents.count < request.limit
         }

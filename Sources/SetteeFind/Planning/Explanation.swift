@@ -43,7 +43,8 @@ enum Explanation {
             ("partition", ""),
             ("r", 1),
             ("conflicts", .bool(request.conflicts)),
-            ("stale", request.update || !request.stable ? false : "ok"),
+            // As the request gave them (mango_opts:validate_find/1); mrargs has what they mean together.
+            ("stale", request.stale ? "ok" : false),
             ("update", .bool(request.update)),
             ("stable", .bool(request.stable)),
             ("execution_stats", .bool(request.executionStats)),
@@ -110,8 +111,8 @@ enum Explanation {
             ("start_key", start),
             ("end_key", end),
             ("direction", descending ? "rev" : "fwd"),
-            ("stable", .bool(request.stable)),
-            ("update", .bool(request.update)),
+            ("stable", .bool(request.readsStable)),
+            ("update", .bool(request.updatesIndex)),
             ("conflicts", request.conflicts ? true : "undefined"),
         ]
         if let keys { members.append(("keys", keys)) }

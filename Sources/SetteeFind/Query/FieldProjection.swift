@@ -12,6 +12,13 @@ struct FieldProjection: Sendable {
         self.paths = paths
     }
 
+    /// The document as a result holds it: its text as it is, when whole;
+    /// else the fields asked for, parsed from it.
+    func extract(jsonText document: String) throws -> FoundDocument {
+        guard !paths.isEmpty else { return FoundDocument(jsonText: document) }
+        return FoundDocument(extract(try JSONParser.parse(document)))
+    }
+
     func extract(_ document: JSONValue) -> JSONValue {
         guard !paths.isEmpty else { return document }
         var result: JSONValue = .object([])

@@ -36,6 +36,9 @@ public struct FindRequest: Sendable {
     public var update = true
     /// CouchDB's `stable` (one replica's answer); accepted, a single database always is.
     public var stable = false
+    /// CouchDB's `stale: "ok"`: the index is read as it is, not brought up
+    /// to date first, whatever ``update`` says (and the answer is stable).
+    public var stale = false
     /// Whether the result carries ``FindResult/executionStats``.
     public var executionStats = false
     /// Whether the planner may fall back to another index, or a full scan,
@@ -103,7 +106,7 @@ public struct FindRequest: Sendable {
                 guard value == .bool(false) || value == .string("ok") || value == .string("false") else {
                     throw MangoError(error: "invalid_ok_or_false_value", reason: "Invalid value for stale: \(MangoError.erlang(value))")
                 }
-                if value == .string("ok") { request.update = false; request.stable = true }
+                request.stale = value == .string("ok")
             case "update": request.update = try Self.boolean(value)
             case "stable": request.stable = try Self.boolean(value)
             case "execution_stats": request.executionStats = try Self.boolean(value)
@@ -116,6 +119,13 @@ public struct FindRequest: Sendable {
         request.selector = selector
         self = request
     }
+
+    /// Whether the index is brought up to date before it is read
+    /// (`mango_cursor_view:apply_opts/2`: `stale: "ok"` means not).
+    package var updatesIndex: Bool { update && !stale }
+
+    /// Whether the view is read as `stable` (`stale: "ok"` implies it).
+    package var readsStable: Bool { stable || stale }
 
     private static func boolean(_ value: JSONValue) throws(MangoError) -> Bool {
         guard case .bool(let flag) = value else {

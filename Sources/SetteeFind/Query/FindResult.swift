@@ -1,10 +1,31 @@
 import Foundation
+import Synchronization
 import SetteeCore
 
 /// What a `find` query returned: CouchDB's `_find` response.
+///
+/// The documents are kept as the JSON text the database stores
+/// (``found``): writing the response (``jsonText``, ``writeJSON(into:)``)
+/// copies that text, and a document is parsed only when read as a value
+/// (``documents``, ``FoundDocument/json``) or decoded
+/// (``decoded(as:decoder:)``, ``FoundDocument/decoded(as:decoder:)``).
 public struct FindResult: Sendable {
-    /// The matching documents (or, with ``FindRequest/fields``, the fields asked for), in order.
-    public var documents: [JSONValue]
+    /// The matching documents (or, with ``FindRequest/fields``, the fields
+    /// asked for), in order, as JSON text.
+    public var found: [FoundDocument] {
+        didSet { parsed = ParsedDocuments() }
+    }
+
+    /// The matching documents (or, with ``FindRequest/fields``, the fields
+    /// asked for), in order, parsed: on first use, then kept.
+    public var documents: [JSONValue] {
+        get { parsed.documents(of: found) }
+        set { found = newValue.map(FoundDocument.init) }
+    }
+
+    /// ``documents`` once parsed; a new one whenever ``found`` changes.
+    private var parsed = ParsedDocuments()
+
     /// Where this page ended: pass it as the next request's
     /// ``FindRequest/bookmark`` for the page after it. `"nil"` when nothing was returned.
     public var bookmark: String
@@ -39,8 +60,23 @@ public struct FindResult: Sendable {
         }
     }
 
+    /// A result of these documents.
+    public init(found: [FoundDocument], bookmark: String, warning: String? = nil, executionStats: ExecutionStats? = nil) {
+        self.found = found
+        self.bookmark = bookmark
+        self.warning = warning
+        self.executionStats = executionStats
+    }
+
+    /// A result of these documents.
+    public init(documents: [JSONValue], bookmark: String, warning: String? = nil, executionStats: ExecutionStats? = nil) {
+        self.init(found: documents.map(FoundDocument.init), bookmark: bookmark, warning: warning, executionStats: executionStats)
+    }
+
     /// The response body as CouchDB writes it: `docs`, `bookmark`, and
-    /// `warning` and `execution_stats` when there are.
+    /// `warning` and `execution_stats` when there are. Parses every
+    /// document: to write the response, ``jsonText`` or ``writeJSON(into:)``
+    /// copy their text instead.
     public var json: JSONValue {
         var members: [(key: String, value: JSONValue)] = [("docs", .array(documents)), ("bookmark", .string(bookmark))]
         if let warning { members.append(("warning", .string(warning))) }
@@ -48,8 +84,58 @@ public struct FindResult: Sendable {
         return .object(members)
     }
 
-    /// The documents decoded as `T`.
+    /// The response body as CouchDB writes it (``json``, as compact text),
+    /// each document's stored text copied into it.
+    public var jsonText: String {
+        var out: [UInt8] = []
+        writeJSON(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the response body (see ``jsonText``) to `out`: what a server
+    /// writes for `_find`.
+    public func writeJSON(into out: inout [UInt8]) {
+        out.reserveCapacity(out.count + found.reduce(64) { $0 + $1.utf8Count })
+        out.append(contentsOf: #"{"docs":["#.utf8)
+        for (position, document) in found.enumerated() {
+            if position > 0 { out.append(UInt8(ascii: ",")) }
+            document.writeJSON(into: &out)
+        }
+        out.append(contentsOf: #"],"bookmark":"#.utf8)
+        JSONWriter.writeString(bookmark, into: &out)
+        if let warning {
+            out.append(contentsOf: #","warning":"#.utf8)
+            JSONWriter.writeString(warning, into: &out)
+        }
+        if let executionStats {
+            out.append(contentsOf: #","execution_stats":"#.utf8)
+            JSONWriter.write(executionStats.json, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// The documents decoded as `T`, each from its text.
     public func decoded<T: Decodable>(as type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> [T] {
-        try documents.map { try decoder.decode(T.self, from: Data($0.jsonText.utf8)) }
+        try found.map { try $0.decoded(as: T.self, decoder: decoder) }
+    }
+
+    /// Whether `other` holds the same documents (byte for byte), bookmark
+    /// and warning; the execution statistics are not compared.
+    package func hasSameAnswer(as other: FindResult) -> Bool {
+        found == other.found && bookmark == other.bookmark && warning == other.warning
+    }
+}
+
+/// The documents of a result parsed once, on first use, shared by the
+/// result's copies (a value type's lazily filled cache).
+private final class ParsedDocuments: Sendable {
+    private let documents = Mutex<[JSONValue]?>(nil)
+
+    func documents(of found: [FoundDocument]) -> [JSONValue] {
+        if let parsed = documents.withLock({ $0 }) { return parsed }
+        // Parsed outside the lock; two threads racing here parse the same text alike.
+        let parsed = found.map(\.json)
+        documents.withLock { if $0 == nil { $0 = parsed } }
+        return parsed
     }
 }

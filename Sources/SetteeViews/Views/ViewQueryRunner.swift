@@ -72,7 +72,7 @@ package struct ViewQueryRunner {
                 try mapQuery(view, options, scanner: scanner, counts: counts, transaction: transaction, streaming: streaming,
                              header: { offset in
                                  // fabric_view_map: the offset plus skip, at most total_rows.
-                                 try header(ViewResultHeader(totalRows: state.rowCount, offset: min(offset, state.rowCount),
+                                 try header(ViewResultHeader(totalRows: state.rowCount, offset: offset.map { min($0, state.rowCount) },
                                                              updateSequence: updateSequence))
                              }, row: row)
             }
@@ -137,10 +137,11 @@ package struct ViewQueryRunner {
 
     // MARK: Map queries
 
-    /// A map query's rows, after (`streaming`: before) its offset.
+    /// A map query's rows, after (`streaming`: before) its offset, which is
+    /// nil when the options do not count it (``ViewQueryOptions/countsOffset``).
     private func mapQuery(_ view: ViewDefinition, _ options: ValidatedViewQuery, scanner: IndexScanner, counts: ChunkCounts?,
                           transaction: LMDBTransaction, streaming: Bool,
-                          header: (_ offset: Int) throws -> Void, row emit: (consuming ViewRow) throws -> Void) throws {
+                          header: (_ offset: Int?) throws -> Void, row emit: (consuming ViewRow) throws -> Void) throws {
         let ranges = ranges(options, collation: view.collation)
         let limit = options.limit ?? .max
         // The rows still to skip and those taken, handed to `take` rather than captured
@@ -163,7 +164,8 @@ package struct ViewQueryRunner {
             progress.taken += 1
             return progress.taken < limit
         }
-        if !streaming, !options.descending, ranges.count == 1, let lower = ranges[0].lower, let counts, let chunks = scanner.chunks {
+        let countsOffset = options.options.countsOffset
+        if countsOffset, !streaming, !options.descending, ranges.count == 1, let lower = ranges[0].lower, let counts, let chunks = scanner.chunks {
             // The kept boundaries count the rows up to the last level-1 chunk below
             // the range; one walk from there counts the rest and reaches the range.
             let start = try counts.lastChunk(below: .below(lower), chunks: chunks, in: transaction)
@@ -175,7 +177,7 @@ package struct ViewQueryRunner {
         // skipping), or, when no key of `keys` has rows, of the last key's range
         // (couch_mrview:map_fold/3 and /5): the ranges before the first with rows are empty.
         var first = 0
-        if ranges.count > 1 {
+        if countsOffset, ranges.count > 1 {
             first = ranges.count - 1
             for (index, range) in ranges.enumerated().dropLast() {
                 var found = false
@@ -189,7 +191,9 @@ package struct ViewQueryRunner {
                 }
             }
         }
-        try header(try rowsBefore(ranges.isEmpty ? nil : ranges[first], descending: options.descending, scanner: scanner, counts: counts) + options.skip)
+        try header(countsOffset
+            ? try rowsBefore(ranges.isEmpty ? nil : ranges[first], descending: options.descending, scanner: scanner, counts: counts) + options.skip
+            : nil)
         guard limit > 0 else { return }
         // Descending, one document's rows under one key still come in value order, as CouchDB
         // expands them (couch_mrview_util:fold/4, expand_dups/2): each such run is handed over
