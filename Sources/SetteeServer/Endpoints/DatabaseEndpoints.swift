@@ -69,7 +69,7 @@ extension CouchResponder {
             let body = try await request.jsonObjectBody()
             let find = try FindRequest(json: body)
             if operation == "_explain" { return CouchResponse.json(try await db.explain(find)) }
-            return CouchResponse.json(try await db.find(find).json)
+            return CouchResponse.json(text: try await db.find(find).jsonText)
         case "_index":
             return try await indexEndpoint(db, &request)
         case "_ensure_full_commit":
