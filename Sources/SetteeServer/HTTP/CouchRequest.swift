@@ -15,6 +15,8 @@ struct CouchRequest: Sendable {
     var parameters: [(name: String, value: String)]
     /// Who made the request.
     var user: UserContext
+    /// How they were authenticated (`cookie`, `default`), `nil` when anonymous.
+    var authenticatedBy: String?
     let limits: ServerLimits
 
     init(_ request: Request, user: UserContext, limits: ServerLimits) throws(CouchError) {
