@@ -40,7 +40,7 @@ extension CouchResponder {
         }
         guard databases.exists(first) else { return nil }
         let security = try databases.security(of: first)
-        if second == "_compact" || second == "_view_cleanup" || second == "_index" && method != .get && method != .head,
+        if second == "_compact" || second == "_view_cleanup",
            !security.isAdministrator(user) {
             throw CouchError(.unauthorized, "unauthorized", "You are not a server or db admin.")
         }
