@@ -16,8 +16,8 @@ let package = Package(
         // `settee serve`: CouchDB's HTTP API, on SwiftNIO. Only SetteeServer links it.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        // Hummingbird's own: a waiting changes feed ends when the server shuts down gracefully.
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        // Hummingbird's own service lifecycle: `SetteeServer.stop()` shuts its group down gracefully.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // `swift package generate-documentation` (`make docs`); a plugin, not linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -91,8 +91,8 @@ let package = Package(
                 "Settee", "SetteeQueryServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(

@@ -35,12 +35,16 @@ extension Database {
     /// task is cancelled, and it then throws `CancellationError`.
     func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let cancellation = Cancellation()
+        // The writer, carried to the queue (task-locals stay with the task).
+        let validationContext = Database.validationContext
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 Self.backgroundQueue.async {
                     continuation.resume(with: Result {
                         do {
-                            return try cancellation.makeCurrent(body)
+                            return try Database.$validationContext.withValue(validationContext) {
+                                try cancellation.makeCurrent(body)
+                            }
                         } catch let error as JavaScriptError where error.kind == .interrupted && cancellation.isCancelled {
                             // A function interrupted for the cancellation, its error not yet turned into one.
                             throw CancellationError()

@@ -9,10 +9,13 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve CouchDB's HTTP API over the databases in a folder.",
         discussion: """
-            Every subdirectory of --data is one database (PUT /NAME creates one). Without --admin the server \
-            accepts every request as an administrator's and binds only loopback addresses: it refuses to start \
-            on any other. Logs one line per request on standard error; SIGINT or SIGTERM stops it once the \
-            requests under way have finished.
+            Every subdirectory of --data is one database (PUT /NAME creates one). --admin stores an administrator \
+            in DIR/_settee/admins.json, hashed with PBKDF2-SHA-256 as CouchDB does; once one is stored, requests \
+            authenticate with Basic auth or an AuthSession cookie (POST /_session), users of the _users database \
+            too, and new databases are for administrators until their _security says otherwise. Without any \
+            administrator the server accepts every request as an administrator's and binds only loopback \
+            addresses: it refuses to start on any other. Logs one line per request on standard error; SIGINT or \
+            SIGTERM stops it once the requests under way have finished.
             """)
 
     @Option(name: .long, help: ArgumentHelp("The folder of databases (created when missing).", valueName: "dir"))
@@ -24,7 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The port to listen on (0: any free port, printed at start).")
     var port = 5984
 
-    @Option(name: .long, help: ArgumentHelp("A server administrator (repeatable).", valueName: "name:password"))
+    @Option(name: .long, help: ArgumentHelp("A server administrator to add or update, stored hashed (repeatable).", valueName: "name:password"))
     var admin: [String] = []
 
     @Flag(name: .shortAndLong, help: "Log every request (at info level).")

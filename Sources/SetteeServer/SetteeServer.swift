@@ -2,7 +2,9 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import ServiceLifecycle
 import Settee
+import Synchronization
 
 /// `settee serve`: CouchDB 3.5's HTTP API over the Settee databases in one
 /// folder, so that CouchDB's client libraries, `curl` and PouchDB can use them.
@@ -23,9 +25,20 @@ public struct SetteeServer: Sendable {
         public var host = "127.0.0.1"
         /// The port (CouchDB's 5984 by default; 0 picks a free one).
         public var port = 5984
-        /// Server administrators, name → password. Without any, every request is
-        /// an administrator's and the server binds loopback only.
+        /// Server administrators to add, name → password: stored hashed in
+        /// `DIR/_settee/admins.json` with those stored before. Without any
+        /// (given or stored), every request is an administrator's ("admin
+        /// party") and the server binds loopback only.
         public var administrators: [String: String] = [:]
+        /// PBKDF2 iterations for new password hashes (CouchDB 3.5's
+        /// `[chttpd_auth] iterations`, 600,000).
+        public var passwordIterations = 600_000
+        /// How long an `AuthSession` cookie lasts, in seconds (CouchDB's
+        /// `[chttpd_auth] timeout`, 600).
+        public var sessionTimeout = 600
+        /// How long a connection may stay idle, or take to send a request's
+        /// header, before it is closed (60 seconds).
+        public var idleTimeout: Duration = .seconds(60)
         /// Limits on requests.
         public var limits = ServerLimits()
         /// Options for every database opened.
@@ -42,18 +55,27 @@ public struct SetteeServer: Sendable {
     /// The databases served.
     public let databases: DatabaseFolder
     let logger: Logger
+    /// The administrators' hashes and the cookie secret.
+    let credentials: ServerCredentials
+    /// The running service group, for ``stop()``.
+    private let running = RunningGroup()
 
     /// A server of `configuration.dataDirectory`.
     /// - Throws: `CouchError` when the address is not loopback and no
     ///   administrator is configured; errors creating the folder.
     public init(configuration: Configuration, logger: Logger = Logger(label: "settee.serve")) throws {
-        guard !configuration.administrators.isEmpty || Self.isLoopback(configuration.host) else {
+        let credentials = try ServerCredentials(dataDirectory: configuration.dataDirectory, configured: configuration.administrators,
+                                                iterations: configuration.passwordIterations)
+        guard credentials.hasAdministrators || Self.isLoopback(configuration.host) else {
             throw CouchError(.internalServerError, "insecure_bind",
                              "refusing to serve \(configuration.host) without an administrator: pass --admin NAME:PASSWORD or bind 127.0.0.1")
         }
         self.configuration = configuration
         self.logger = logger
-        self.databases = try DatabaseFolder(url: configuration.dataDirectory, options: configuration.databaseOptions, logger: logger)
+        self.credentials = credentials
+        var options = configuration.databaseOptions
+        options.maximumDocumentBytes = min(options.maximumDocumentBytes, configuration.limits.maximumDocumentBytes)
+        self.databases = try DatabaseFolder(url: configuration.dataDirectory, options: options, logger: logger)
     }
 
     /// Whether `host` names only this machine.
@@ -63,19 +85,52 @@ public struct SetteeServer: Sendable {
 
     /// The responder that answers requests (CouchDB's API).
     var responder: CouchResponder {
-        CouchResponder(databases: databases, configuration: configuration, logger: logger)
+        CouchResponder(databases: databases, configuration: configuration, logger: logger, credentials: credentials)
     }
 
-    /// Serves until SIGINT or SIGTERM; requests under way finish, then the
-    /// databases close. `onRunning` is called with the port once listening.
+    /// Serves until SIGINT or SIGTERM or ``stop()``; requests under way
+    /// finish, then the databases close. `onRunning` is called with the
+    /// port once listening.
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let app = Application(
             responder: responder,
+            server: .http1(configuration: .init(idleTimeout: .nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1))))),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
                                                     serverName: nil),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
         defer { databases.closeAll() }
-        try await app.runService()
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        if running.start(group) { await group.triggerGracefulShutdown() }
+        try await group.run()
+    }
+
+    /// Stops a running server as SIGTERM does: it stops accepting
+    /// connections, the requests under way finish, then ``run(onRunning:)``
+    /// closes the databases and returns. Stopping before it runs makes it
+    /// return at once.
+    public func stop() async {
+        if let group = running.stop() { await group.triggerGracefulShutdown() }
+    }
+}
+
+/// The service group of a running server, or a stop asked for before it ran.
+private final class RunningGroup: Sendable {
+    private let state = Mutex<(group: ServiceGroup?, stopped: Bool)>((nil, false))
+
+    /// Records `group`; whether a stop was already asked for.
+    func start(_ group: ServiceGroup) -> Bool {
+        state.withLock { state in
+            state.group = group
+            return state.stopped
+        }
+    }
+
+    /// Records a stop; the group to shut down, if running.
+    func stop() -> ServiceGroup? {
+        state.withLock { state in
+            state.stopped = true
+            return state.group
+        }
     }
 }

@@ -23,6 +23,7 @@ final class RunningServer: Sendable {
         var configuration = SetteeServer.Configuration(dataDirectory: directory)
         configuration.port = 0
         configuration.databaseOptions.javaScriptWorkers = 1
+        configuration.passwordIterations = 10   // PBKDF2 at CouchDB's 600,000 is slow in a debug build
         configure(&configuration)
         var logger = Logger(label: "settee.serve.test")
         logger.logLevel = .critical
@@ -37,7 +38,7 @@ final class RunningServer: Sendable {
 
     /// Stops the server (requests under way finish) and removes its folder.
     func stop() async {
-        task.cancel()
+        await server.stop()
         _ = try? await task.value
         try? FileManager.default.removeItem(at: directory)
     }
@@ -55,6 +56,14 @@ final class RunningServer: Sendable {
         }
     }
 
+    /// A session that neither keeps nor sends cookies: tests send them explicitly.
+    private static let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        return URLSession(configuration: configuration)
+    }()
+
     /// Sends a request; `path` starts with `/` and may hold a query string.
     func request(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:],
                  user: (name: String, password: String)? = nil) async throws -> Reply {
@@ -67,7 +76,7 @@ final class RunningServer: Sendable {
             let token = Data("\(user.name):\(user.password)".utf8).base64EncodedString()
             request.setValue("Basic \(token)", forHTTPHeaderField: "Authorization")
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let (data, response) = try await Self.session.data(for: request)
         let http = response as! HTTPURLResponse
         var fields: [String: String] = [:]
         for (name, value) in http.allHeaderFields { fields["\(name)"] = "\(value)" }

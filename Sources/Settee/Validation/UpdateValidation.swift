@@ -9,13 +9,16 @@ import SetteeViews
 /// `(newDoc, oldDoc, userCtx, secObj)`, and one that throws
 /// `{forbidden: reason}` or `{unauthorized: reason}` refuses the write.
 ///
-/// Design documents and `_local` documents are not validated (CouchDB checks
-/// only that an administrator writes design documents). The functions run on
+/// Design documents and `_local` documents are not validated; with a
+/// ``Database/validationContext`` bound, design documents are refused to
+/// writers who are not the database's administrators, as CouchDB does. The functions run on
 /// the JavaScript workers while the write transaction waits.
 final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
     private let workers: @Sendable () throws -> JavaScriptWorkerPool
-    /// `userCtx` as JSON text, the same for every write.
+    /// `userCtx` as JSON text, for writes without a ``Database/validationContext``.
     private let userContextJSON: String
+    /// The database's name, as `userCtx.db` gives it.
+    private let database: String
     /// Parsed design documents, by revision (the database's).
     private let designDocuments: DesignDocumentCache
     private let lock = NSLock()
@@ -34,6 +37,7 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
          workers: @escaping @Sendable () throws -> JavaScriptWorkerPool) {
         self.workers = workers
         self.designDocuments = designDocuments
+        self.database = database
         userContextJSON = userContext.json(database: database).jsonText
     }
 
@@ -42,6 +46,11 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
     /// - Throws: ``DocumentError`` (`forbidden`, `unauthorized`) when a function
     ///   refuses the write, ``JavaScriptError`` when one fails.
     func validate(_ edit: DocumentEdit, id: String, current: DocumentRecord?) throws {
+        if id.hasPrefix("_design/"), let context = Database.validationContext, !context.isDatabaseAdministrator {
+            // couch_db:validate_doc_update/3: design documents are the database administrators'.
+            throw DocumentError(context.userContext.name == nil ? .unauthorized : .forbidden,
+                                "You are not a db or server admin.", id: id)
+        }
         if id.hasPrefix("_design/") || id.hasPrefix("_local/") { return }
         let functions = lock.withLock { self.current }
         if functions.isEmpty { return }
@@ -54,7 +63,11 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
         } else {
             arguments.append(contentsOf: "null".utf8)
         }
-        arguments.append(contentsOf: ",\(userContextJSON),{}]".utf8)
+        if let context = Database.validationContext {
+            arguments.append(contentsOf: ",\(context.userContext.json(database: database).jsonText),\(context.securityObject.jsonText)]".utf8)
+        } else {
+            arguments.append(contentsOf: ",\(userContextJSON),{}]".utf8)
+        }
         let argumentsJSON = String(decoding: arguments, as: UTF8.self)
         let outcomes = try workers().nextWorker().run { context in
             try functions.map { function in

@@ -22,6 +22,7 @@ extension CouchResponder {
             let db = try databases.database(name)
             var document = try await request.jsonObjectBody()
             if document["_id"] == nil { document = Self.setting("_id", to: .string(Self.newUUID()), in: document) }
+            document = try await usersDocument(document, database: name, user: request.user)
             let written = try await db.put(document.jsonText)
             return CouchResponse.json(.created, Self.writeResult(written),
                                       headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(written.id))",
@@ -93,7 +94,8 @@ extension CouchResponder {
         if body["new_edits"] == .bool(false) {
             throw CouchError(.notImplemented, "not_implemented", "new_edits=false is not supported: Settee keeps one revision per document")
         }
-        let texts = try documents.map { document throws(CouchError) -> (id: String?, text: String) in
+        let prepared = try await usersDocuments(documents, request: request)
+        let texts = try prepared.map { document throws(CouchError) -> (id: String?, text: String) in
             guard case .object = document else { throw CouchError.badRequest("Document must be a JSON object") }
             var document = document
             if document["_id"] == nil { document = Self.setting("_id", to: .string(Self.newUUID()), in: document) }

@@ -35,6 +35,7 @@ extension CouchResponder {
             if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) {
                 document = Self.setting("_rev", to: .string(rev), in: document)
             }
+            document = try await usersDocument(document, database: name, user: request.user)
             let written = try await db.put(document.jsonText)
             return CouchResponse.json(.created, Self.writeResult(written),
                                       headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(written.id))",
@@ -44,6 +45,7 @@ extension CouchResponder {
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
             guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
+            _ = try await usersDocument(["_id": .string(id), "_rev": .string(text), "_deleted": true], database: name, user: request.user)
             let written = try await db.delete(id, revision: revision)
             return CouchResponse.json(.ok, Self.writeResult(written), headers: [.eTag: CouchResponse.etag(written.revision)])
         default:

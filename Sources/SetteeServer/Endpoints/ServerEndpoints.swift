@@ -37,12 +37,7 @@ extension CouchResponder {
             return CouchResponse.json(["uuids": .array((0..<count).map { _ in .string(Self.newUUID()) })],
                                       headers: [.cacheControl: "must-revalidate, no-cache"])
         case "_session":
-            return CouchResponse.json([
-                "ok": true,
-                "userCtx": ["name": request.user.name.map(JSONValue.string) ?? .null,
-                            "roles": .array(request.user.roles.map(JSONValue.string))],
-                "info": ["authentication_handlers": ["cookie", "default"]],
-            ])
+            return try await sessionEndpoint(&request)
         default:
             throw CouchError(.badRequest, "illegal_database_name",
                              "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")

@@ -74,6 +74,7 @@ public struct CouchError: Error, Sendable, Equatable {
     private static func reason(of error: DocumentError) -> String {
         switch error.code {
         case .conflict: "Document update conflict."
+        case .documentTooLarge: error.id ?? error.reason   // CouchDB's reason is the document's id
         default: error.reason
         }
     }

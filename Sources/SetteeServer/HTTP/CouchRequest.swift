@@ -15,6 +15,8 @@ struct CouchRequest: Sendable {
     var parameters: [(name: String, value: String)]
     /// Who made the request.
     var user: UserContext
+    /// How they were authenticated (`cookie`, `default`), `nil` when anonymous.
+    var authenticatedBy: String?
     let limits: ServerLimits
 
     init(_ request: Request, user: UserContext, limits: ServerLimits) throws(CouchError) {
@@ -67,12 +69,14 @@ struct CouchRequest: Sendable {
 
     /// The body's bytes, refused past `max_http_request_size`.
     mutating func bodyBytes() async throws -> [UInt8] {
-        do {
-            let buffer = try await request.collectBody(upTo: limits.maximumRequestBytes)
-            return Array(buffer.readableBytesView)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw CouchError(.contentTooLarge, "too_large", "the request entity is too large")
+        let tooLarge = CouchError(.contentTooLarge, "too_large", "the request entity is too large")
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.maximumRequestBytes { throw tooLarge }
+        var bytes: [UInt8] = []
+        for try await buffer in request.body {
+            guard bytes.count + buffer.readableBytes <= limits.maximumRequestBytes else { throw tooLarge }
+            bytes += buffer.readableBytesView
         }
+        return bytes
     }
 
     /// The body as JSON; CouchDB's `bad_request` when it is not JSON.

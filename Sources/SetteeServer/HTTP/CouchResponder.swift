@@ -12,14 +12,19 @@ struct CouchResponder: HTTPResponder {
     let databases: DatabaseFolder
     let configuration: SetteeServer.Configuration
     let logger: Logger
+    let credentials: ServerCredentials
 
     func respond(to request: Request, context: Context) async throws -> Response {
         let started = ContinuousClock.now
         var response: Response
         do {
-            let user = try authenticate(request)
-            var couch = try CouchRequest(request, user: user, limits: configuration.limits)
-            response = try await route(&couch)
+            let authentication = try await authenticate(request)
+            var couch = try CouchRequest(request, user: authentication.user, limits: configuration.limits)
+            couch.authenticatedBy = authentication.handler
+            let security = try authorize(couch)
+            let writer = Database.ValidationContext(userContext: authentication.user, securityObject: security?.json ?? .object([]))
+            response = try await Database.$validationContext.withValue(writer) { try await route(&couch) }
+            if let cookie = authentication.refreshedCookie, response.headers[.setCookie] == nil { response.headers[.setCookie] = cookie }
         } catch {
             let couchError = CouchError(from: error)
             if couchError.status == .internalServerError {
@@ -34,23 +39,6 @@ struct CouchResponder: HTTPResponder {
         return response
     }
 
-    /// The user a request speaks for: an administrator by Basic auth, or
-    /// anyone (an administrator too) when the server has no administrators.
-    func authenticate(_ request: Request) throws(CouchError) -> UserContext {
-        if configuration.administrators.isEmpty { return .administrator }
-        guard let authorization = request.headers[.authorization] else { return UserContext() }
-        guard authorization.lowercased().hasPrefix("basic "),
-              let data = Data(base64Encoded: String(authorization.dropFirst(6))),
-              let pair = String(data: data, encoding: .utf8), let colon = pair.firstIndex(of: ":") else {
-            throw CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
-        }
-        let name = String(pair[..<colon]), password = String(pair[pair.index(after: colon)...])
-        guard configuration.administrators[name] == password else {
-            throw CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
-        }
-        return UserContext(name: name, roles: ["_admin"])
-    }
-
     /// Routes by the first segments, as `chttpd` does.
     func route(_ request: inout CouchRequest) async throws -> Response {
         let segments = request.segments
@@ -58,13 +46,11 @@ struct CouchResponder: HTTPResponder {
         if first.hasPrefix("_"), !DatabaseFolder.systemDatabases.contains(first) {
             return try await serverEndpoint(first, &request)
         }
-        guard request.user.roles.contains("_admin") else {
-            throw CouchError(.unauthorized, "unauthorized", "You are not authorized to access this db.")
-        }
         if segments.count == 1 { return try await databaseEndpoint(first, &request) }
         let second = segments[1]
         switch second {
-        case "_all_docs", "_bulk_docs", "_bulk_get", "_changes", "_purge", "_compact", "_security", "_revs_limit", "_purged_infos_limit",
+        case "_security": return try await securityEndpoint(first, &request)
+        case "_all_docs", "_bulk_docs", "_bulk_get", "_changes", "_purge", "_compact", "_revs_limit", "_purged_infos_limit",
              "_find", "_explain", "_index", "_ensure_full_commit", "_view_cleanup":
             return try await databaseOperation(first, second, &request)
         case "_design":

@@ -42,9 +42,8 @@ enum CouchResponse {
 
     /// An error in CouchDB's shape.
     static func error(_ error: CouchError) -> Response {
-        var headers: HTTPFields = [:]
-        if error.status == .unauthorized { headers[.wwwAuthenticate] = "Basic realm=\"server\"" }
-        return json(error.status, error.json, headers: headers)
+        // No `WWW-Authenticate` on a 401, as CouchDB's default (`[chttpd] WWW-Authenticate` unset).
+        json(error.status, error.json)
     }
 
     /// An `ETag` value for a revision: the revision in double quotes.

@@ -1,0 +1,85 @@
+import Foundation
+import Settee
+
+/// A password as CouchDB keeps it: PBKDF2 with HMAC-SHA-256 over the
+/// password and a random salt (`couch_passwords:pbkdf2/4`), never the password.
+///
+/// Server administrators are written `-pbkdf2:sha256-KEY,SALT,ITERATIONS`
+/// (`couch_passwords:hash_admin_password/1`); `_users` documents carry the
+/// same parts as `derived_key`, `salt`, `iterations`, `pbkdf2_prf` and
+/// `password_scheme: "pbkdf2"`.
+struct PasswordHash: Sendable, Equatable {
+    /// The derived key, lowercase hexadecimal.
+    var derivedKey: String
+    /// The salt, used as the bytes of its text (32 hexadecimal digits when made here).
+    var salt: String
+    /// PBKDF2's iteration count.
+    var iterations: Int
+
+    /// CouchDB 3.5's iteration count (`[chttpd_auth] iterations`).
+    static let defaultIterations = 600_000
+
+    /// `password` hashed with a new random salt.
+    init(hashing password: String, iterations: Int) {
+        salt = Self.randomHex(16)
+        self.iterations = iterations
+        derivedKey = PBKDF2SHA256.derive(password: Array(password.utf8), salt: Array(salt.utf8), iterations: iterations).hexString
+    }
+
+    init(derivedKey: String, salt: String, iterations: Int) {
+        self.derivedKey = derivedKey
+        self.salt = salt
+        self.iterations = iterations
+    }
+
+    /// Reads `-pbkdf2:sha256-KEY,SALT,ITERATIONS` (and `-pbkdf2-KEY,SALT,ITERATIONS`
+    /// when its key has SHA-256's length); `nil` for anything else.
+    init?(administratorForm text: String) {
+        let body: Substring
+        if text.hasPrefix("-pbkdf2:sha256-") {
+            body = text.dropFirst("-pbkdf2:sha256-".count)
+        } else {
+            return nil
+        }
+        let parts = body.split(separator: ",", omittingEmptySubsequences: false)
+        guard parts.count == 3, let iterations = Int(parts[2]), iterations > 0 else { return nil }
+        self.init(derivedKey: String(parts[0]), salt: String(parts[1]), iterations: iterations)
+    }
+
+    /// `-pbkdf2:sha256-KEY,SALT,ITERATIONS`.
+    var administratorForm: String { "-pbkdf2:sha256-\(derivedKey),\(salt),\(iterations)" }
+
+    /// The members a `_users` document keeps instead of its `password`, in CouchDB's order.
+    var userDocumentMembers: [(key: String, value: JSONValue)] {
+        [("password_scheme", "pbkdf2"), ("pbkdf2_prf", "sha256"), ("salt", .string(salt)),
+         ("iterations", .number(Double(iterations))), ("derived_key", .string(derivedKey))]
+    }
+
+    /// The hash a `_users` document carries.
+    /// - Throws: CouchDB's `forbidden` when its scheme or PRF is not PBKDF2 with SHA-256.
+    init?(userDocument document: JSONValue) throws(CouchError) {
+        guard let derivedKey = document["derived_key"]?.stringValue, let salt = document["salt"]?.stringValue else { return nil }
+        guard document["password_scheme"]?.stringValue == "pbkdf2" else {
+            throw CouchError(.forbidden, "forbidden", "password_scheme is not supported: Settee checks pbkdf2 with sha256")
+        }
+        guard (document["pbkdf2_prf"]?.stringValue ?? "sha") == "sha256" else {
+            throw CouchError(.forbidden, "forbidden", "PRF is invalid")
+        }
+        let iterations = document["iterations"]?.doubleValue.map { Int($0) } ?? 10_000
+        guard iterations >= 1 else { throw CouchError(.forbidden, "forbidden", "Iteration count is too low for this server") }
+        guard iterations <= 1_000_000_000 else { throw CouchError(.forbidden, "forbidden", "Iteration count is too high for this server") }
+        self.init(derivedKey: derivedKey, salt: salt, iterations: iterations)
+    }
+
+    /// Whether `password` is the one hashed, compared in constant time.
+    func verifies(_ password: String) -> Bool {
+        let key = PBKDF2SHA256.derive(password: Array(password.utf8), salt: Array(salt.utf8), iterations: iterations).hexString
+        return HMACSHA256.constantTimeEqual(Array(key.utf8), Array(derivedKey.utf8))
+    }
+
+    /// `count` random bytes as hexadecimal (CouchDB's `couch_uuids:random()` for `count` 16).
+    static func randomHex(_ count: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }.hexString
+    }
+}
