@@ -76,6 +76,8 @@ struct CouchRequest: Sendable {
             guard bytes.count + buffer.readableBytes <= limits.maximumRequestBytes else { throw tooLarge }
             bytes += buffer.readableBytesView
         }
+        // Kept, so that a request routed again (a rewrite) can read its body a second time.
+        request.body = RequestBody(buffer: ByteBuffer(bytes: bytes))
         return bytes
     }
 
