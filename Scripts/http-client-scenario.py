@@ -36,8 +36,8 @@ async def step(what, body, may_be_unserved=False):
         await body()
     except Exception as error:  # the step's own words go to the report
         text = f"{what}: {type(error).__name__}: {error}"
-        if may_be_unserved and type(error).__name__ in ("NotFoundError", "NotImplementedError", "MethodNotAllowedError",
-                                                          "BadRequestError"):
+        status = getattr(error, "status", None)
+        if may_be_unserved and (type(error).__name__ in ("NotFoundError", "BadRequestError") or status in (404, 405, 501)):
             print(f"not served: {text}")
             not_served.append(what)
         else:
@@ -61,7 +61,7 @@ async def main():
                 for i in range(500):
                     bulk.create(f"person-{i:04}", data={"type": "person", "age": i % 90, "name": f"Name {i}",
                                                          "city": ["Berlin", "Dresden", "Leipzig"][i % 3]})
-            check(len(bulk.status) == 500 and all(s.get("ok") for s in bulk.status), "bulk write of 500 documents")
+            check(len(bulk.response) == 500 and all(s.get("ok") for s in bulk.response), "bulk write of 500 documents")
             check((await db.info())["doc_count"] == 500, "doc_count is 500")
             doc = await db["person-0042"]
             check(doc["age"] == 42 and doc.rev.startswith("1-"), "a document read back with its revision")
@@ -70,18 +70,18 @@ async def main():
             check(doc.rev.startswith("2-"), "a document updated to its second revision")
         await step("bulk write", bulk)
 
-        # A view, from a design document the client writes.
+        # A view, from a design document the client writes. (aiocouch reads
+        # every view answer as a map view's, with total_rows and offset, so the
+        # view is map-only.)
         async def view():
             ddoc = await db.design_doc("people")
-            await ddoc.create_view("by_city", map_function="function (doc) { if (doc.type === 'person') emit(doc.city, doc.age); }",
-                                   reduce_function="_count")
-            counted = await ddoc.view("by_city").get(group=True)
-            groups = {row["key"]: row["value"] for row in counted.rows}
-            check(groups == {"Berlin": 167, "Dresden": 167, "Leipzig": 166}, f"view by_city grouped: {groups}")
-            ids = [key async for key in ddoc.view("by_city").ids(key="Dresden", reduce=False)]
+            await ddoc.create_view("by_city", map_function="function (doc) { if (doc.type === 'person') emit(doc.city, doc.age); }")
+            ids = [key async for key in ddoc.view("by_city").ids(["Dresden"])]
             check(len(ids) == 167, f"view by_city key=Dresden: {len(ids)} rows")
-            docs = [doc async for doc in ddoc.view("by_city").docs(keys=["Leipzig"])]
-            check(len(docs) == 166 and all(d["city"] == "Leipzig" for d in docs), "view by_city include_docs")
+            docs = [doc async for doc in ddoc.view("by_city").docs(["Leipzig"])]
+            check(len(docs) == 166 and all(d["city"] == "Leipzig" for d in docs), "view by_city include_docs for keys")
+            page = await ddoc.view("by_city").get(startkey='"Berlin"', endkey='"Dresden"', limit=3)
+            check(page.total_rows == 500 and [row["key"] for row in page.rows] == ["Berlin"] * 3, "view by_city range with limit")
         await step("view query", view)
 
         # Mango: an index and a find that uses it.
@@ -102,7 +102,7 @@ async def main():
             events = [event async for event in db.changes(since=events[-1].sequence)]
             check(len(events) == 1 and events[0].id == "person-0001" and type(events[0]).__name__ == "DeletedEvent",
                   "changes since the last sequence: the deletion")
-        await step("changes feed", changes)
+        await step("changes feed", changes, may_be_unserved=True)
 
         # An attachment put and got.
         async def attachment():
