@@ -8,7 +8,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo-db
 BENCH_DOCS ?= 1000000
 
-.PHONY: deps build test crash-test demo bench bench-attachments bench-couchjs clean modules docs
+.PHONY: deps build test crash-test demo bench bench-attachments bench-couchjs clean modules docs http-test bench-http
 
 deps:
 	@missing=""; \
@@ -66,3 +66,21 @@ modules:
 # on any DocC warning or a public symbol that no article curates.
 docs: deps
 	SWIFT=$(SWIFT) bash Scripts/docs.sh
+
+# CouchDB's own Mango suite (nose2) and a CouchDB client library from PyPI
+# (aiocouch) against `settee serve`. Needs CouchDB 3.5.0's src/mango/test:
+# MANGO_TESTS=DIR, or COUCHDB_REPO=a clone of apache/couchdb with tag 3.5.0.
+http-test: deps
+	$(SWIFT) build --product settee
+	SETTEE="$$($(SWIFT) build --show-bin-path)/settee" bash Scripts/http-test.sh
+
+# wrk against a release `settee serve` on loopback: document GET, view key
+# lookup, _find by an indexed field, _bulk_docs of 1,000 documents.
+BENCH_HTTP_DOCS ?= 100000
+bench-http: deps
+	@for p in wrk curl; do \
+	  command -v $$p >/dev/null || { echo "Installing: $$p"; SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$p; }; \
+	done
+	$(SWIFT) build -c release --product settee
+	BENCH_HTTP_DOCS=$(BENCH_HTTP_DOCS) bash Scripts/bench-http.sh "$$($(SWIFT) build -c release --show-bin-path)/settee"

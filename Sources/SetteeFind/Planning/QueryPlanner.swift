@@ -40,6 +40,10 @@ package enum QueryPlanner {
         if usable.isEmpty {
             throw MangoError(error: "no_usable_index", reason: "No index exists for this sort, try indexing by the sort fields.")
         }
+        // Without use_index, no fallback means a JSON index must serve (`mango_cursor:create/4`).
+        if useIndex.isEmpty, !allowFallback, !usable.contains(where: { $0.type == "json" }) {
+            throw MangoError(error: "invalid_index", reason: "You must specify an index with the `use_index` parameter.")
+        }
         var chosenFrom = usable
         var ignoredUseIndex = false
         if !useIndex.isEmpty {

@@ -66,7 +66,8 @@ enum SelectorNormalization {
                 guard let size = integer(argument), size >= 0 else { throw .badArgument(key, argument) }
                 return selector
             case "$beginsWith":
-                guard case .string = argument else { throw .badArgument(key, argument) }
+                // CouchDB has no clause for a non-string prefix: an unknown operator there.
+                guard case .string = argument else { throw .invalidOperator(key) }
                 return selector
             case "$text":
                 // Text search needs a text index service, which Settee does not have.

@@ -67,7 +67,7 @@ extension CouchResponder {
             return try await bulkDocuments(db, &request)
         case "_find", "_explain":
             try allow(request, "POST")
-            let body = try await request.jsonObjectBody()
+            let body = try await request.jsonObjectBody().lastMemberWins
             let find = try FindRequest(json: body)
             if operation == "_explain" { return CouchResponse.json(try await db.explain(find)) }
             return CouchResponse.json(text: try await db.find(find).jsonText)

@@ -3,47 +3,94 @@ import HTTPTypes
 import Hummingbird
 import Settee
 
-/// `/{db}/_index`: Mango's JSON indexes (list, create, delete, bulk delete).
+/// `/{db}/_index`: Mango's JSON indexes (list, create, delete, bulk delete),
+/// path by path and method by method as `mango_httpd.erl` answers them.
 extension CouchResponder {
     func indexEndpoint(_ db: Database, _ request: inout CouchRequest) async throws -> Response {
         let rest = Array(request.segments.dropFirst(2))
-        switch (request.method, rest.count) {
-        case (.get, 0), (.head, 0):
-            var indexes = try await db.listIndexes()
-            let total = indexes.count
-            if let skip = request.parameter("skip").flatMap(Int.init) { indexes = Array(indexes.dropFirst(max(0, skip))) }
-            if let limit = request.parameter("limit").flatMap(Int.init) { indexes = Array(indexes.prefix(max(0, limit))) }
-            return CouchResponse.json(["total_rows": .number(Double(total)), "indexes": .array(indexes.map(\.json))])
-        case (.post, 0):
-            let created = try await db.createIndex(try IndexRequest(json: try await request.jsonObjectBody()))
-            return CouchResponse.json(.ok, created.json)
-        case (.post, 1) where rest[0] == "_bulk_delete":
-            let body = try await request.jsonObjectBody()
-            guard case .array(let ids)? = body["docids"] else {
-                throw CouchError.badRequest("`docids` must be an array of design document ids")
+        switch rest.count {
+        case 0:
+            switch request.method {
+            case .get, .head: return try await listIndexes(db, request)
+            case .post:
+                let created = try await db.createIndex(try IndexRequest(json: try await request.jsonObjectBody()))
+                return CouchResponse.json(.ok, created.json)
+            default: throw CouchError.methodNotAllowed("GET,POST")
             }
-            var success: [JSONValue] = [], fail: [JSONValue] = []
-            for case .string(let id) in ids {
-                let designID = id.hasPrefix("_design/") ? id : "_design/" + id
-                do {
-                    guard let document = try await db.document(designID) else { throw CouchError.missing }
-                    _ = try await db.delete(designID, revision: document.revision)
-                    success.append([.string(designID): ["ok": true]].jsonObject)
-                } catch {
-                    fail.append([.string(designID): ["error": .string(CouchError(from: error).reason)]].jsonObject)
-                }
+        case 1 where rest[0] == "_bulk_delete":
+            try allow(request, "POST")
+            return try await bulkDeleteIndexes(db, &request)
+        case 3, 4 where rest.count == 3 || rest[0] == "_design":
+            // `/_index/{ddoc}/{type}/{name}` or `/_index/_design/{ddoc}/{type}/{name}`.
+            try allow(request, "DELETE")
+            let designID = rest.count == 4 ? "_design/" + rest[1] : Self.designID(rest[0])
+            let type = rest[rest.count - 2], name = rest[rest.count - 1]
+            guard type == "json" else { throw CouchError.missing }
+            do {
+                try await db.deleteIndex(designDocument: designID, name: name)
+            } catch let error as MangoError where error.status == 404 {
+                throw CouchError.missing
             }
-            return CouchResponse.json(["success": .array(success), "fail": .array(fail)])
-        case (.delete, 3), (.delete, 2):
-            // `/_index/{ddoc}/json/{name}` (or `/_index/{ddoc}/{name}`).
-            try await db.deleteIndex(designDocument: rest[0], name: rest[rest.count - 1])
             return CouchResponse.ok()
         default:
-            throw CouchError.methodNotAllowed("GET,HEAD,POST,DELETE")
+            throw CouchError(.notFound, "not_found", "missing")
         }
     }
-}
 
-private extension Dictionary where Key == JSONValue, Value == JSONValue {
-    var jsonObject: JSONValue { .object(map { (key: $0.key.stringValue ?? "", value: $0.value) }) }
+    /// `GET /{db}/_index?limit=…&skip=…`: CouchDB refuses a limit below 1 or
+    /// a negative skip with a 500 `invalid_list_index_params`.
+    private func listIndexes(_ db: Database, _ request: CouchRequest) async throws -> Response {
+        let indexes = try await db.listIndexes()
+        let total = indexes.count
+        func integer(_ name: String) throws(CouchError) -> Int? {
+            guard let text = request.parameter(name) else { return nil }
+            guard let value = Int(text) else {
+                throw CouchError(.badRequest, "query_parse_error", "Invalid value for integer parameter \(name): \"\(text)\"")
+            }
+            return value
+        }
+        let invalid = CouchError(.internalServerError, "invalid_list_index_params", "Index parameter ranges: limit > 1, skip > 0")
+        let limit = try integer("limit") ?? total
+        let skip = try integer("skip") ?? 0
+        guard limit >= 1 || request.parameter("limit") == nil, skip >= 0 else { throw invalid }
+        let page = indexes.dropFirst(min(skip, total)).prefix(max(limit, 0))
+        return CouchResponse.json(["total_rows": .number(Double(total)), "indexes": .array(page.map(\.json))])
+    }
+
+    /// `POST /{db}/_index/_bulk_delete` `{"docids": […]}`: each design
+    /// document's indexes deleted, one result per id.
+    private func bulkDeleteIndexes(_ db: Database, _ request: inout CouchRequest) async throws -> Response {
+        let body = try await request.jsonObjectBody()
+        var ids: [String] = []
+        if let docids = body["docids"] {
+            guard case .array(let values) = docids else {
+                throw CouchError(.badRequest, "invalid_bulk_docids", "Bulk Delete requires an array of non-null docids")
+            }
+            for value in values {
+                guard case .string(let id) = value else {
+                    throw CouchError(.badRequest, "invalid_bulk_docids", "Bulk Delete requires an array of non-null docids")
+                }
+                ids.append(id)
+            }
+        }
+        let indexes = try await db.listIndexes()
+        var success: [JSONValue] = [], fail: [JSONValue] = []
+        for id in ids {
+            let designID = Self.designID(id)
+            let names = indexes.filter { $0.designDocument == designID && $0.type == "json" }.map(\.name)
+            do {
+                guard !names.isEmpty else { throw CouchError.missing }
+                for name in names { try await db.deleteIndex(designDocument: designID, name: name) }
+                success.append(["id": .string(designID), "ok": true])
+            } catch {
+                fail.append(["id": .string(designID), "error": .string(CouchError(from: error).error)])
+            }
+        }
+        return CouchResponse.json(["success": .array(success), "fail": .array(fail)])
+    }
+
+    /// `NAME` or `_design/NAME` as `_design/NAME`.
+    static func designID(_ nameOrID: String) -> String {
+        nameOrID.hasPrefix("_design/") ? nameOrID : "_design/" + nameOrID
+    }
 }

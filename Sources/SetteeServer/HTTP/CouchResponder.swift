@@ -7,7 +7,7 @@ import Settee
 /// Answers every request: authenticates it, routes it by its path as
 /// CouchDB's `chttpd` does, and turns errors into CouchDB's error bodies.
 struct CouchResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
+    typealias Context = CouchRequestContext
 
     let databases: DatabaseFolder
     let configuration: SetteeServer.Configuration
@@ -34,6 +34,12 @@ struct CouchResponder: HTTPResponder {
         }
         response.headers[.server] = CouchResponse.server
         if request.method == .head { response = response.createHeadResponse() }
+        if request.method == .connect {
+            // The answer goes without a body length: close the connection once it is written.
+            response.headers[.connection] = "close"
+            let channel = context.channel
+            channel.eventLoop.scheduleTask(in: .milliseconds(100)) { channel.close(promise: nil) }
+        }
         let elapsed = ContinuousClock.now - started
         logger.info("\(request.method) \(request.uri) \(response.status.code) \(elapsed.formatted(.units(allowed: [.milliseconds, .microseconds], width: .narrow)))")
         return response
