@@ -15,6 +15,8 @@ public final class DatabaseFolder: Sendable {
     let options: Database.Options
     let logger: Logger
     private let open = Mutex<[String: Database]>([:])
+    /// Each database's security object once read (``security(of:)``), until it is set again or the database deleted.
+    let securityObjects = Mutex<[String: SecurityObject]>([:])
 
     /// Serves the databases in `url`, creating the folder when missing.
     public init(url: URL, options: Database.Options = Database.Options(), logger: Logger = Database.quietLogger) throws {
@@ -66,16 +68,18 @@ public final class DatabaseFolder: Sendable {
 
     /// Whether the database exists.
     public func exists(_ name: String) -> Bool {
-        guard let directory = try? directory(of: name) else { return false }
+        guard Self.isValidName(name) else { return false }
         if open.withLock({ $0[name] }) != nil { return true }
+        guard let directory = try? directory(of: name) else { return false }
         return FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path)
     }
 
     /// The open database `name`.
     /// - Throws: `not_found` when it does not exist, `illegal_database_name`.
     public func database(_ name: String) throws -> Database {
-        let directory = try directory(of: name)
+        guard Self.isValidName(name) else { throw Self.illegalName(name) }
         if let database = open.withLock({ $0[name] }) { return database }
+        let directory = try directory(of: name)
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) else {
             throw CouchError.databaseMissing
         }
@@ -111,6 +115,7 @@ public final class DatabaseFolder: Sendable {
         let directory = try directory(of: name)
         guard exists(name) else { throw CouchError.databaseMissing }
         let database = open.withLock { $0.removeValue(forKey: name) }
+        securityObjects.withLock { _ = $0.removeValue(forKey: name) }
         database?.close()
         try FileManager.default.removeItem(at: directory)
     }

@@ -80,17 +80,24 @@ extension DatabaseFolder {
     /// The security object of database `name`: the stored one, or CouchDB's
     /// default (`admin_only`; `{}` for `_users` and `_replicator`, whose
     /// documents have rules of their own).
+    /// Read from the file once, then kept in memory (every request asks).
     func security(of name: String) throws -> SecurityObject {
+        if let kept = securityObjects.withLock({ $0[name] }) { return kept }
         let file = try directory(of: name).appendingPathComponent("security.json")
-        guard let data = try? Data(contentsOf: file) else {
-            return SecurityObject(json: Self.systemDatabases.contains(name) ? .object([]) : SecurityObject.adminOnly)
+        let security: SecurityObject
+        if let data = try? Data(contentsOf: file) {
+            security = SecurityObject(json: try JSONValue(parsing: String(decoding: data, as: UTF8.self)))
+        } else {
+            security = SecurityObject(json: Self.systemDatabases.contains(name) ? .object([]) : SecurityObject.adminOnly)
         }
-        return SecurityObject(json: try JSONValue(parsing: String(decoding: data, as: UTF8.self)))
+        securityObjects.withLock { $0[name] = security }
+        return security
     }
 
     /// Stores the security object of database `name`.
     func setSecurity(_ security: SecurityObject, of name: String) throws {
         let file = try directory(of: name).appendingPathComponent("security.json")
         try Data(security.json.jsonText.utf8).write(to: file, options: .atomic)
+        securityObjects.withLock { $0[name] = security }
     }
 }
