@@ -64,7 +64,7 @@ struct ArrayIndexRead {
             guard case .range(_, _, .value(let value), _) = range else { break }
             high.append(value)
         }
-        high.append(.highest)
+        high.append(IndexRead.afterEveryValue)
         options.startKey = .array(low)
         options.endKey = .array(high)
         return options

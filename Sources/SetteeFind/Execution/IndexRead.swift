@@ -17,6 +17,12 @@ struct IndexRead {
     let request: FindRequest
     let descending: Bool
 
+    /// An end key's last element that sorts after every JSON value, non-empty
+    /// objects included (`{}` sorts before them): an object whose one member's
+    /// name is U+FFFF, the highest weight of the root collation, as CouchDB's
+    /// `?MAX_JSON_OBJ` (`{<<255,255,255,255>>: <<>>}`) sorts after any object.
+    static let afterEveryValue: JSONValue = .object([("\u{FFFF}\u{FFFF}\u{FFFF}\u{FFFF}", .null)])
+
     /// The view query: the leading columns' bounds as the start and end keys
     /// (rows of the boundary values the selector excludes are filtered after).
     var options: ViewQueryOptions {
@@ -36,7 +42,7 @@ struct IndexRead {
             guard case .range(_, _, .value(let value), _) = range else { break }
             high.append(value)
         }
-        high.append(.highest)
+        high.append(Self.afterEveryValue)
         options.descending = descending
         options.startKey = .array(descending ? high : low)
         options.endKey = .array(descending ? low : high)
