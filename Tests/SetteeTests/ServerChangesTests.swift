@@ -128,6 +128,25 @@ struct ServerChangesTests {
         await server.stop()
     }
 
+    /// Starts `settee serve` over `folder/data` on a free port, waits until it
+    /// listens (30 s at most), and creates the database `db`: the child and its base URL.
+    private static func serveInChildProcess(_ folder: URL) async throws -> (ChildProcess, String) {
+        let child = try SetteeExecutable.find().start(["serve", "--data", folder.appendingPathComponent("data").path, "--port", "0"], in: folder)
+        var base: String?
+        for _ in 0..<600 where base == nil {
+            try await Task.sleep(for: .milliseconds(50))
+            let output = (try? String(contentsOf: child.output, encoding: .utf8)) ?? ""
+            if let line = output.split(separator: "\n").first, let json = try? JSONValue(parsing: String(line)) {
+                base = json["listening"]?.stringValue
+            }
+        }
+        let url = try #require(base, "settee serve printed no address: \((try? String(contentsOf: child.output, encoding: .utf8)) ?? "")")
+        var create = URLRequest(url: URL(string: url + "db")!)
+        create.httpMethod = "PUT"
+        _ = try await URLSession.shared.data(for: create)
+        return (child, url)
+    }
+
     @Test("Writes of another process wake a waiting feed")
     func otherProcessWakes() async throws {
         // The server runs as `settee serve`, a process of its own: in this one, the
@@ -137,20 +156,8 @@ struct ServerChangesTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let executable = try SetteeExecutable.find()
-        let child = try executable.start(["serve", "--data", folder.appendingPathComponent("data").path, "--port", "0"], in: folder)
+        let (child, url) = try await Self.serveInChildProcess(folder)
         defer { child.kill(SIGTERM) }
-        var base: String?
-        for _ in 0..<600 where base == nil {
-            try await Task.sleep(for: .milliseconds(50))
-            let output = (try? String(contentsOf: child.output, encoding: .utf8)) ?? ""
-            if let line = output.split(separator: "\n").first, let json = try? JSONValue(parsing: String(line)) {
-                base = json["listening"]?.stringValue
-            }
-        }
-        let url = try #require(base)
-        var create = URLRequest(url: URL(string: url + "db")!)
-        create.httpMethod = "PUT"
-        _ = try await URLSession.shared.data(for: create)
         var longpoll = URLRequest(url: URL(string: url + "db/_changes?feed=longpoll&since=now&timeout=60000")!)
         longpoll.timeoutInterval = 300
         let waiting = Task { try await URLSession.shared.data(for: longpoll) }
@@ -293,19 +300,7 @@ struct ServerChangesTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("settee-serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let child = try SetteeExecutable.find().start(["serve", "--data", folder.appendingPathComponent("data").path, "--port", "0"], in: folder)
-        var base: String?
-        for _ in 0..<200 where base == nil {
-            try await Task.sleep(for: .milliseconds(50))
-            let output = (try? String(contentsOf: child.output, encoding: .utf8)) ?? ""
-            if let line = output.split(separator: "\n").first, let json = try? JSONValue(parsing: String(line)) {
-                base = json["listening"]?.stringValue
-            }
-        }
-        let url = try #require(base)
-        var create = URLRequest(url: URL(string: url + "db")!)
-        create.httpMethod = "PUT"
-        _ = try await URLSession.shared.data(for: create)
+        let (child, url) = try await Self.serveInChildProcess(folder)
         let feed = Task { try? await URLSession.shared.data(from: URL(string: url + "db/_changes?feed=continuous&heartbeat=100")!) }
         try await Task.sleep(for: .milliseconds(400))
         child.kill(SIGTERM)

@@ -54,17 +54,7 @@ struct ArrayIndexRead {
     /// The entries of the leading expressions' ranges (rows at excluded bounds are read, and their documents matched after).
     private func options(_ ranges: [FieldRange]) -> ViewQueryOptions {
         var options = baseOptions()
-        var low: [JSONValue] = []
-        for range in ranges {
-            guard case .range(.value(let value), _, _, _) = range else { break }
-            low.append(value)
-        }
-        var high: [JSONValue] = []
-        for range in ranges {
-            guard case .range(_, _, .value(let value), _) = range else { break }
-            high.append(value)
-        }
-        high.append(IndexRead.afterEveryValue)
+        let (low, high) = IndexRead.keyBounds(ranges)
         options.startKey = .array(low)
         options.endKey = .array(high)
         return options

@@ -32,6 +32,17 @@ struct IndexRead {
         // find reports no offset: the rows before the range are not counted.
         options.countsOffset = false
         options.update = request.updatesIndex ? .true : .false
+        let (low, high) = Self.keyBounds(ranges)
+        options.descending = descending
+        options.startKey = .array(descending ? high : low)
+        options.endKey = .array(descending ? low : high)
+        return options
+    }
+
+    /// The start and end keys of `ranges`' leading columns: their lower and
+    /// upper bound values while each has one, the end key closed by
+    /// ``afterEveryValue`` so that it takes in every key those values start.
+    static func keyBounds(_ ranges: [FieldRange]) -> (low: [JSONValue], high: [JSONValue]) {
         var low: [JSONValue] = []
         for range in ranges {
             guard case .range(.value(let value), _, _, _) = range else { break }
@@ -42,11 +53,8 @@ struct IndexRead {
             guard case .range(_, _, .value(let value), _) = range else { break }
             high.append(value)
         }
-        high.append(Self.afterEveryValue)
-        options.descending = descending
-        options.startKey = .array(descending ? high : low)
-        options.endKey = .array(descending ? low : high)
-        return options
+        high.append(afterEveryValue)
+        return (low, high)
     }
 
     func run(after bookmark: Bookmark?, reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [FoundDocument], last: Bookmark?) {
