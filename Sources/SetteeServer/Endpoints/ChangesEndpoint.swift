@@ -73,7 +73,7 @@ struct ChangesStream: Sendable {
     /// Writes the whole response; returns at its end (the limit, the
     /// timeout, a write that fails because the client went, or the task
     /// cancelled as the server stops).
-    func write(to writer: inout any ResponseBodyWriter, first: Batch?) async throws {
+    func write(to writer: inout any ResponseBodyWriter, first: FirstRead?) async throws {
         var output = Output()
         if query.feed == .normal || query.feed == .longpoll { output.buffer.writeString("{\"results\":[\n") }
         if query.descending {
@@ -84,11 +84,12 @@ struct ChangesStream: Sendable {
         var remaining = query.limit
         var prefetched = first
         feed: while true {
-            let top = try await db.lastSequence()
+            // `top` is read before the batches: a write that commits in between is read by them, or waited for.
+            let top = if let prefetched { prefetched.top } else { try await db.lastSequence() }
             var reachedLimit = remaining <= 0
             reading: while !reachedLimit {
                 // Reading goes on to an empty batch, read after `top`: no change up to it is missed.
-                let (batch, documents, passes, covered) = if let read = prefetched { read } else { try await read(after: cursor) }
+                let (batch, documents, passes, covered) = if let first = prefetched { first.batch } else { try await read(after: cursor) }
                 prefetched = nil
                 if batch.isEmpty, covered == nil { break }
                 defer {
@@ -179,17 +180,22 @@ struct ChangesStream: Sendable {
         return (batch, documents, try await filter.passes(batch, documents: documents), nil)
     }
 
+    /// The first batch, read before the response starts, and the database's
+    /// last sequence read before it (a write may commit between the two).
+    typealias FirstRead = (batch: Batch, top: UInt64)
+
     /// CouchDB's `changes_doc_ids_optimization_threshold`.
     static let documentIDsLookupLimit = 1000
 
     /// The first batch: with `_doc_ids` naming at most 1000 ids, the named
     /// documents' changes, looked up by id instead of read from the whole
     /// feed (as CouchDB's `send_changes_doc_ids`); otherwise the first changes.
-    func firstBatch() async throws -> Batch {
+    func firstBatch() async throws -> FirstRead {
+        let top = try await db.lastSequence()
         guard case .documentIDs(let ids) = filter.kind, ids.count <= Self.documentIDsLookupLimit else {
-            return try await read(after: start)
+            return (try await read(after: start), top)
         }
-        let covered = try await db.lastSequence()
+        let covered = top
         var found: [Document] = []
         for id in ids where !id.hasPrefix("_local/") {
             if let document = try await db.documentIncludingDeleted(id), document.sequence > start { found.append(document) }
@@ -197,7 +203,7 @@ struct ChangesStream: Sendable {
         found.sort { $0.sequence < $1.sequence }
         let changes = found.map { Change(sequence: $0.sequence, id: $0.id, revision: $0.revision, isDeleted: $0.isDeleted) }
         let documents: [Document?] = query.includeDocs ? try await self.documents(of: changes, always: false) : []
-        return (changes, documents, changes.map { _ in true }, covered)
+        return ((changes, documents, changes.map { _ in true }, covered), top)
     }
 
     /// The changed documents when the filter or `include_docs` needs them.
