@@ -6,9 +6,10 @@ import SetteeViews
 
 /// Async forms of ``Database``'s methods.
 ///
-/// Each runs its work on a Settee queue, never on Swift's cooperative
+/// Each runs its work on a thread of Settee's own, never on Swift's cooperative
 /// threads: an index build, a large import or a write waiting for another
-/// process blocks a thread of its own, not the pool every task shares. From
+/// process blocks a thread of its own, not the pool every task shares; and
+/// each call under way has its own, so long calls never hold short ones back. From
 /// async code they are the ones called; the synchronous forms are marked
 /// unavailable there (`noasync`), so a blocking call cannot slip in.
 ///
@@ -26,10 +27,11 @@ import SetteeViews
 /// task.cancel()                               // the query throws CancellationError
 /// ```
 extension Database {
-    /// The queue the async forms run their work on.
-    private static let backgroundQueue = DispatchQueue(label: "settee.database", qos: .userInitiated, attributes: .concurrent)
+    /// The threads the async forms run their work on: one for each call under
+    /// way, so that long calls (index builds, full scans) never hold short ones.
+    private static let backgroundThreads = ElasticThreadPool(name: "settee.database")
 
-    /// Runs `body` on a Settee queue, off Swift's cooperative threads. The
+    /// Runs `body` on a Settee thread, off Swift's cooperative threads. The
     /// calling task's cancellation is `Cancellation.current` while it
     /// runs: what `body` does with JavaScript and index builds stops when the
     /// task is cancelled, and it then throws `CancellationError`.
@@ -39,7 +41,7 @@ extension Database {
         let validationContext = Database.validationContext
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                Self.backgroundQueue.async {
+                Self.backgroundThreads.run {
                     continuation.resume(with: Result {
                         do {
                             return try Database.$validationContext.withValue(validationContext) {
