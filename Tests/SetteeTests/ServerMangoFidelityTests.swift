@@ -57,10 +57,11 @@ struct ServerMangoFidelityTests {
         let row = bulk.json[0]
         #expect(row?["id"] == "_design/bad_view_index")
         #expect(row?["rev"] == nil)
+        #expect(row?["error"] == "invalid_design_doc")
         #expect(row?["reason"] == "`views.views001.map` field must have object type")
         let put = try await server.request("PUT", "/db/_design/bad_view_index", json: bad)
         #expect(put.status == 400)
-        #expect(put.json["reason"] == "`views.views001.map` field must have object type")
+        #expect(put.json == ["error": "invalid_design_doc", "reason": "`views.views001.map` field must have object type"])
         #expect(try await server.request("GET", "/db/_design/bad_view_index").status == 404)
         // A view without a map, and a reduce that is not a string, are refused too.
         let noMap: JSONValue = ["language": "query", "views": ["v": ["reduce": "_count"]]]
