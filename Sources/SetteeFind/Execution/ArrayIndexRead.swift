@@ -88,7 +88,7 @@ struct ArrayIndexRead {
             last = id
             return documents.count < request.limit
         }
-        stats.totalDocsExamined += examined
+        stats.countDocumentsExamined(examined, for: request)
         return (documents, last)
     }
 }

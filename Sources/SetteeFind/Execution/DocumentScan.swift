@@ -83,13 +83,17 @@ struct DocumentScan {
                             return
                         }
                     }
-                    // Design documents are not found (mango_cursor_view skips them in _all_docs).
-                    if key.starts(with: Self.designPrefix) { continue }
                     let record = try DocumentRecord(bytes: value, id: key, path: store.environment.path)
                     if record.isDeleted { continue }
                     if try store.isExpired(key, in: transaction) { continue }
                     stats.totalKeysExamined += 1
-                    stats.totalDocsExamined += 1
+                    // Design documents are not found (mango_cursor_view skips them in _all_docs),
+                    // but counted as CouchDB counts them: read with the rows, dropped after.
+                    if key.starts(with: Self.designPrefix) {
+                        if request.r == 1 { stats.totalDocsExamined += 1 }
+                        continue
+                    }
+                    stats.countDocumentsExamined(1, for: request)
                     json.removeAll(keepingCapacity: true)
                     record.appendFullJSON(id: key, into: &json)
                     guard try json.withUnsafeBytes({ try selector.matches(json: $0) }) else { continue }
@@ -97,9 +101,11 @@ struct DocumentScan {
                         skip -= 1
                         continue
                     }
+                    // A match past a full page ends the scan (read only for the statistics).
+                    if documents.count >= limit { return }
                     documents.append(try projection.extract(jsonText: String(decoding: json, as: UTF8.self)))
                     last = String(decoding: key, as: UTF8.self)
-                    if documents.count >= limit { return }
+                    if documents.count >= limit, !request.readsPastPage { return }
                 }
             }
         }

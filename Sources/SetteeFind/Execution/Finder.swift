@@ -73,8 +73,13 @@ package struct Finder {
     package func explain(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments], databaseName: String) throws -> JSONValue {
         let selector = try MangoSelector(request.selector)
         _ = try FieldProjection(request.fields)
-        let plan = try QueryPlanner.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
+        let plan: QueryPlanner.Plan
+        do {
+            plan = try QueryPlanner.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
                                          allowFallback: request.allowFallback, indexes: indexes)
+        } catch let error where error.error == "no_usable_index" {
+            return try Explanation.explainWithoutIndex(request, selector: selector.normalized, indexes: indexes, databaseName: databaseName)
+        }
         return Explanation.explain(request, plan: plan, selector: selector.normalized, indexes: indexes, databaseName: databaseName)
     }
 

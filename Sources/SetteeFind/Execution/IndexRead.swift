@@ -59,6 +59,7 @@ struct IndexRead {
 
     func run(after bookmark: Bookmark?, reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [FoundDocument], last: Bookmark?) {
         guard request.limit > 0 else { return ([], nil) }
+        if let covering = CoveringRead(self) { return try covering.run(after: bookmark, reader: reader, stats: &stats) }
         var options = self.options
         if let bookmark {
             options.startKey = bookmark.key
@@ -85,14 +86,16 @@ struct IndexRead {
                 skip -= 1
                 return true
             }
+            // A match past a full page ends the read (read only for the statistics).
+            guard documents.count < request.limit else { return false }
             // Kept as text: parsed only if the caller reads it as a value.
             documents.append(try projection.extract(jsonText: text))
             lastReturned = row
-            return documents.count < request.limit
+            return documents.count < request.limit || request.readsPastPage
         }
         let last = try lastReturned.map { row throws in Bookmark(key: try row.key, id: row.id ?? "") }
         stats.totalKeysExamined += examined.keys
-        stats.totalDocsExamined += examined.documents
+        stats.countDocumentsExamined(examined.documents, for: request)
         return (documents, last)
     }
 }

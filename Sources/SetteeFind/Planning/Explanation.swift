@@ -41,7 +41,7 @@ enum Explanation {
             ("sort", .object(request.sort.map { ($0.field, .string($0.descending ? "desc" : "asc")) })),
             ("fields", .array(request.fields.map(JSONValue.string))),
             ("partition", ""),
-            ("r", 1),
+            ("r", .number(Double(request.r))),
             ("conflicts", .bool(request.conflicts)),
             // As the request gave them (mango_opts:validate_find/1); mrargs has what they mean together.
             ("stale", request.stale ? "ok" : false),
@@ -53,7 +53,7 @@ enum Explanation {
     }
 
     /// `mango_idx_view:covers/2`: the fields asked for and the selector's are all in the index's key (or `_id`).
-    private static func covers(_ index: MangoIndex, request: FindRequest, selector: JSONValue) -> Bool {
+    static func covers(_ index: MangoIndex, request: FindRequest, selector: JSONValue) -> Bool {
         guard index.type == "json", !request.fields.isEmpty else { return false }
         let available = Set(["_id"] + index.fields.map(\.field))
         return Set(request.fields + selectorFields(selector)).isSubset(of: available)

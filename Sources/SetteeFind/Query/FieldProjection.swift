@@ -31,7 +31,7 @@ struct FieldProjection: Sendable {
     }
 
     /// `mango_doc:set_field/3`.
-    private static func set(_ value: JSONValue, at path: ArraySlice<String>, in target: JSONValue) -> JSONValue {
+    static func set(_ value: JSONValue, at path: ArraySlice<String>, in target: JSONValue) -> JSONValue {
         guard let name = path.first else { return value }
         let rest = path.dropFirst()
         switch target {

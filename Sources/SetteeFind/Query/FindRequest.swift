@@ -39,6 +39,12 @@ public struct FindRequest: Sendable {
     /// CouchDB's `stale: "ok"`: the index is read as it is, not brought up
     /// to date first, whatever ``update`` says (and the answer is stable).
     public var stale = false
+    /// CouchDB's `r`, the read quorum of a clustered database: above 1,
+    /// CouchDB reads each document apart from the index (a quorum read), and
+    /// ``FindResult/ExecutionStats/totalQuorumDocsExamined`` counts the
+    /// documents examined. A single database has one copy: the documents
+    /// read are the same.
+    public var r = 1
     /// Whether the result carries ``FindResult/executionStats``.
     public var executionStats = false
     /// Whether the planner may fall back to another index, or a full scan,
@@ -67,7 +73,9 @@ public struct FindRequest: Sendable {
     /// The request given as `_find`'s JSON body.
     /// - Throws: ``MangoError`` as CouchDB words it, or a JSON parse error.
     public init(json: String) throws {
-        try self.init(json: try JSONValue(parsing: json))
+        let value = try JSONValue(parsing: json)
+        try Self.refuseFractionalModArguments(jsonText: Array(json.utf8))
+        try self.init(json: value)
     }
 
     /// The request given as `_find`'s body, checked as CouchDB checks it
@@ -101,6 +109,7 @@ public struct FindRequest: Sendable {
                 guard let r = SelectorNormalization.integer(value), r > 0 else {
                     throw MangoError(error: "invalid_pos_integer", reason: "\(MangoError.erlang(value)) is not an integer greater than zero")
                 }
+                request.r = r
             case "conflicts": request.conflicts = try Self.boolean(value)
             case "stale":
                 guard value == .bool(false) || value == .string("ok") || value == .string("false") else {

@@ -41,7 +41,9 @@ public struct FindResult: Sendable {
         public var totalKeysExamined = 0
         /// Documents read to match them against the selector.
         public var totalDocsExamined = 0
-        /// Documents read with a quorum (CouchDB clusters only): always 0.
+        /// Documents read apart from the index, as CouchDB reads them with a
+        /// quorum when the request's ``FindRequest/r`` is above 1 (then
+        /// ``totalDocsExamined`` is 0); 0 otherwise.
         public var totalQuorumDocsExamined = 0
         /// Documents returned.
         public var resultsReturned = 0

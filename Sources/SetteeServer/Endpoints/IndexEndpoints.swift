@@ -13,12 +13,14 @@ extension CouchResponder {
             switch request.method {
             case .get, .head: return try await listIndexes(db, request)
             case .post:
+                try request.requireContentType()
                 let created = try await db.createIndex(try IndexRequest(json: try await request.jsonObjectBody()))
                 return CouchResponse.json(.ok, created.json)
             default: throw CouchError.methodNotAllowed("GET,POST")
             }
         case 1 where rest[0] == "_bulk_delete":
             try allow(request, "POST")
+            try request.requireContentType()
             return try await bulkDeleteIndexes(db, &request)
         case 3, 4 where rest.count == 3 || rest[0] == "_design":
             // `/_index/{ddoc}/{type}/{name}` or `/_index/_design/{ddoc}/{type}/{name}`.

@@ -41,7 +41,9 @@ public struct CouchError: Error, Sendable, Equatable {
         case let error as QueryError:
             self.init(.badRequest, error.error, error.reason)
         case let error as DocumentError:
-            self.init(Self.status(of: error.code), error.code.rawValue, Self.reason(of: error))
+            // CouchDB's word for a design document it refuses (couch_db:validate_ddoc/2).
+            let word = error.code == .invalidDesignDocument ? "invalid_design_doc" : error.code.rawValue
+            self.init(Self.status(of: error.code), word, Self.reason(of: error))
         case is JSONParseError:
             self = .invalidJSON
         case let error as any SetteeError:
@@ -54,7 +56,7 @@ public struct CouchError: Error, Sendable, Equatable {
             case .unauthorized: .unauthorized
             default: .internalServerError
             }
-            self.init(status, error.errorCode.rawValue, "\(error)")
+            self.init(status, error.errorCode == .invalidDesignDocument ? "invalid_design_doc" : error.errorCode.rawValue, "\(error)")
         default:
             self.init(.internalServerError, "unknown_error", "\(error)")
         }

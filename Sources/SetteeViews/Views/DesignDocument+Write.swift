@@ -19,7 +19,10 @@ extension DocumentEdit {
         guard let id, id.hasPrefix("_design/"), !deleted,
               case .object(let members)? = try? body.withUnsafeBytes({ try JSONParser.parse($0) }) else { return nil }
         let json = JSONValue.object([(key: "_id", value: .string(id))] + members)
-        if case .string(let language)? = json["language"], language != "javascript" { return nil }
+        if case .string(let language)? = json["language"], language != "javascript" {
+            try DesignDocumentFieldTypes.check(json)
+            return nil
+        }
         return try DesignDocument(json: json)
     }
 }
