@@ -1,0 +1,66 @@
+import Synchronization
+import SetteeCore
+import SetteeFind
+
+/// The work `find` does on a request before reading anything (the selector
+/// checked, normalized and compiled, the fields, the plan), kept per request
+/// so that the same query asked again goes straight to the read.
+///
+/// A request is the same when its selector's JSON text, sort, fields,
+/// `use_index` and `allow_fallback` are: byte for byte, so two selectors
+/// that only compare equal (`"é"` written precomposed and decomposed) are
+/// two entries. A plan holds for one list of indexes: every entry is for the
+/// list ``FindIndexCache`` handed out under one generation, and a list read
+/// again from changed design documents (an index created or deleted, here or
+/// by another process) has a new generation, which empties the cache.
+final class FindPlanCache: Sendable {
+    /// What identifies a request's preparation: its selector, sort, fields,
+    /// `use_index` and `allow_fallback` written as JSON, compared as bytes
+    /// (Swift's `String` equality would take canonically equivalent names as one).
+    struct Key: Hashable {
+        var bytes: [UInt8]
+
+        init(_ request: FindRequest) {
+            let described: JSONValue = .array([
+                request.selector,
+                .array(request.sort.map { .array([.string($0.field), .bool($0.descending)]) }),
+                .array(request.fields.map { .string($0) }),
+                .array(request.useIndex.map { .string($0) }),
+                .bool(request.allowFallback),
+            ])
+            bytes = []
+            JSONWriter.write(described, into: &bytes)
+        }
+    }
+
+    private struct State {
+        var generation = -1
+        var entries: [Key: PreparedFind] = [:]
+    }
+
+    /// The most requests kept; when full, the cache starts again empty.
+    static let capacity = 512
+
+    private let state = Mutex(State())
+
+    /// The preparation of `key` for the index list of `generation`, if kept.
+    func prepared(_ key: Key, generation: Int) -> PreparedFind? {
+        state.withLock { $0.generation == generation ? $0.entries[key] : nil }
+    }
+
+    /// Keeps a preparation made with the index list of `generation`. One made
+    /// with an older list than the entries' is not kept; a newer list drops them.
+    func keep(_ prepared: PreparedFind, for key: Key, generation: Int) {
+        state.withLock { state in
+            if generation < state.generation { return }
+            if generation > state.generation || state.entries.count >= Self.capacity {
+                state.entries.removeAll(keepingCapacity: true)
+                state.generation = generation
+            }
+            state.entries[key] = prepared
+        }
+    }
+
+    /// How many requests are kept (for tests).
+    var count: Int { state.withLock { $0.entries.count } }
+}
