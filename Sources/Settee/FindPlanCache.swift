@@ -14,28 +14,42 @@ import SetteeFind
 /// again from changed design documents (an index created or deleted, here or
 /// by another process) has a new generation, which empties the cache.
 final class FindPlanCache: Sendable {
-    /// What identifies a request's preparation: its selector, sort, fields,
-    /// `use_index` and `allow_fallback` written as JSON, compared as bytes
-    /// (Swift's `String` equality would take canonically equivalent names as one).
+    /// What identifies a request's preparation: its selector as JSON text,
+    /// then its sort, fields, `use_index` and `allow_fallback`, each part
+    /// after a byte JSON text never holds, compared as bytes (Swift's
+    /// `String` equality would take canonically equivalent names as one).
     struct Key: Hashable {
         var bytes: [UInt8]
 
         init(_ request: FindRequest) {
-            let described: JSONValue = .array([
-                request.selector,
-                .array(request.sort.map { .array([.string($0.field), .bool($0.descending)]) }),
-                .array(request.fields.map { .string($0) }),
-                .array(request.useIndex.map { .string($0) }),
-                .bool(request.allowFallback),
-            ])
             bytes = []
-            JSONWriter.write(described, into: &bytes)
+            bytes.reserveCapacity(64)
+            JSONWriter.write(request.selector, into: &bytes)
+            for field in request.sort {
+                bytes.append(field.descending ? 1 : 2)
+                JSONWriter.writeString(field.field, into: &bytes)
+            }
+            for field in request.fields {
+                bytes.append(3)
+                JSONWriter.writeString(field, into: &bytes)
+            }
+            for name in request.useIndex {
+                bytes.append(4)
+                JSONWriter.writeString(name, into: &bytes)
+            }
+            bytes.append(request.allowFallback ? 5 : 6)
         }
+    }
+
+    /// A preparation, shared rather than copied in and out of the table.
+    private final class Entry: Sendable {
+        let prepared: PreparedFind
+        init(_ prepared: PreparedFind) { self.prepared = prepared }
     }
 
     private struct State {
         var generation = -1
-        var entries: [Key: PreparedFind] = [:]
+        var entries: [Key: Entry] = Dictionary(minimumCapacity: FindPlanCache.capacity)
     }
 
     /// The most requests kept; when full, the cache starts again empty.
@@ -45,7 +59,7 @@ final class FindPlanCache: Sendable {
 
     /// The preparation of `key` for the index list of `generation`, if kept.
     func prepared(_ key: Key, generation: Int) -> PreparedFind? {
-        state.withLock { $0.generation == generation ? $0.entries[key] : nil }
+        state.withLock { $0.generation == generation ? $0.entries[key]?.prepared : nil }
     }
 
     /// Keeps a preparation made with the index list of `generation`. One made
@@ -57,10 +71,7 @@ final class FindPlanCache: Sendable {
                 state.entries.removeAll(keepingCapacity: true)
                 state.generation = generation
             }
-            state.entries[key] = prepared
+            state.entries[key] = Entry(prepared)
         }
     }
-
-    /// How many requests are kept (for tests).
-    var count: Int { state.withLock { $0.entries.count } }
 }
