@@ -54,6 +54,9 @@ final class FindPlanCache: Sendable {
 
     /// The most requests kept; when full, the cache starts again empty.
     static let capacity = 512
+    /// The longest key kept: a request with a larger selector (a long `$in`
+    /// list) is prepared each time rather than held.
+    static let largestKey = 16 << 10
 
     private let state = Mutex(State())
 
@@ -65,6 +68,7 @@ final class FindPlanCache: Sendable {
     /// Keeps a preparation made with the index list of `generation`. One made
     /// with an older list than the entries' is not kept; a newer list drops them.
     func keep(_ prepared: PreparedFind, for key: Key, generation: Int) {
+        guard key.bytes.count <= Self.largestKey else { return }
         state.withLock { state in
             if generation < state.generation { return }
             if generation > state.generation || state.entries.count >= Self.capacity {
