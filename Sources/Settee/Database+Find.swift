@@ -18,12 +18,13 @@ extension Database {
     ///   CouchDB would refuse.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func find(_ request: FindRequest) throws -> FindResult {
-        try Finder(store: store).find(request, indexes: try listIndexes()) { index, options, row in
+        try Finder(store: store).find(request, prepared: try prepared(request)) { index, options, row in
             // A view query of the index's design document, stopped when `row` has had enough.
             struct Enough: Error {}
-            let path = "\(MangoIndex.designDocumentName(index.designDocument ?? ""))/\(index.name)"
             do {
-                try self.forEachRow(path, options: options) { if try !row($0) { throw Enough() } }
+                try self.forEachRow(designDocument: index.designDocument ?? "", view: index.name, options: options) {
+                    if try !row($0) { throw Enough() }
+                }
             } catch is Enough {}
         }
     }

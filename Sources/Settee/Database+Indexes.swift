@@ -61,12 +61,17 @@ extension Database {
     /// by design document and name (CouchDB's `GET /db/_index`).
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func listIndexes() throws -> [MangoIndex] {
+        try findIndexList().indexes
+    }
+
+    /// ``listIndexes()``, with the generation of the list (see ``FindIndexCache``).
+    func findIndexList() throws -> (indexes: [MangoIndex], generation: Int) {
         // Read before the design documents: a list confirmed at it is current while it is the last commit.
         let committed = try environment.lastCommittedTransaction
-        if let indexes = findIndexes.indexes(unchangedSince: committed) { return indexes }
+        if let current = findIndexes.indexes(unchangedSince: committed) { return current }
         let records = try store.designDocumentRecords()
         let revisions = records.map { (id: Array($0.id.utf8), revision: $0.revision) }
-        if let indexes = findIndexes.indexes(for: revisions, confirmingAt: committed) { return indexes }
+        if let current = findIndexes.indexes(for: revisions, confirmingAt: committed) { return current }
         // The design documents as parsed once per revision; only query ones hold indexes.
         let stored = records.compactMap { try? designDocumentCache.parsed($0) }.filter { $0.language == "query" }
             .flatMap { MangoIndex.indexes(inDesignDocument: $0.json) }
@@ -74,8 +79,7 @@ extension Database {
             let order = JSONValue.compareBytes($0.designDocument ?? "", $1.designDocument ?? "")
             return order != 0 ? order < 0 : JSONValue.compareBytes($0.name, $1.name) < 0
         }
-        findIndexes.keep(indexes, for: revisions, confirmedAt: committed)
-        return indexes
+        return (indexes, findIndexes.keep(indexes, for: revisions, confirmedAt: committed))
     }
 
     /// Deletes a JSON or array index; its design document goes with its last index.

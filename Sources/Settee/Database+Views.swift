@@ -259,6 +259,13 @@ extension Database {
                   streaming: streaming, header: header, row: row)
     }
 
+    /// ``forEachRow(_:options:progress:header:_:)-97thd`` of the view `view` of the
+    /// design document `designDocument` (its id or name), named apart: no path to write and split.
+    func forEachRow(designDocument name: String, view viewName: String, options: ViewQueryOptions, _ body: (ViewRow) throws -> Void) throws {
+        try query(designDocument: name, view: viewName, options: options, progress: { _ in }, storedReductions: true, streaming: true,
+                  header: { _ in }, row: { try body($0) })
+    }
+
     /// Queries the view `view` of the design document `designDocument`.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func query(designDocument name: String, view viewName: String, options: ViewQueryOptions = ViewQueryOptions(),

@@ -126,6 +126,8 @@ public final class Database: Sendable {
     let designDocumentCache: DesignDocumentCache
     /// The indexes `find` can use, read once per change of the design documents.
     let findIndexes = FindIndexCache()
+    /// `find` requests as prepared for those indexes, by request.
+    let findPlans = FindPlanCache()
     let logger: Logger
     /// The views written in Swift registered on this instance (``register(_:)``).
     let swiftViews = SwiftViewRegistry()

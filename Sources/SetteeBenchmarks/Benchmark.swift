@@ -32,7 +32,7 @@ struct Benchmark {
             case "--query-only": queryOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-query-bench")
             case "--only": queryOnlyKind = arguments.popFirst()
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--query-only DIR [--only lookups|ranges|find-equality|find-range|find-parsed|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)]")
                 return
             }
         }

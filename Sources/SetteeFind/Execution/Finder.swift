@@ -20,12 +20,15 @@ package struct Finder {
     ///   - indexes: The indexes the planner may use (`_all_docs` among them).
     ///   - reader: Reads a JSON index's rows (a view query of its design document).
     package func find(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments], reader: IndexReader? = nil) throws -> FindResult {
+        try find(request, prepared: try PreparedFind(request, indexes: indexes), reader: reader)
+    }
+
+    /// Runs `request` as `prepared` (made from a request with the same selector, sort,
+    /// fields, `use_index` and `allow_fallback`, over the indexes now current) says.
+    package func find(_ request: FindRequest, prepared: PreparedFind, reader: IndexReader? = nil) throws -> FindResult {
         let started = ContinuousClock.now
-        let selector = try MangoSelector(request.selector)
-        let projection = try FieldProjection(request.fields)
+        let (selector, projection, plan) = (prepared.selector, prepared.projection, prepared.plan)
         let bookmark = try request.bookmark.map { text throws(MangoError) in try Bookmark(decoding: text) }
-        let plan = try QueryPlanner.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
-                                         allowFallback: request.allowFallback, indexes: indexes)
         var warnings: [String] = []
         if plan.ignoredUseIndex { warnings.append(Self.unusedIndexWarning(request.useIndex)) }
 

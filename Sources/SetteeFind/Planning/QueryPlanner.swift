@@ -128,6 +128,9 @@ package enum QueryPlanner {
         return fields.sorted { JSONValue.compareBytes($0, $1) < 0 }
     }
 
+    /// The operators `indexableFields` counts (made once, not per call).
+    private static let seekable: Set<String> = ["$lt", "$lte", "$eq", "$gt", "$gte", "$beginsWith", "$exists"]
+
     private static func collectIndexableFields(_ selector: JSONValue, into fields: inout Set<String>) {
         guard case .object(let members) = selector, members.count == 1 else { return }
         let (key, argument) = members[0]
@@ -136,7 +139,7 @@ package enum QueryPlanner {
             return
         }
         guard !key.hasPrefix("$"), case .object(let condition) = argument, condition.count == 1 else { return }
-        if ["$lt", "$lte", "$eq", "$gt", "$gte", "$beginsWith", "$exists"].contains(condition[0].key) { fields.insert(key) }
+        if seekable.contains(condition[0].key) { fields.insert(key) }
     }
 
     /// `mango_idx_view:field_ranges/1`: each indexable field's range; a field
@@ -188,7 +191,8 @@ package enum QueryPlanner {
                 required = required.filter(left.contains)
             default:
                 if key.hasPrefix("$") { continue }
-                if argument == ["$exists": false] { continue }
+                if case .object(let condition) = argument, condition.count == 1, condition[0].key == "$exists",
+                   condition[0].value == .bool(false) { continue }
                 if let position = required.firstIndex(of: key) { required.remove(at: position) }
             }
         }

@@ -148,7 +148,9 @@ package struct ViewQueryRunner {
         // by it: captured, they were boxed and each access checked at run time.
         var progress = (skip: options.skip, taken: 0)
         // Neither the options nor the transaction are captured by `take`: copying them for each row costs.
-        let document: ((IndexRow) throws -> String)? = options.includeDocs ? { try includedDocument(for: $0, transaction: transaction) } : nil
+        // Each document's text is made in one buffer, kept for the next.
+        var scratch: [UInt8] = []
+        let document: ((IndexRow) throws -> String)? = options.includeDocs ? { try includedDocument(for: $0, transaction: transaction, scratch: &scratch) } : nil
         // Takes a row of the result; false once `limit` rows are taken.
         func take(_ row: IndexRow, _ progress: inout (skip: Int, taken: Int)) throws -> Bool {
             if progress.skip > 0 {
@@ -258,13 +260,12 @@ package struct ViewQueryRunner {
     }
 
     /// The emitting document, or the one named by a value `{"_id": …}` (CouchDB's linked documents).
-    private func includedDocument(for row: IndexRow, transaction: LMDBTransaction) throws -> String {
+    private func includedDocument(for row: IndexRow, transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> String {
         var id = row.id
         if row.valueJSON.first == UInt8(ascii: "{"), case .string(let linked)? = (try? JSONParser.parse(row.valueJSON))?["_id"] {
             id = linked
         }
-        guard let document = try store.record(id, in: transaction), !document.isDeleted else { return "null" }
-        return document.json
+        return try store.liveJSON(id, in: transaction, scratch: &scratch) ?? "null"
     }
 
     // MARK: Reduce queries

@@ -1,0 +1,14 @@
+import SetteeFind
+
+extension Database {
+    /// `request` prepared for `find` over the current indexes: as kept from an
+    /// earlier request like it while the indexes are the same, else made and kept.
+    func prepared(_ request: FindRequest) throws -> PreparedFind {
+        let (indexes, generation) = try findIndexList()
+        let key = FindPlanCache.Key(request)
+        if let prepared = findPlans.prepared(key, generation: generation) { return prepared }
+        let prepared = try PreparedFind(request, indexes: indexes)
+        findPlans.keep(prepared, for: key, generation: generation)
+        return prepared
+    }
+}

@@ -1,0 +1,81 @@
+import Synchronization
+import SetteeCore
+import SetteeFind
+
+/// The work `find` does on a request before reading anything (the selector
+/// checked, normalized and compiled, the fields, the plan), kept per request
+/// so that the same query asked again goes straight to the read.
+///
+/// A request is the same when its selector's JSON text, sort, fields,
+/// `use_index` and `allow_fallback` are: byte for byte, so two selectors
+/// that only compare equal (`"é"` written precomposed and decomposed) are
+/// two entries. A plan holds for one list of indexes: every entry is for the
+/// list ``FindIndexCache`` handed out under one generation, and a list read
+/// again from changed design documents (an index created or deleted, here or
+/// by another process) has a new generation, which empties the cache.
+final class FindPlanCache: Sendable {
+    /// What identifies a request's preparation: its selector as JSON text,
+    /// then its sort, fields, `use_index` and `allow_fallback`, each part
+    /// after a byte JSON text never holds, compared as bytes (Swift's
+    /// `String` equality would take canonically equivalent names as one).
+    struct Key: Hashable {
+        var bytes: [UInt8]
+
+        init(_ request: FindRequest) {
+            bytes = []
+            bytes.reserveCapacity(64)
+            JSONWriter.write(request.selector, into: &bytes)
+            for field in request.sort {
+                bytes.append(field.descending ? 1 : 2)
+                JSONWriter.writeString(field.field, into: &bytes)
+            }
+            for field in request.fields {
+                bytes.append(3)
+                JSONWriter.writeString(field, into: &bytes)
+            }
+            for name in request.useIndex {
+                bytes.append(4)
+                JSONWriter.writeString(name, into: &bytes)
+            }
+            bytes.append(request.allowFallback ? 5 : 6)
+        }
+    }
+
+    /// A preparation, shared rather than copied in and out of the table.
+    private final class Entry: Sendable {
+        let prepared: PreparedFind
+        init(_ prepared: PreparedFind) { self.prepared = prepared }
+    }
+
+    private struct State {
+        var generation = -1
+        var entries: [Key: Entry] = Dictionary(minimumCapacity: FindPlanCache.capacity)
+    }
+
+    /// The most requests kept; when full, the cache starts again empty.
+    static let capacity = 512
+    /// The longest key kept: a request with a larger selector (a long `$in`
+    /// list) is prepared each time rather than held.
+    static let largestKey = 16 << 10
+
+    private let state = Mutex(State())
+
+    /// The preparation of `key` for the index list of `generation`, if kept.
+    func prepared(_ key: Key, generation: Int) -> PreparedFind? {
+        state.withLock { $0.generation == generation ? $0.entries[key]?.prepared : nil }
+    }
+
+    /// Keeps a preparation made with the index list of `generation`. One made
+    /// with an older list than the entries' is not kept; a newer list drops them.
+    func keep(_ prepared: PreparedFind, for key: Key, generation: Int) {
+        guard key.bytes.count <= Self.largestKey else { return }
+        state.withLock { state in
+            if generation < state.generation { return }
+            if generation > state.generation || state.entries.count >= Self.capacity {
+                state.entries.removeAll(keepingCapacity: true)
+                state.generation = generation
+            }
+            state.entries[key] = Entry(prepared)
+        }
+    }
+}
