@@ -7,6 +7,9 @@ import SetteeStorage
 /// pages as CouchDB's Mango does.
 package struct Finder {
     package let store: DocumentStore
+    /// Whether the database is partitioned: a partition query is then allowed,
+    /// and each query reads only the indexes of its scope (``PartitionScope``).
+    package var databaseIsPartitioned = false
 
     package init(store: DocumentStore) {
         self.store = store
@@ -21,11 +24,12 @@ package struct Finder {
     ///   - reader: Reads a JSON index's rows (a view query of its design document).
     package func find(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments], reader: IndexReader? = nil) throws -> FindResult {
         let started = ContinuousClock.now
-        let selector = try MangoSelector(request.selector)
+        let scope = PartitionScope(databaseIsPartitioned: databaseIsPartitioned, partition: request.partition)
+        let selector = try MangoSelector(scope.selector(request.selector))
         let projection = try FieldProjection(request.fields)
         let bookmark = try request.bookmark.map { text throws(MangoError) in try Bookmark(decoding: text) }
-        let plan = try QueryPlanner.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
-                                         allowFallback: request.allowFallback, indexes: indexes)
+        let plan = try scope.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
+                                  allowFallback: request.allowFallback, indexes: indexes)
         var warnings: [String] = []
         if plan.ignoredUseIndex { warnings.append(Self.unusedIndexWarning(request.useIndex)) }
 
@@ -71,11 +75,12 @@ package struct Finder {
     /// How `request` would run: CouchDB's `_explain` response.
     /// - Parameter databaseName: The name `explain` reports as `dbname`.
     package func explain(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments], databaseName: String) throws -> JSONValue {
+        let scope = PartitionScope(databaseIsPartitioned: databaseIsPartitioned, partition: request.partition)
         let selector = try MangoSelector(request.selector)
         _ = try FieldProjection(request.fields)
-        let plan = try QueryPlanner.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
-                                         allowFallback: request.allowFallback, indexes: indexes)
-        return Explanation.explain(request, plan: plan, selector: selector.normalized, indexes: indexes, databaseName: databaseName)
+        let plan = try scope.plan(try MangoSelector(scope.selector(request.selector)).normalized, sort: request.sort,
+                                  useIndex: request.useIndex, allowFallback: request.allowFallback, indexes: indexes)
+        return Explanation.explain(request, plan: plan, selector: selector.normalized, indexes: indexes, databaseName: databaseName, scope: scope)
     }
 
     /// `mango_cursor:invalid_index_warning/2`.

@@ -40,6 +40,8 @@ public struct CouchError: Error, Sendable, Equatable {
             self.init(HTTPResponse.Status(code: error.status), error.error, error.reason)
         case let error as QueryError:
             self.init(.badRequest, error.error, error.reason)
+        case let error as PartitionError:
+            self.init(.badRequest, error.error, error.reason)
         case let error as DocumentError:
             self.init(Self.status(of: error.code), error.code.rawValue, Self.reason(of: error))
         case is JSONParseError:

@@ -1,0 +1,77 @@
+import Foundation
+import SetteeCore
+import SetteeFind
+import SetteeStorage
+import SetteeViews
+
+/// `find` in a partitioned database: partition queries and partitioned indexes.
+extension Database {
+    /// The finder for `request`, told whether the database is partitioned.
+    /// - Throws: `query_parse_error` for a partition query of a database that
+    ///   is not partitioned, as CouchDB refuses it.
+    func finder(for request: FindRequest) throws -> Finder {
+        var finder = Finder(store: try store)
+        finder.databaseIsPartitioned = try isPartitioned()
+        if request.partition != nil, !finder.databaseIsPartitioned {
+            throw MangoError(error: "query_parse_error", reason: "`partition` parameter is not supported on this db")
+        }
+        return finder
+    }
+
+    /// Refuses a partitioned index in a database that is not partitioned
+    /// (`couch_mrview:validate/2`).
+    func checkPartitioned(_ index: MangoIndex) throws {
+        if index.partitioned == true, try !isPartitioned() {
+            throw MangoError(error: "invalid_design_doc", reason: "partitioned option cannot be true in a non-partitioned database.")
+        }
+    }
+
+    /// A query design document's members with an index's `partitioned`
+    /// option (`mango_idx:set_ddoc_partitioned/2`): a new design document takes
+    /// the option the request gave; an existing one must already have it.
+    /// - Throws: `invalid_partitioned_option` when the existing design document's option differs.
+    static func settingPartitioned(of index: MangoIndex, in members: [(key: String, value: JSONValue)],
+                                   isNew: Bool) throws -> [(key: String, value: JSONValue)] {
+        let options = members.first(where: { $0.key == "options" })?.value
+        let current = options?["partitioned"]?.boolValue
+        if index.partitioned == current { return members }
+        guard isNew else {
+            throw MangoError(error: "invalid_partitioned_option",
+                             reason: "Requested partitioned option does not match existing value on design document \(index.designDocument ?? "")")
+        }
+        guard let partitioned = index.partitioned else { return members }
+        var members = members
+        var optionMembers = options?.objectValue ?? []
+        optionMembers.removeAll { $0.key == "partitioned" }
+        optionMembers.append(("partitioned", .bool(partitioned)))
+        members.removeAll { $0.key == "options" }
+        members.append(("options", .object(optionMembers)))
+        return members
+    }
+}
+
+/// Views in a partitioned database: those of its design documents are
+/// partitioned unless `options.partitioned` is false (CouchDB's partitioned
+/// views), and are queried one partition at a time.
+extension Database {
+    /// A view query of `design` as it runs: a partition query of a partitioned
+    /// view reads the rows of the partition's documents only (the id prefix
+    /// returned); a view that is not partitioned refuses `partition` as before.
+    /// - Throws: `query_parse_error` for a global query of a partitioned view
+    ///   (`couch_mrview_util:validate_args/2`).
+    func partitionQuery(_ options: ViewQueryOptions, design: DesignDocument) throws -> (options: ViewQueryOptions, idPrefix: [UInt8]?) {
+        let partitioned: Bool
+        if let option = design.json["options"]?["partitioned"]?.boolValue {
+            partitioned = option
+        } else {
+            partitioned = try isPartitioned()
+        }
+        guard partitioned else { return (options, nil) }
+        guard let partition = options.partition else {
+            throw QueryError.queryParse("`partition` parameter is mandatory for queries to this view.")
+        }
+        var options = options
+        options.partition = nil
+        return (options, Array((partition + ":").utf8))
+    }
+}
