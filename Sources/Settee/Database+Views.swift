@@ -508,7 +508,7 @@ extension Database {
     /// their records.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
-        let validated = try ValidatedViewQuery(allDocuments: options)
+        let validated = try ValidatedViewQuery(allDocuments: try partitionAllDocuments(options))
         try purgeExpiredIfDue()
         return try ViewResult.collected { header, row in try store.forEachDocumentRow(validated, header: header, row: row) }
     }
@@ -521,7 +521,7 @@ extension Database {
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func forEachDocumentRow(options: ViewQueryOptions = ViewQueryOptions(), header: (ViewResultHeader) throws -> Void = { _ in },
                                    _ body: (ViewRow) throws -> Void) throws {
-        let validated = try ValidatedViewQuery(allDocuments: options)
+        let validated = try ValidatedViewQuery(allDocuments: try partitionAllDocuments(options))
         try purgeExpiredIfDue()
         try store.forEachDocumentRow(validated, header: header, row: { try body($0) })
     }

@@ -149,6 +149,8 @@ struct PartitionTests {
         #expect(try await ids("/pdb/_partition/a/_all_docs?startkey=%22a:2%22") == ["a:2", "a:3"])
         #expect(try await ids("/pdb/_partition/a/_all_docs?endkey=%22z%22") == ["a:1", "a:2", "a:3"])
         #expect(try await ids("/pdb/_partition/c/_all_docs") == [])
+        #expect(try await ids("/pdb/_all_docs?partition=b") == ["b:1"])
+        #expect(try await ids("/pdb/_all_docs").count == 4)
         let conflicting = try await server.request("GET", "/pdb/_partition/a/_all_docs?partition=b")
         #expect(conflicting.json == ["error": "bad_request", "reason": "Conflicting value for `partition` in query string"])
         await server.stop()

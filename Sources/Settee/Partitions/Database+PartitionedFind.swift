@@ -75,3 +75,30 @@ extension Database {
         return (options, Array((partition + ":").utf8))
     }
 }
+
+/// `_all_docs` of one partition.
+extension Database {
+    /// An `_all_docs` query as it runs: with a ``ViewQueryOptions/partition``
+    /// in a partitioned database, kept within the partition's ids,
+    /// `partition:` to `partition;` (`couch_mrview_util:apply_all_docs_partition/2`):
+    /// the start and end keys asked for where they lie within, else the
+    /// partition's; `key` and `keys` are left as asked. In a database that is
+    /// not partitioned the partition is left for validation to refuse.
+    func partitionAllDocuments(_ options: ViewQueryOptions) throws -> ViewQueryOptions {
+        guard let partition = options.partition, try isPartitioned() else { return options }
+        var options = options
+        options.partition = nil
+        guard options.key == nil, options.keys == nil else { return options }
+        let (first, last) = Partition.idRange(partition)
+        func precedes(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+        let start = options.startKey?.stringValue, end = options.endKey?.stringValue
+        if options.descending {
+            options.startKey = .string(start.map { precedes($0, last) ? $0 : last } ?? last)
+            options.endKey = .string(end.map { precedes(first, $0) ? $0 : first } ?? first)
+        } else {
+            options.startKey = .string(start.map { precedes(first, $0) ? $0 : first } ?? first)
+            options.endKey = .string(end.map { precedes($0, last) ? $0 : last } ?? last)
+        }
+        return options
+    }
+}

@@ -34,8 +34,9 @@ extension CouchResponder {
         case "_all_docs" where rest.count == 1:
             try allow(request, "GET,HEAD,POST")
             let body = request.method == .post ? try await request.jsonObjectBody() : nil
-            let options = try Self.viewOptions(request.parameters.filter { $0.name != "partition" }, body: body)
-            return CouchResponse.json(text: try await db.allDocuments(options: Self.restricted(options, to: partition)).json)
+            var options = try Self.viewOptions(request.parameters.filter { $0.name != "partition" }, body: body)
+            options.partition = partition
+            return CouchResponse.json(text: try await db.allDocuments(options: options).json)
         case "_find" where rest.count == 1, "_explain" where rest.count == 1:
             try allow(request, "POST")
             let body = try await request.jsonObjectBody().lastMemberWins
@@ -73,26 +74,6 @@ extension CouchResponder {
             "doc_count": .number(Double(counts.documentCount)),
             "doc_del_count": .number(Double(counts.deletedDocumentCount)),
         ]
-    }
-
-    /// An `_all_docs` query kept within the partition's ids, `partition:` to
-    /// `partition;` (`couch_mrview_util:apply_all_docs_partition/2`): the
-    /// start and end keys asked for where they lie within, else the
-    /// partition's. `key` and `keys` are left as asked.
-    static func restricted(_ options: ViewQueryOptions, to partition: String) -> ViewQueryOptions {
-        guard options.key == nil, options.keys == nil else { return options }
-        var options = options
-        let (first, last) = Partition.idRange(partition)
-        func precedes(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
-        let start = options.startKey?.stringValue, end = options.endKey?.stringValue
-        if options.descending {
-            options.startKey = .string(start.map { precedes($0, last) ? $0 : last } ?? last)
-            options.endKey = .string(end.map { precedes(first, $0) ? $0 : first } ?? first)
-        } else {
-            options.startKey = .string(start.map { precedes(first, $0) ? $0 : first } ?? first)
-            options.endKey = .string(end.map { precedes($0, last) ? $0 : last } ?? last)
-        }
-        return options
     }
 
     /// The `partitioned` parameter of `PUT /{db}` (`chttpd_db:parse_partitioned_opt/1`).
