@@ -19,10 +19,10 @@ extension Database {
     }
 
     /// Refuses a partitioned index in a database that is not partitioned
-    /// (`couch_mrview:validate/2`).
+    /// (`couch_mrview:validate/2`) before its design document is read.
     func checkPartitioned(_ index: MangoIndex) throws {
         if index.partitioned == true, try !isPartitioned() {
-            throw MangoError(error: "invalid_design_doc", reason: "partitioned option cannot be true in a non-partitioned database.")
+            throw PartitionError(error: "invalid_design_doc", reason: "partitioned option cannot be true in a non-partitioned database.")
         }
     }
 

@@ -49,6 +49,24 @@ public enum Partition {
         }
     }
 
+    /// Checks a design document written to a database that is not partitioned
+    /// (`couch_mrview:validate/2`): its views cannot be partitioned.
+    /// - Throws: ``PartitionError`` `invalid_design_doc` for `"options": {"partitioned": true}`.
+    static func validateDesignDocument(_ body: [UInt8]) throws(PartitionError) {
+        // Most design documents say nothing of partitions: parsed only when the word is there.
+        guard body.count >= 11, contains(body, Array("partitioned".utf8)),
+              (try? JSONParser.parse(body))?["options"]?["partitioned"] == .bool(true) else { return }
+        throw PartitionError(error: "invalid_design_doc", reason: "partitioned option cannot be true in a non-partitioned database.")
+    }
+
+    private static func contains(_ bytes: [UInt8], _ word: [UInt8]) -> Bool {
+        guard bytes.count >= word.count else { return false }
+        for start in 0...(bytes.count - word.count) where bytes[start] == word[0] {
+            if bytes[start..<start + word.count].elementsEqual(word) { return true }
+        }
+        return false
+    }
+
     /// The first and last ids of a partition's documents in `_all_docs` order
     /// (`couch_partition:start_key/1`, `end_key/1`): `p:` and `p;`, the end excluded.
     public static func idRange(_ partition: String) -> (start: String, end: String) {

@@ -53,7 +53,11 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
             throw DocumentError(context.userContext.name == nil ? .unauthorized : .forbidden,
                                 "You are not a db or server admin.", id: id)
         }
-        if lock.withLock({ partitioned }) { try Partition.validateDocumentID(id) }
+        if lock.withLock({ partitioned }) {
+            try Partition.validateDocumentID(id)
+        } else if id.hasPrefix("_design/") {
+            try Partition.validateDesignDocument(edit.body)
+        }
         if id.hasPrefix("_design/") || id.hasPrefix("_local/") { return }
         let functions = lock.withLock { self.current }
         if functions.isEmpty { return }
