@@ -24,6 +24,12 @@ struct PartitionTests {
             #expect(throws: PartitionError.self) { try db.makePartitioned() }
             #expect(try db.isPartitioned() == false)
         }
+        let designed = TemporaryDirectory()
+        do {
+            let db = try openDatabase(designed)
+            try db.put(#"{"_id": "_design/d", "language": "query", "views": {}}"#)
+            #expect(throws: PartitionError.self) { try db.makePartitioned() }
+        }
         let other = TemporaryDirectory()
         do {
             let db = try openDatabase(other)

@@ -1,7 +1,6 @@
 import Foundation
 import SetteeCore
 import SetteeStorage
-import SetteeViews
 
 /// Partitioned databases (CouchDB's `PUT /db?partitioned=true`): every
 /// document id but design and `_local` documents' is `partition:id`, and the
@@ -27,17 +26,17 @@ extension Database {
     /// Makes a new database partitioned, as CouchDB's `PUT /db?partitioned=true`
     /// creates it; the property is kept with the database's files.
     /// - Throws: ``PartitionError`` (`bad_request`) when the database already
-    ///   holds documents other than design and `_local` ones: a database is
-    ///   partitioned from its creation.
+    ///   holds documents (design documents and tombstones included; `_local`
+    ///   documents do not count): a database is partitioned from its creation.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func makePartitioned() throws {
         let store = try store
         try store.writing { transaction, _ in
             var properties = try DatabaseProperties.read(store, in: transaction)
             if properties["partitioned"] == .bool(true) { return }
+            // Documents and the find indexes already read were made under the other rule.
             let counts = try store.counts(in: transaction)
-            let designDocuments = try store.designDocumentRecords(in: transaction).count
-            if counts.live + counts.deleted > designDocuments {
+            if counts.live + counts.deleted > 0 {
                 throw PartitionError(error: "bad_request", reason: "A database that holds documents cannot be made partitioned: a database is partitioned when it is created.")
             }
             guard case .object(var members) = properties else { return }
