@@ -18,9 +18,12 @@ extension Database {
     ///   CouchDB would refuse.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func find(_ request: FindRequest) throws -> FindResult {
-        try Finder(store: store).find(request, prepared: try prepared(request)) { index, options, row in
+        let finder = try finder(for: request)
+        return try finder.find(request, prepared: try prepared(request, databaseIsPartitioned: finder.databaseIsPartitioned)) { index, options, row in
             // A view query of the index's design document, stopped when `row` has had enough.
             struct Enough: Error {}
+            var options = options
+            if index.partitioned == true { options.partition = request.partition }
             do {
                 try self.forEachRow(designDocument: index.designDocument ?? "", view: index.name, options: options) {
                     if try !row($0) { throw Enough() }
@@ -35,7 +38,7 @@ extension Database {
     /// reason it was not chosen.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func explain(_ request: FindRequest) throws -> JSONValue {
-        try Finder(store: store).explain(request, indexes: try listIndexes(), databaseName: url.lastPathComponent)
+        try finder(for: request).explain(request, indexes: try listIndexes(), databaseName: url.lastPathComponent)
     }
 
     /// Runs a `find` query and decodes the documents as `T`, each from its

@@ -3,11 +3,11 @@ import SetteeFind
 extension Database {
     /// `request` prepared for `find` over the current indexes: as kept from an
     /// earlier request like it while the indexes are the same, else made and kept.
-    func prepared(_ request: FindRequest) throws -> PreparedFind {
+    func prepared(_ request: FindRequest, databaseIsPartitioned: Bool) throws -> PreparedFind {
         let (indexes, generation) = try findIndexList()
-        let key = FindPlanCache.Key(request)
+        let key = FindPlanCache.Key(request, databaseIsPartitioned: databaseIsPartitioned)
         if let prepared = findPlans.prepared(key, generation: generation) { return prepared }
-        let prepared = try PreparedFind(request, indexes: indexes)
+        let prepared = try PreparedFind(request, indexes: indexes, databaseIsPartitioned: databaseIsPartitioned)
         findPlans.keep(prepared, for: key, generation: generation)
         return prepared
     }

@@ -31,15 +31,19 @@ extension Database {
     public func createIndex(_ request: IndexRequest) throws -> IndexCreation {
         let index = request.index
         let id = index.designDocument ?? ""
+        try checkPartitioned(index)
         return try write { batch in
             var members: [(key: String, value: JSONValue)] = [("_id", .string(id)), ("language", "query")]
+            var isNew = true
             if let existing = try batch.document(id), !existing.isDeleted {
                 let value = try existing.value
                 guard case .object(let stored) = value, value["language"]?.stringValue == "query" else {
                     throw MangoError(error: "invalid_index", reason: "Invalid design document query language.")
                 }
                 members = stored
+                isNew = false
             }
+            members = try Self.settingPartitioned(of: index, in: members, isNew: isNew)
             var views = members.first(where: { $0.key == "views" })?.value.objectValue ?? []
             if let position = views.firstIndex(where: { $0.key == index.name }) {
                 if views[position].value == index.view { return IndexCreation(result: "exists", id: id, name: index.name) }
@@ -73,8 +77,9 @@ extension Database {
         let revisions = records.map { (id: Array($0.id.utf8), revision: $0.revision) }
         if let current = findIndexes.indexes(for: revisions, confirmingAt: committed) { return current }
         // The design documents as parsed once per revision; only query ones hold indexes.
+        let partitioned = try isPartitioned()
         let stored = records.compactMap { try? designDocumentCache.parsed($0) }.filter { $0.language == "query" }
-            .flatMap { MangoIndex.indexes(inDesignDocument: $0.json) }
+            .flatMap { MangoIndex.indexes(inDesignDocument: $0.json) }.map { $0.resolvingPartitioned(default: partitioned) }
         let indexes = [MangoIndex.allDocuments] + stored.sorted {
             let order = JSONValue.compareBytes($0.designDocument ?? "", $1.designDocument ?? "")
             return order != 0 ? order < 0 : JSONValue.compareBytes($0.name, $1.name) < 0

@@ -387,9 +387,10 @@ extension Database {
         guard let view = design.view(viewName) else {
             throw DocumentError.missingNamedView(viewName, in: design)
         }
+        let (options, idPrefix) = try partitionQuery(options, design: design)
         // All views of the design document share one pass over the changes.
         try answer(view, updating: design.views, options: options, progress: progress, storedReductions: storedReductions,
-                   streaming: streaming, header: header, row: row) {
+                   streaming: streaming, idPrefix: idPrefix, header: header, row: row) {
             guard !designDocumentCache.isChecked(id, revision: revision) else { return }
             // One stored under a higher limit is refused too: each process would parse and compile it whole.
             if let bytes = designDocumentCache.bodyBytes(id, revision: revision) { try checkStoredDesignDocumentSize(bytes, id: id) }
@@ -416,7 +417,7 @@ extension Database {
     /// and those updated with it) up to date first as the options say;
     /// `check` runs once the options are known to be valid, before any update.
     private func answer(_ view: ViewDefinition, updating views: [ViewDefinition], options: ViewQueryOptions, progress: (IndexProgress) -> Void,
-                        storedReductions: Bool, streaming: Bool, header: (ViewResultHeader) throws -> Void,
+                        storedReductions: Bool, streaming: Bool, idPrefix: [UInt8]? = nil, header: (ViewResultHeader) throws -> Void,
                         row: (consuming ViewRow) throws -> Void, check: () throws -> Void) throws {
         let validated = try ValidatedViewQuery(view: options, viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
         try check()
@@ -426,6 +427,7 @@ extension Database {
         let tables = try indexes.tables(for: view.signature)
         var runner = try ViewQueryRunner(store: store, indexes: indexes, workers: try viewFunctions())
         runner.storedReductions = storedReductions
+        runner.idPrefix = idPrefix
         try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true, streaming: streaming,
                        header: header, row: row)
         if validated.update == .lazy { try update(views) }
@@ -513,7 +515,7 @@ extension Database {
     /// their records.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func allDocuments(options: ViewQueryOptions = ViewQueryOptions()) throws -> ViewResult {
-        let validated = try ValidatedViewQuery(allDocuments: options)
+        let validated = try ValidatedViewQuery(allDocuments: try partitionAllDocuments(options))
         try purgeExpiredIfDue()
         return try ViewResult.collected { header, row in try store.forEachDocumentRow(validated, header: header, row: row) }
     }
@@ -526,7 +528,7 @@ extension Database {
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func forEachDocumentRow(options: ViewQueryOptions = ViewQueryOptions(), header: (ViewResultHeader) throws -> Void = { _ in },
                                    _ body: (ViewRow) throws -> Void) throws {
-        let validated = try ValidatedViewQuery(allDocuments: options)
+        let validated = try ValidatedViewQuery(allDocuments: try partitionAllDocuments(options))
         try purgeExpiredIfDue()
         try store.forEachDocumentRow(validated, header: header, row: { try body($0) })
     }

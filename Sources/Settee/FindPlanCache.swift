@@ -7,7 +7,7 @@ import SetteeFind
 /// so that the same query asked again goes straight to the read.
 ///
 /// A request is the same when its selector's JSON text, sort, fields,
-/// `use_index` and `allow_fallback` are: byte for byte, so two selectors
+/// `use_index`, `allow_fallback` and partition are: byte for byte, so two selectors
 /// that only compare equal (`"é"` written precomposed and decomposed) are
 /// two entries. A plan holds for one list of indexes: every entry is for the
 /// list ``FindIndexCache`` handed out under one generation, and a list read
@@ -15,13 +15,13 @@ import SetteeFind
 /// by another process) has a new generation, which empties the cache.
 final class FindPlanCache: Sendable {
     /// What identifies a request's preparation: its selector as JSON text,
-    /// then its sort, fields, `use_index` and `allow_fallback`, each part
+    /// then its sort, fields, `use_index`, `allow_fallback` and partition, each part
     /// after a byte JSON text never holds, compared as bytes (Swift's
     /// `String` equality would take canonically equivalent names as one).
     struct Key: Hashable {
         var bytes: [UInt8]
 
-        init(_ request: FindRequest) {
+        init(_ request: FindRequest, databaseIsPartitioned: Bool) {
             bytes = []
             bytes.reserveCapacity(64)
             JSONWriter.write(request.selector, into: &bytes)
@@ -38,6 +38,12 @@ final class FindPlanCache: Sendable {
                 JSONWriter.writeString(name, into: &bytes)
             }
             bytes.append(request.allowFallback ? 5 : 6)
+            // A partition query plans over other indexes, and matches the partition's documents only.
+            bytes.append(databaseIsPartitioned ? 7 : 8)
+            if let partition = request.partition {
+                bytes.append(9)
+                JSONWriter.writeString(partition, into: &bytes)
+            }
         }
     }
 

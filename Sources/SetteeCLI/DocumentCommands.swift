@@ -196,6 +196,7 @@ struct InfoCommand: ParsableCommand {
                 "update_seq": .number(Double(info.updateSequence)),
                 "purge_seq": .number(Double(try db.purgeSequence())),
                 "sizes": ["file": .number(Double(info.fileSize)), "map": .number(Double(info.mapSize))],
+                "props": try db.properties(),
                 "views": .array(views),
             ])
         }

@@ -27,6 +27,8 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
     /// The functions the write transaction running now checks with: read as
     /// it began (LMDB runs one write transaction at a time).
     private var current: [Function] = []
+    /// Whether the database is partitioned, as the write transaction running now read it.
+    private var partitioned = false
 
     struct Function {
         var designDocument: String
@@ -50,6 +52,11 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
             // couch_db:validate_doc_update/3: design documents are the database administrators'.
             throw DocumentError(context.userContext.name == nil ? .unauthorized : .forbidden,
                                 "You are not a db or server admin.", id: id)
+        }
+        if lock.withLock({ partitioned }) {
+            try Partition.validateDocumentID(id)
+        } else if id.hasPrefix("_design/") {
+            try Partition.validateDesignDocument(edit.body)
         }
         if id.hasPrefix("_design/") || id.hasPrefix("_local/") { return }
         let functions = lock.withLock { self.current }
@@ -123,6 +130,8 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
     /// the functions it started with, and one rolled back leaves none of its
     /// own behind. Read again only once something was committed since.
     func beginWrite(store: DocumentStore, in transaction: LMDBTransaction) throws {
+        let partitioned = try DatabaseProperties.isPartitioned(store, in: transaction)
+        lock.withLock { self.partitioned = partitioned }
         let committedTransaction = store.environment.lastCommittedTransaction
         if let known = lock.withLock({ committed }), known.transaction == committedTransaction {
             lock.withLock { current = known.functions }

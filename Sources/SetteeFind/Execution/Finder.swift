@@ -7,6 +7,9 @@ import SetteeStorage
 /// pages as CouchDB's Mango does.
 package struct Finder {
     package let store: DocumentStore
+    /// Whether the database is partitioned: a partition query is then allowed,
+    /// and each query reads only the indexes of its scope (``PartitionScope``).
+    package var databaseIsPartitioned = false
 
     package init(store: DocumentStore) {
         self.store = store
@@ -20,7 +23,7 @@ package struct Finder {
     ///   - indexes: The indexes the planner may use (`_all_docs` among them).
     ///   - reader: Reads a JSON index's rows (a view query of its design document).
     package func find(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments], reader: IndexReader? = nil) throws -> FindResult {
-        try find(request, prepared: try PreparedFind(request, indexes: indexes), reader: reader)
+        try find(request, prepared: try PreparedFind(request, indexes: indexes, databaseIsPartitioned: databaseIsPartitioned), reader: reader)
     }
 
     /// Runs `request` as `prepared` (made from a request with the same selector, sort,
@@ -76,14 +79,16 @@ package struct Finder {
     package func explain(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments], databaseName: String) throws -> JSONValue {
         let selector = try MangoSelector(request.selector)
         _ = try FieldProjection(request.fields)
+        let scope = PartitionScope(databaseIsPartitioned: databaseIsPartitioned, partition: request.partition)
         let plan: QueryPlanner.Plan
         do {
-            plan = try QueryPlanner.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
-                                         allowFallback: request.allowFallback, indexes: indexes)
+            plan = try scope.plan(try MangoSelector(scope.selector(request.selector)).normalized, sort: request.sort,
+                                  useIndex: request.useIndex, allowFallback: request.allowFallback, indexes: indexes)
         } catch let error where error.error == "no_usable_index" {
-            return try Explanation.explainWithoutIndex(request, selector: selector.normalized, indexes: indexes, databaseName: databaseName)
+            return try Explanation.explainWithoutIndex(request, selector: selector.normalized, indexes: scope.indexes(indexes),
+                                                       databaseName: databaseName)
         }
-        return Explanation.explain(request, plan: plan, selector: selector.normalized, indexes: indexes, databaseName: databaseName)
+        return Explanation.explain(request, plan: plan, selector: selector.normalized, indexes: indexes, databaseName: databaseName, scope: scope)
     }
 
     /// `mango_cursor:invalid_index_warning/2`.

@@ -1,7 +1,8 @@
 /// What `find` works out from a request before it reads anything: the
 /// selector checked, normalized and compiled, the fields to return, and the
 /// plan over a list of indexes. It depends on the request's selector, sort,
-/// fields, `use_index` and `allow_fallback`, and on that list only: a request
+/// fields, `use_index`, `allow_fallback` and partition, on whether the
+/// database is partitioned, and on that list only: a request
 /// that differs in nothing else (limit, skip, bookmark, update…) can use it.
 package struct PreparedFind: Sendable {
     let selector: MangoSelector
@@ -9,15 +10,17 @@ package struct PreparedFind: Sendable {
     /// The index chosen, its key ranges, and the others ranked.
     package let plan: QueryPlanner.Plan
 
-    /// Prepares `request` over `indexes`.
+    /// Prepares `request` over `indexes`, in a database partitioned or not
+    /// (a partition query matches the partition's documents, with its indexes).
     /// - Throws: ``MangoError`` as ``Finder/find(_:indexes:reader:)`` does, in
     ///   the same order: the selector, the fields, the bookmark, then the plan.
-    package init(_ request: FindRequest, indexes: [MangoIndex]) throws(MangoError) {
-        selector = try MangoSelector(request.selector)
+    package init(_ request: FindRequest, indexes: [MangoIndex], databaseIsPartitioned: Bool = false) throws(MangoError) {
+        let scope = PartitionScope(databaseIsPartitioned: databaseIsPartitioned, partition: request.partition)
+        selector = try MangoSelector(scope.selector(request.selector))
         projection = try FieldProjection(request.fields)
         // Checked here too, so that a bad bookmark is said before a query no index serves.
         if let bookmark = request.bookmark { _ = try Bookmark(decoding: bookmark) }
-        plan = try QueryPlanner.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
-                                     allowFallback: request.allowFallback, indexes: indexes)
+        plan = try scope.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
+                              allowFallback: request.allowFallback, indexes: indexes)
     }
 }

@@ -19,6 +19,7 @@ public struct IndexRequest: Sendable, Equatable {
         var type = "json"
         var name: String?
         var designDocument: String?
+        var partitioned: Bool?
         for (key, value) in members {
             switch key {
             case "index": definition = value
@@ -32,9 +33,11 @@ public struct IndexRequest: Sendable, Equatable {
                     throw MangoError(error: "invalid_pos_integer", reason: "\(MangoError.erlang(value)) is not an integer greater than zero")
                 }
             case "partitioned":
-                guard value == .bool(false) else {
-                    throw MangoError(error: "invalid_partitioned_value", reason: "Settee databases are not partitioned: \(MangoError.erlang(value))")
+                // mango_opts:validate_partitioned/1; without it, the database's default.
+                guard case .bool(let flag) = value else {
+                    throw MangoError(error: "invalid_partitioned_value", reason: "Invalid partitioned value: \(MangoError.erlang(value))")
                 }
+                partitioned = flag
             default:
                 throw MangoError(error: "invalid_key", reason: "Invalid key \(key) for this request.")
             }
@@ -50,6 +53,7 @@ public struct IndexRequest: Sendable, Equatable {
         index.name = name ?? String(generated)
         let design = designDocument ?? String(generated)
         index.designDocument = MangoIndex.designDocumentID(design)
+        index.partitioned = partitioned
         self.index = index
     }
 

@@ -40,6 +40,11 @@ public struct MangoIndex: Sendable, Equatable {
     public var partialFilterSelector: JSONValue?
     /// For an array index, the path of its arrays (`tags`, `contacts[].phones`: see ``ArrayIndex``); nil otherwise.
     public var arrayPath: String? = nil
+    /// Whether the index serves partition queries only (CouchDB's partitioned
+    /// index) rather than global ones: the design document's `options.partitioned`;
+    /// nil when it says nothing, which means the database's own (partitioned in a
+    /// partitioned database, as `Database.listIndexes()` lists it).
+    public var partitioned: Bool? = nil
 
     /// A design document's id from its name or id (`books` or `_design/books`).
     package static func designDocumentID(_ nameOrID: String) -> String {
@@ -70,7 +75,7 @@ public struct MangoIndex: Sendable, Equatable {
             ("name", .string(name)),
             ("type", .string(type)),
         ]
-        if type != "special" { members.append(("partitioned", false)) }
+        if type != "special" { members.append(("partitioned", .bool(partitioned ?? false))) }
         members.append(("def", .object(definition)))
         return .object(members)
     }
@@ -111,6 +116,10 @@ public struct MangoIndex: Sendable, Equatable {
             if partial == [:] || partial == .null { partial = nil }
             if let partial, (try? MangoSelector(partial)) == nil { return nil }
             return MangoIndex(designDocument: id, name: name, type: "json", fields: sortFields, partialFilterSelector: partial)
+        }.map { index in
+            var index = index
+            index.partitioned = document["options"]?["partitioned"]?.boolValue
+            return index
         }
     }
 }

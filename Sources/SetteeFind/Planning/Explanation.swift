@@ -8,19 +8,19 @@ import SetteeCore
 /// (`selector_hints`).
 enum Explanation {
     static func explain(_ request: FindRequest, plan: QueryPlanner.Plan, selector: JSONValue, indexes: [MangoIndex],
-                        databaseName: String) -> JSONValue {
+                        databaseName: String, scope: PartitionScope = PartitionScope(databaseIsPartitioned: false, partition: nil)) -> JSONValue {
         let fields: JSONValue = .array(request.fields.map(JSONValue.string))
         let covering = covers(plan.index, request: request, selector: selector)
         return .object([
             ("dbname", .string(databaseName)),
             ("index", plan.index.json),
-            ("partitioned", false),
+            ("partitioned", .bool(scope.databaseIsPartitioned)),
             ("selector", selector),
             ("opts", options(request)),
             ("limit", .number(Double(request.limit))),
             ("skip", .number(Double(request.skip))),
             ("fields", fields),
-            ("index_candidates", .array(candidates(request, plan: plan, selector: selector, indexes: indexes))),
+            ("index_candidates", .array(candidates(request, plan: plan, selector: selector, indexes: indexes, scope: scope))),
             ("selector_hints", [[
                 "type": "json",
                 "indexable_fields": .array(QueryPlanner.indexableFields(selector).map(JSONValue.string)),
@@ -40,7 +40,7 @@ enum Explanation {
             ("skip", .number(Double(request.skip))),
             ("sort", .object(request.sort.map { ($0.field, .string($0.descending ? "desc" : "asc")) })),
             ("fields", .array(request.fields.map(JSONValue.string))),
-            ("partition", ""),
+            ("partition", .string(request.partition ?? "")),
             ("r", .number(Double(request.r))),
             ("conflicts", .bool(request.conflicts)),
             // As the request gave them (mango_opts:validate_find/1); mrargs has what they mean together.
@@ -107,7 +107,7 @@ enum Explanation {
             ("include_docs", .bool(!covering)),
             ("view_type", "map"),
             ("reduce", false),
-            ("partition", .null),
+            ("partition", request.partition.map(JSONValue.string) ?? .null),
             ("start_key", start),
             ("end_key", end),
             ("direction", descending ? "rev" : "fwd"),
@@ -142,21 +142,24 @@ enum Explanation {
 
     /// Every index but the one chosen, with why (`mango_cursor:extract_candidate_indexes/1`).
     private static func candidates(_ request: FindRequest, plan: QueryPlanner.Plan, selector: JSONValue,
-                                   indexes: [MangoIndex]) -> [JSONValue] {
+                                   indexes: [MangoIndex], scope: PartitionScope) -> [JSONValue] {
         let ranked = plan.ranked
         let partial = indexes.filter { $0.partialFilterSelector != nil && !QueryPlanner.matches($0, request.useIndex) }
+        let outOfScope = indexes.filter { !scope.includes($0) && !partial.contains($0) }
         let unusable = plan.unusable
-        let usable = indexes.filter { index in !partial.contains(index) && !unusable.contains { $0.index == index } }
+        let usable = indexes.filter { index in !partial.contains(index) && !outOfScope.contains(index) && !unusable.contains { $0.index == index } }
         let excluded = request.useIndex.isEmpty || plan.ignoredUseIndex ? [] : usable.filter { !QueryPlanner.matches($0, request.useIndex) }
         let unfavored = usable.filter { index in !excluded.contains(index) && !ranked.contains { $0.index == index } }
         // Ranks, as CouchDB numbers its groups: the unfavoured after the ranked ones, then each group after the last.
         let unfavoredRank = max(1, ranked.count)
         let excludedRank = unfavoredRank + (unfavored.isEmpty ? 0 : 1)
         let unusableRank = excludedRank + (excluded.isEmpty ? 0 : 1)
-        let partialRank = unusableRank + (unusable.isEmpty ? 0 : 1)
+        let outOfScopeRank = unusableRank + (unusable.isEmpty ? 0 : 1)
+        let partialRank = outOfScopeRank + (outOfScope.isEmpty ? 0 : 1)
         let winnerColumns = plan.index.fields.count
         var entries: [(index: MangoIndex, usable: Bool, reason: String, ranking: Int)] = []
         for index in partial { entries.append((index, false, "is_partial", partialRank)) }
+        for index in outOfScope { entries.append((index, false, "scope_mismatch", outOfScopeRank)) }
         for (index, reasons) in unusable { entries.append((index, false, reasons.first ?? "field_mismatch", unusableRank)) }
         for index in excluded { entries.append((index, true, "excluded_by_user", excludedRank)) }
         for index in unfavored { entries.append((index, true, "unfavored_type", unfavoredRank)) }

@@ -50,6 +50,10 @@ public struct FindRequest: Sendable {
     /// Whether the planner may fall back to another index, or a full scan,
     /// when `useIndex` names no index usable for the query.
     public var allowFallback = true
+    /// In a partitioned database, the partition whose documents are searched
+    /// (CouchDB's `/db/_partition/{partition}/_find`), with its partitioned
+    /// indexes; nil to search the whole database with its global indexes.
+    public var partition: String?
 
     /// A sort field: a dotted path and its direction.
     public struct SortField: Sendable, Equatable {
@@ -101,10 +105,7 @@ public struct FindRequest: Sendable {
             case "skip": request.skip = try Self.nonNegativeInteger(value)
             case "sort": request.sort = try Self.sortFields(value)
             case "fields": request.fields = try Self.fieldList(value)
-            case "partition":
-                guard value == .string("") else {
-                    throw MangoError(error: "bad_request", reason: "Partitioned queries are not supported: Settee databases are not partitioned.")
-                }
+            case "partition": request.partition = try PartitionScope.partition(value)
             case "r":
                 guard let r = SelectorNormalization.integer(value), r > 0 else {
                     throw MangoError(error: "invalid_pos_integer", reason: "\(MangoError.erlang(value)) is not an integer greater than zero")

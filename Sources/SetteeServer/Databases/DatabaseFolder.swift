@@ -98,15 +98,21 @@ public final class DatabaseFolder: Sendable {
         }
     }
 
-    /// Creates the database `name`.
-    /// - Throws: `file_exists` (412) when it exists, `illegal_database_name` (400).
+    /// Creates the database `name`, partitioned if asked (``Database/makePartitioned()``).
+    /// - Throws: `file_exists` (412) when it exists, `illegal_database_name` (400),
+    ///   `bad_request` for a partitioned system database.
     @discardableResult
-    public func create(_ name: String) throws -> Database {
+    public func create(_ name: String, partitioned: Bool = false) throws -> Database {
         let directory = try directory(of: name)
+        if partitioned, Self.systemDatabases.contains(name) || name.hasSuffix("/_users") || name.hasSuffix("/_replicator") {
+            throw CouchError.badRequest("Cannot partition a system database")
+        }
         if exists(name) {
             throw CouchError(.preconditionFailed, "file_exists", "The database could not be created, the file already exists.")
         }
-        return try opened(name, at: directory, creating: true)
+        let database = try opened(name, at: directory, creating: true)
+        if partitioned { try database.makePartitioned() }
+        return database
     }
 
     /// Deletes the database `name` and its files.

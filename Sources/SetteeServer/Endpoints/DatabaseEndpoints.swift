@@ -8,7 +8,7 @@ extension CouchResponder {
     func databaseEndpoint(_ name: String, _ request: inout CouchRequest) async throws -> Response {
         switch request.method {
         case .put:
-            try databases.create(name)
+            try databases.create(name, partitioned: try Self.partitionedParameter(request))
             return CouchResponse.json(.created, ["ok": true], headers: [.location: "/\(Self.escapePath(name))"])
         case .get, .head:
             return CouchResponse.json(try await databaseInfo(name))
@@ -43,7 +43,7 @@ extension CouchResponder {
             "update_seq": .string(String(info.updateSequence)),
             "sizes": ["file": .number(Double(info.fileSize)), "external": .number(Double(info.fileSize)),
                       "active": .number(Double(info.fileSize))],
-            "props": [:],
+            "props": try await db.properties(),
             "doc_del_count": .number(Double(info.deletedDocumentCount)),
             "doc_count": .number(Double(info.documentCount)),
             "disk_format_version": 8,

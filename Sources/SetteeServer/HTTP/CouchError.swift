@@ -40,6 +40,8 @@ public struct CouchError: Error, Sendable, Equatable {
             self.init(HTTPResponse.Status(code: error.status), error.error, error.reason)
         case let error as QueryError:
             self.init(.badRequest, error.error, error.reason)
+        case let error as PartitionError:
+            self.init(.badRequest, error.error, error.reason)
         case let error as DocumentError:
             // CouchDB's word for a design document it refuses (couch_db:validate_ddoc/2).
             let word = error.code == .invalidDesignDocument ? "invalid_design_doc" : error.code.rawValue

@@ -96,8 +96,9 @@ public struct ViewQueryOptions: Sendable, Equatable {
     public var stable = false
     /// `sorted`.
     public var sorted = true
-    /// `partition`. Settee has no partitioned databases, so validation rejects it as
-    /// CouchDB does for a non-partitioned database.
+    /// `partition`: in a partitioned database, the partition a query of a
+    /// partitioned view or of `_all_docs` reads; validation refuses it
+    /// elsewhere, as CouchDB does.
     public var partition: String?
     /// Why a key given as an `Encodable` value did not encode; validation
     /// refuses the options with it.

@@ -13,6 +13,10 @@ package struct ViewQueryRunner {
     package var reduceChunk = 1000
     /// Whether counts and reductions read stored chunks (when current) instead of walking every row.
     package var storedReductions = true
+    /// Only the rows of the documents whose id begins with these bytes (a
+    /// partition query of a partitioned view, `partition:`); nil for every row.
+    /// Reductions then walk the rows (stored chunks hold every partition's).
+    package var idPrefix: [UInt8]?
 
     package init(store: DocumentStore, indexes: ViewIndexStore, workers: any FunctionWorkers) {
         self.store = store
@@ -59,7 +63,7 @@ package struct ViewQueryRunner {
             // No state in this snapshot: the index has no rows here, and its tables are
             // not read (a removal may have closed the handles: see ViewIndexStore.drop).
             let scanner = IndexScanner(transaction: transaction, rows: snapshot == nil ? nil : tables.rows,
-                                       chunks: snapshot != nil && storedReductions && state.chunksCurrent ? tables.chunks : nil)
+                                       chunks: snapshot != nil && storedReductions && idPrefix == nil && state.chunksCurrent ? tables.chunks : nil)
             let updateSequence = options.updateSeq ? indexes.currentSequence(view.signature, committed: state.sequence) : nil
             if options.reduce, let reduce = view.reduce {
                 try header(ViewResultHeader(totalRows: nil, offset: nil, updateSequence: updateSequence))
@@ -152,7 +156,9 @@ package struct ViewQueryRunner {
         var scratch: [UInt8] = []
         let document: ((IndexRow) throws -> String)? = options.includeDocs ? { try includedDocument(for: $0, transaction: transaction, scratch: &scratch) } : nil
         // Takes a row of the result; false once `limit` rows are taken.
+        let idPrefix = idPrefix
         func take(_ row: IndexRow, _ progress: inout (skip: Int, taken: Int)) throws -> Bool {
+            if let idPrefix, !row.withID({ $0.starts(with: idPrefix) }) { return true }
             if progress.skip > 0 {
                 progress.skip -= 1
                 return true
@@ -341,6 +347,7 @@ package struct ViewQueryRunner {
             try scanner.fold(range, descending: options.descending, chunksWhere: acceptChunk) { item in
                 switch item {
                 case .row(let row):
+                    if let idPrefix, !row.withID({ $0.starts(with: idPrefix) }) { return true }
                     try enterGroup(row.encodedKey) { row.keyJSON }
                     if done { return false }
                     try reducer.add(row: row, to: &accumulator)
