@@ -14,6 +14,9 @@ package struct DocumentEdit: Sendable {
     /// The `_attachments` member (new bytes and stubs), or nil when the
     /// document has none: `body` never holds it.
     package var attachments: [AttachmentEdit]?
+    /// `_revisions` as given (`{"start": N, "ids": [...]}`): the revision and
+    /// its ancestors, newest first. Only a replicated write uses it.
+    package var revisionHistory: [Revision]?
 
     /// The longest id the storage engine can key (LMDB's 511-byte key limit).
     package static let maximumIDBytes = 511
@@ -38,6 +41,7 @@ package struct DocumentEdit: Sendable {
         var revision: Revision?
         var deleted = false
         var attachments: [AttachmentEdit]?
+        var revisionHistory: [Revision]?
         var body: [UInt8] = [UInt8(ascii: "{")]
         body.reserveCapacity(json.count)
         for member in members {
@@ -62,6 +66,12 @@ package struct DocumentEdit: Sendable {
                 case "_attachments":
                     attachments = try AttachmentEdit.parse(value, id: id)
                     continue
+                case "_revisions":
+                    revisionHistory = try Self.revisionHistory(value, id: id)
+                    continue
+                case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
+                    // What a read with those options adds, ignored on the way back in, as CouchDB does.
+                    continue
                 default:
                     throw DocumentError(.documentValidation, "Bad special document member: \(member.key)", id: id)
                 }
@@ -81,6 +91,7 @@ package struct DocumentEdit: Sendable {
         self.body = deleted ? Self.emptyBody : body
         self.bodyDigest = MD5.hash(self.body)
         self.attachments = deleted ? nil : attachments
+        self.revisionHistory = revisionHistory
     }
 
     /// A deletion: its tombstone keeps no members.

@@ -34,6 +34,8 @@ package final class DocumentStore: Sendable {
     package let purges: LMDBTable?
     package let expirations: LMDBTable?
     package let expirationTimes: LMDBTable?
+    /// Revision trees of the documents that have one (``RevisionTree``).
+    package let revisionTrees: LMDBTable?
 
     package init(environment: LMDBEnvironment, logger: Logger, validation: (any DocumentWriteValidation)? = nil, sizeLimits: DocumentSizeLimits) throws {
         self.environment = environment
@@ -48,6 +50,7 @@ package final class DocumentStore: Sendable {
         attachmentBodies = try AttachmentBodies(environment: environment)
         let optional = try Self.openOptionalTables(environment)
         (local, purges, expirations, expirationTimes) = (optional[0], optional[1], optional[2], optional[3])
+        revisionTrees = optional[4]
         let seqs = seqs
         commits = try CommitSignal.shared(environment: environment) { transaction in
             try transaction.withCursor(seqs) { cursor in
@@ -177,6 +180,10 @@ package final class DocumentStore: Sendable {
             var previousSequence: UInt64?
             var current: DocumentRecord?
             var stored = try transaction.get(docs, key).map { try DocumentRecord(bytes: $0, id: key, path: environment.path) }
+            if let record = stored, record.hasRevisionTree {
+                return try applyToTree(edit, id: id, key: key, record: record, sequence: sequence, in: transaction, scratch: &scratch,
+                                       countChange: &countChange)
+            }
             var refusal = stored.flatMap { Self.refusal(of: edit, id: id, over: $0) }
             // An expired document not yet purged reads as missing: it is purged
             // once the edit has passed validation, and written anew.
