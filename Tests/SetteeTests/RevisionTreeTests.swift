@@ -199,4 +199,29 @@ struct RevisionTreeTests {
             #expect(error.code == .badRequest)
         }
     }
+
+    @Test("find with conflicts: true adds _conflicts and matches on it, through _all_docs and a JSON index; views see _conflicts")
+    func findConflicts() throws {
+        let db = try open()
+        try db.put(#"{"_id":"plain","v":0}"#)
+        _ = try write(db, Self.replicated("d", 1, ["b"], #""v":2"#), Self.replicated("d", 1, ["a"], #""v":1"#))
+        var request = FindRequest(selector: ["v": ["$gt": 0]])
+        #expect(try db.find(request).found.map { $0.json["_conflicts"] } == [nil])
+        request.conflicts = true
+        #expect(try db.find(request).found.map { $0.json["_conflicts"] } == [.array([.string(Self.rev(1, "a"))])])
+        var onConflicts = FindRequest(selector: ["_conflicts": ["$exists": true]])
+        onConflicts.conflicts = true
+        #expect(try db.find(onConflicts).found.map { $0.json["_id"] } == ["d"])
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["_conflicts"]}}"#))
+        let indexed = try db.find(onConflicts)
+        #expect(indexed.found.map { $0.json["_id"] } == ["d"])
+        #expect(indexed.found.first?.json["_conflicts"] == .array([.string(Self.rev(1, "a"))]))
+        #expect(indexed.found.first?.json["_rev"] == .string(Self.rev(1, "b")))
+        try db.put(#"{"_id":"_design/app","views":{"c":{"map":"function (doc) { if (doc._conflicts) emit(doc._conflicts, null); }"}}}"#)
+        #expect(try db.query("app/c").rows.map(\.id) == ["d"])
+        // Resolved: the index and the view no longer list it.
+        try db.delete("d", revision: Revision(Self.rev(1, "a"))!)
+        #expect(try db.find(onConflicts).found.isEmpty)
+        #expect(try db.query("app/c").rows.isEmpty)
+    }
 }

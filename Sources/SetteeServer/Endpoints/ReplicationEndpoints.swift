@@ -128,6 +128,11 @@ extension CouchResponder {
                 results.append("{\"ok\":\(String(decoding: try await documentBytes(db, document, options: options), as: UTF8.self))}")
             }
             if !results.isEmpty { return results }
+            // A document without a tree does not know its ancestors: a revision no newer than its one leaf is taken for one.
+            if let current, revisions.leaves.count == 1, revisions.history(of: current.revision).count == 1,
+               current.revision.generation >= revision.generation {
+                return ["{\"ok\":\(String(decoding: try await documentBytes(db, current, options: options), as: UTF8.self))}"]
+            }
         }
         return ["{\"missing\":\(JSONValue.string(text).jsonText)}"]
     }

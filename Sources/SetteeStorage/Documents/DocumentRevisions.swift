@@ -79,3 +79,52 @@ extension DocumentStore {
         return answer
     }
 }
+
+extension DocumentStore {
+    /// Adds `"_conflicts"` (and, with `deleted`, `"_deleted_conflicts"`) to the
+    /// document JSON object that ends `json` — the record `record` of document
+    /// `key` — when it has any, as CouchDB opens a document with the options
+    /// `conflicts` and `deleted_conflicts`. A record without a tree has none
+    /// and costs nothing.
+    package func appendConflicts(of record: DocumentRecord, key: UnsafeRawBufferPointer, to json: inout [UInt8], deleted: Bool,
+                                 in transaction: LMDBTransaction) throws {
+        guard record.hasRevisionTree, json.last == UInt8(ascii: "}") else { return }
+        let tree = try revisionTree(key, record: record, in: transaction)
+        let members = Self.conflictMembers(tree, deleted: deleted)
+        guard !members.isEmpty else { return }
+        json.removeLast()
+        if json.last != UInt8(ascii: "{") { json.append(UInt8(ascii: ",")) }
+        json.append(contentsOf: members)
+        json.append(UInt8(ascii: "}"))
+    }
+
+    /// The document JSON `text` of document `id` with its conflicts added
+    /// (see ``appendConflicts(of:key:to:deleted:in:)``).
+    package func addingConflicts(to text: String, id: String, deleted: Bool, in transaction: LMDBTransaction) throws -> String {
+        var key = id
+        return try key.withUTF8 { key in
+            let key = UnsafeRawBufferPointer(key)
+            guard let bytes = try transaction.get(docs, key) else { return text }
+            let record = try DocumentRecord(bytes: bytes, id: key, path: environment.path)
+            guard record.hasRevisionTree else { return text }
+            var json = Array(text.utf8)
+            try appendConflicts(of: record, key: key, to: &json, deleted: deleted, in: transaction)
+            return String(decoding: json, as: UTF8.self)
+        }
+    }
+
+    /// `"_conflicts":[…]` and `"_deleted_conflicts":[…]`, those not empty.
+    private static func conflictMembers(_ tree: RevisionTree, deleted: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        func list(_ name: String, _ revisions: [Revision]) {
+            guard !revisions.isEmpty else { return }
+            if !out.isEmpty { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: "\"\(name)\":[".utf8)
+            out.append(contentsOf: revisions.map { "\"\($0)\"" }.joined(separator: ",").utf8)
+            out.append(UInt8(ascii: "]"))
+        }
+        list("_conflicts", tree.conflicts)
+        if deleted { list("_deleted_conflicts", tree.deletedConflicts) }
+        return out
+    }
+}

@@ -148,7 +148,9 @@ package struct ViewQueryRunner {
         // by it: captured, they were boxed and each access checked at run time.
         var progress = (skip: options.skip, taken: 0)
         // Neither the options nor the transaction are captured by `take`: copying them for each row costs.
-        let document: ((IndexRow) throws -> String)? = options.includeDocs ? { try includedDocument(for: $0, transaction: transaction) } : nil
+        let document: ((IndexRow) throws -> String)? = options.includeDocs ? {
+            try includedDocument(for: $0, transaction: transaction, conflicts: options.conflicts)
+        } : nil
         // Takes a row of the result; false once `limit` rows are taken.
         func take(_ row: IndexRow, _ progress: inout (skip: Int, taken: Int)) throws -> Bool {
             if progress.skip > 0 {
@@ -258,13 +260,13 @@ package struct ViewQueryRunner {
     }
 
     /// The emitting document, or the one named by a value `{"_id": …}` (CouchDB's linked documents).
-    private func includedDocument(for row: IndexRow, transaction: LMDBTransaction) throws -> String {
+    private func includedDocument(for row: IndexRow, transaction: LMDBTransaction, conflicts: Bool = false) throws -> String {
         var id = row.id
         if row.valueJSON.first == UInt8(ascii: "{"), case .string(let linked)? = (try? JSONParser.parse(row.valueJSON))?["_id"] {
             id = linked
         }
         guard let document = try store.record(id, in: transaction), !document.isDeleted else { return "null" }
-        return document.json
+        return conflicts ? try store.addingConflicts(to: document.json, id: id, deleted: false, in: transaction) : document.json
     }
 
     // MARK: Reduce queries
