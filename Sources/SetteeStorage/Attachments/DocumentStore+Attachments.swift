@@ -20,14 +20,15 @@ extension DocumentStore {
 
     /// Stores the attachments an edit names and drops the references of the
     /// ones its document no longer has; returns the body to store (with the
-    /// `_attachments` stubs) and its digest, or nil when the new revision has
+    /// `_attachments` stubs) and the attachments' term for the revision id
+    /// (``ErlangTerm/attachments(_:)``), or nil when the new revision has
     /// no attachments. `current` is read before anything is written (its
     /// bytes point into pages the writes may reuse). Without
     /// `releasingCurrent`, `current` only answers stubs and keeps its
     /// references (a new branch of a revision tree beside it).
     func writeAttachments(of edit: DocumentEdit, id: String, current: DocumentRecord?, generation: Int,
                           releasingCurrent: Bool = true,
-                          in transaction: LMDBTransaction) throws -> (body: [UInt8], digest: [UInt8])? {
+                          in transaction: LMDBTransaction) throws -> (body: [UInt8], term: [UInt8])? {
         let old: [AttachmentStub] = if let current, current.hasAttachments, !current.isDeleted {
             try AttachmentStub.stubs(inBody: current.body)
         } else { [] }
@@ -64,7 +65,7 @@ extension DocumentStore {
         }
         guard !stubs.isEmpty else { return nil }
         let body = AttachmentStub.body(edit.body, adding: stubs)
-        return (body, MD5.hash(body))
+        return (body, ErlangTerm.attachments(stubs.map { ($0.name, $0.contentType, $0.digest) }))
     }
 
     /// Drops the references a document's attachments hold (the document is
@@ -169,7 +170,7 @@ extension DocumentEdit {
         self.revision = revision
         self.deleted = false
         self.body = body
-        self.bodyDigest = MD5.hash(body)
+        self.bodyTerm = ErlangTerm.json(body)
         self.attachments = attachments
     }
 }

@@ -9,8 +9,8 @@ package struct DocumentEdit: Sendable {
     package var deleted: Bool
     /// The other members, as a JSON object.
     package var body: [UInt8]
-    /// MD5 of `body`, for the revision.
-    package var bodyDigest: [UInt8]
+    /// `body` as an Erlang term, which CouchDB's revision id hashes (``ErlangTerm``).
+    package var bodyTerm: [UInt8]
     /// The `_attachments` member (new bytes and stubs), or nil when the
     /// document has none: `body` never holds it.
     package var attachments: [AttachmentEdit]?
@@ -89,7 +89,7 @@ package struct DocumentEdit: Sendable {
         self.revision = revision
         self.deleted = deleted
         self.body = deleted ? Self.emptyBody : body
-        self.bodyDigest = MD5.hash(self.body)
+        self.bodyTerm = ErlangTerm.json(self.body)
         self.attachments = deleted ? nil : attachments
         self.revisionHistory = revisionHistory
     }
@@ -100,7 +100,7 @@ package struct DocumentEdit: Sendable {
         self.revision = revision
         self.deleted = true
         self.body = Self.emptyBody
-        self.bodyDigest = MD5.hash(Self.emptyBody)
+        self.bodyTerm = ErlangTerm.json(Self.emptyBody)
     }
 
     package static let emptyBody: [UInt8] = Array("{}".utf8)

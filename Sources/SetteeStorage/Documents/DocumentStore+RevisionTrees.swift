@@ -70,13 +70,13 @@ extension DocumentStore {
         }
         if let validation { try validation.validate(edit, id: id, current: record) }
         let parentLeaf = tree.leaves[parent]!
-        var attached: (body: [UInt8], digest: [UInt8])?
+        var attached: (body: [UInt8], term: [UInt8])?
         if edit.attachments != nil || parentLeaf.hasAttachments {
             attached = try withLeafRecord(parent, parentLeaf, key: key) { current in
                 try writeAttachments(of: edit, id: id, current: current, generation: Int(parent.generation) + 1, in: transaction)
             }
         }
-        let revision = Revision.next(after: parent, deleted: edit.deleted, bodyDigest: attached?.digest ?? edit.bodyDigest)
+        let revision = Revision.next(after: parent, deleted: edit.deleted, bodyTerm: edit.bodyTerm, attachmentsTerm: attached?.term)
         tree.extend(parent, with: revision, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
         tree.prune(to: Self.defaultRevisionsLimit)
         try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)
@@ -124,7 +124,7 @@ extension DocumentStore {
             // The leaf the path extends, if it extends one; stubs are answered by it, else by the winner.
             let extended = path.first(where: tree.contains).flatMap { tree.leaves[$0] != nil ? $0 : nil }
             let stubSource = extended ?? tree.winner
-            var attached: (body: [UInt8], digest: [UInt8])?
+            var attached: (body: [UInt8], term: [UInt8])?
             if !edit.deleted, edit.attachments != nil || (extended.flatMap { tree.leaves[$0]?.hasAttachments } ?? false) {
                 if let stubSource, let leaf = tree.leaves[stubSource] {
                     attached = try withLeafRecord(stubSource, leaf, key: key) { record in

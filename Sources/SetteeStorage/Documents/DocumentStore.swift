@@ -207,11 +207,11 @@ package final class DocumentStore: Sendable {
             // Read before the put: the record points into the page the put rewrites.
             let wasDeleted = current?.isDeleted
             // Attachments: only an edit that names some, or replaces a revision that had some, pays for them.
-            var attached: (body: [UInt8], digest: [UInt8])?
+            var attached: (body: [UInt8], term: [UInt8])?
             if edit.attachments != nil || current?.hasAttachments == true {
                 attached = try writeAttachments(of: edit, id: id, current: current, generation: Int((previous?.generation ?? 0) + 1), in: transaction)
             }
-            let revision = Revision.next(after: previous, deleted: edit.deleted, bodyDigest: attached?.digest ?? edit.bodyDigest)
+            let revision = Revision.next(after: previous, deleted: edit.deleted, bodyTerm: edit.bodyTerm, attachmentsTerm: attached?.term)
             (attached?.body ?? edit.body).withUnsafeBytes {
                 DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch,
                                       hasAttachments: attached != nil)
