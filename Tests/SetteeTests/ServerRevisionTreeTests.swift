@@ -115,4 +115,22 @@ struct ServerRevisionTreeTests {
         #expect(missingRev.status == 400)
         await server.stop()
     }
+
+    @Test("a multipart/related PUT ?new_edits=false (how a replicator sends attachments) writes a conflicting leaf with its attachment")
+    func multipartReplicatedPut() async throws {
+        let server = try await conflicted()
+        let boundary = "xyz"
+        var body = Data("--\(boundary)\r\nContent-Type: application/json\r\n\r\n".utf8)
+        body += Data(#"{"_rev":"\#(Self.rev(2, "0"))","_revisions":{"start":2,"ids":["\#(String(repeating: "0", count: 32))","\#(String(repeating: "a", count: 32))"]},"v":"0","_attachments":{"a.txt":{"follows":true,"content_type":"text/plain","length":5}}}"#.utf8)
+        body += Data("\r\n--\(boundary)\r\n\r\n".utf8)
+        body += Data("hello".utf8)
+        body += Data("\r\n--\(boundary)--".utf8)
+        let put = try await server.request("PUT", "/db/d?new_edits=false", body: body,
+                                           headers: ["Content-Type": "multipart/related; boundary=\"\(boundary)\""])
+        #expect(put.status == 201)
+        let loser = try await server.request("GET", "/db/d?rev=\(Self.rev(2, "0"))")
+        #expect(loser.json["_attachments"]?["a.txt"]?["length"] == 5)
+        #expect(try await server.request("GET", "/db/d?conflicts=true").json["_conflicts"] == [.string(Self.rev(2, "b")), .string(Self.rev(2, "0"))])
+        await server.stop()
+    }
 }

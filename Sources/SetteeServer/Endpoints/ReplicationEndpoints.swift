@@ -44,11 +44,22 @@ extension CouchResponder {
             document = Self.setting("_rev", to: .string(rev), in: document)
         }
         document = try await usersDocument(document, database: name, user: request.user)
+        return try await putReplicatedDocument(name, db, id: id, document, following: nil)
+    }
+
+    /// Writes `document` as a replicated revision, its attachments that
+    /// follow (a `multipart/related` PUT) in `files`.
+    func putReplicatedDocument(_ name: String, _ db: Database, id: String, _ document: JSONValue,
+                               following files: [URL]?) async throws -> Response {
         guard case .string(let revText)? = document["_rev"], let revision = Revision(revText) else {
             throw CouchError.badRequest("new_edits=false needs the document's _rev (N-<32 hex digits>)")
         }
-        let results = try await db.putReplicated([document.jsonText], revisionsLimit: try revisionsLimit(name))
-        if case .failure(let error) = results.first { throw error }
+        if let files {
+            _ = try await db.putReplicated(document.jsonText, following: files, revisionsLimit: try revisionsLimit(name))
+        } else {
+            let results = try await db.putReplicated([document.jsonText], revisionsLimit: try revisionsLimit(name))
+            if case .failure(let error) = results.first { throw error }
+        }
         return CouchResponse.json(.created, ["ok": true, "id": .string(id), "rev": .string(revision.description)],
                                   headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(id))",
                                             .eTag: CouchResponse.etag(revision)])
