@@ -86,10 +86,11 @@ if [ -z "${SETTEE:-}" ]; then
     "$SWIFT" build --product settee
     SETTEE="$("$SWIFT" build --show-bin-path)/settee"
 fi
+# Up to 120 s: storing the administrator hashes its password 600,000 times (PBKDF2), slow in a debug build on a busy machine.
 "$SETTEE" serve --data "$work/data" --port 0 --admin adm:pass >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 port=""
-for _ in $(seq 1 100); do
+for _ in $(seq 1 1200); do
     port="$(sed -n 's|.*"listening":"http://[^:]*:\([0-9]*\)/".*|\1|p' "$work/server.out" | head -1)"
     [ -n "$port" ] && break
     kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; echo "http-test: settee serve did not start" >&2; exit 1; }

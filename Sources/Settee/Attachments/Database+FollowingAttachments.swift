@@ -11,7 +11,22 @@ extension Database {
     /// - Throws: ``DocumentError`` `bad_request` when the number of files is
     ///   not the number of attachments that follow; the errors of ``put(_:)``.
     package func put(_ json: String, following files: [URL]) async throws -> WriteResult {
+        try await background { try self.write(try self.edit(json, following: files)) }
+    }
+
+    /// Writes a replicated revision (`new_edits=false`) whose attachments
+    /// follow in `files`, as ``put(_:following:)`` reads them (see
+    /// ``WriteBatch/putReplicated(_:revisionsLimit:)``); nil when the revision was known.
+    package func putReplicated(_ json: String, following files: [URL], revisionsLimit: Int) async throws -> WriteResult? {
         try await background {
+            let edit = try self.edit(json, following: files)
+            return try self.write(runsBodyOnce: false) { try $0.applyReplicated(edit, revisionsLimit: revisionsLimit) }
+        }
+    }
+
+    /// The edit of document `json` with the attachments that follow in `files`.
+    private func edit(_ json: String, following files: [URL]) throws -> DocumentEdit {
+        do {
             guard case .object(var members) = try JSONValue(parsing: json) else {
                 throw DocumentError(.badRequest, "Document must be a JSON object")
             }
@@ -40,7 +55,7 @@ extension Database {
                 attachments.append(try AttachmentEdit(name: attachment.name, contentType: attachment.contentType, file: file))
             }
             edit.attachments = attachments
-            return try self.write(edit)
+            return edit
         }
     }
 }

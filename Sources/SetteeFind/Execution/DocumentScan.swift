@@ -96,6 +96,7 @@ struct DocumentScan {
                     stats.countDocumentsExamined(1, for: request)
                     json.removeAll(keepingCapacity: true)
                     record.appendFullJSON(id: key, into: &json)
+                    if request.conflicts { try store.appendConflicts(of: record, key: key, to: &json, deleted: false, in: transaction) }
                     guard try json.withUnsafeBytes({ try selector.matches(json: $0) }) else { continue }
                     if skip > 0 {
                         skip -= 1

@@ -29,6 +29,7 @@ struct IndexRead {
         var options = ViewQueryOptions()
         options.reduce = false
         options.includeDocs = true
+        if request.conflicts { options.conflicts = true }
         // find reports no offset: the rows before the range are not counted.
         options.countsOffset = false
         options.update = request.updatesIndex ? .true : .false

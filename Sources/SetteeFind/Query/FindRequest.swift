@@ -30,7 +30,8 @@ public struct FindRequest: Sendable {
     public var useIndex: [String] = []
     /// Where the previous page ended (its result's ``FindResult/bookmark``).
     public var bookmark: String?
-    /// Whether to include each document's `_conflicts` (Settee keeps no conflicts: none are).
+    /// Whether to include each document's `_conflicts` (its live losing
+    /// leaves, see `Database.revisions(of:)`); the selector may match on it.
     public var conflicts = false
     /// Whether to bring the index up to date before reading it.
     public var update = true

@@ -47,6 +47,9 @@ extension CouchResponder {
             defer { try? handle.close() }
             try handle.write(contentsOf: body[part])
         }
+        if request.parameter("new_edits") == "false" {
+            return try await putReplicatedDocument(database, db, id: id, document, following: files)
+        }
         let written = try await db.put(document.jsonText, following: files)
         return CouchResponse.json(.created, Self.writeResult(written),
                                   headers: [.location: "/\(Self.escapePath(database))/\(Self.escapePath(written.id))",

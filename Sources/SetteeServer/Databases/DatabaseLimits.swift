@@ -8,9 +8,10 @@ import Synchronization
 /// JSON file in its directory (`couchdb-limits.json`) so they outlast a
 /// restart and go with the database when it is deleted.
 ///
-/// Settee keeps one revision per document and every purge's sequence, so
-/// the limits change nothing in what it stores: they are reported back as
-/// CouchDB reports them, for clients (replicators) that set and read them.
+/// `_revs_limit` is how many revisions back from each leaf a replicated
+/// write (`new_edits=false`) keeps in a document's revision tree. Settee
+/// keeps every purge's sequence, so `_purged_infos_limit` changes nothing in
+/// what it stores: it is reported back as CouchDB reports it.
 struct DatabaseLimits {
     /// CouchDB's defaults: 1000 each.
     static let defaultValue = 1000

@@ -25,6 +25,8 @@ extension CouchResponder {
         case ("_purge", 0):
             try allow(request, "POST")
             return try await purge(db, &request)
+        case ("_revs_diff", 0), ("_missing_revs", 0):
+            return try await revisionsDifference(db, operation, &request)
         case ("_purged_infos_limit", 0), ("_revs_limit", 0):
             return try await databaseLimit(name, operation, &request)
         default:
@@ -117,11 +119,14 @@ extension CouchResponder {
         }
         var document = try await read(db, id: id, options: documentOptions)
         if document == nil { document = try await db.documentIncludingDeleted(id) }
+        if let rev, let current = document, current.revision != rev, let leaf = try await leaf(db, id: id, revision: rev, current: current) {
+            document = leaf
+        }
         let revText: JSONValue = rev.map { .string($0.description) } ?? "undefined"
         guard let document, rev == nil || rev == document.revision || (options.latest && document.revision.generation >= rev!.generation) else {
             return error(idValue, revText, "not_found", "missing")
         }
-        return (idValue, "{\"ok\":\(String(decoding: try documentOptions.bytes(of: document), as: UTF8.self))}")
+        return (idValue, "{\"ok\":\(String(decoding: try await documentBytes(db, document, options: documentOptions), as: UTF8.self))}")
     }
 
     /// `POST /{db}/_purge`: `{"id": ["rev", …], …}` → `{"purge_seq": null, "purged": {"id": ["rev", …]}}`.

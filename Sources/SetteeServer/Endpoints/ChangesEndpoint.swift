@@ -232,9 +232,9 @@ struct ChangesStream: Sendable {
         row.writeString(sequence.jsonText)
         row.writeString(",\"id\":")
         row.writeString(JSONValue.string(change.id).jsonText)
-        row.writeString(",\"changes\":[{\"rev\":")
-        row.writeString(JSONValue.string(change.revision.description).jsonText)
-        row.writeString("}]")
+        // style=all_docs: every leaf, the winner first.
+        let leaves = query.allDocsStyle ? try await db.revisions(of: change.id)?.leaves.map(\.revision) ?? [change.revision] : [change.revision]
+        row.writeString(",\"changes\":[" + leaves.map { "{\"rev\":\"\($0)\"}" }.joined(separator: ",") + "]")
         if change.isDeleted { row.writeString(",\"deleted\":true") }
         if query.includeDocs {
             row.writeString(",\"doc\":")

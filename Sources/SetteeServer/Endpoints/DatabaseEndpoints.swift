@@ -64,7 +64,7 @@ extension CouchResponder {
             return CouchResponse.json(text: try await db.allDocuments(options: options).json)
         case "_bulk_docs":
             try allow(request, "POST")
-            return try await bulkDocuments(db, &request)
+            return try await bulkDocuments(db, &request, name: name)
         case "_find", "_explain":
             try allow(request, "POST")
             try request.requireContentType()
@@ -88,14 +88,12 @@ extension CouchResponder {
 
     /// `POST /{db}/_bulk_docs`: every document written in one transaction,
     /// each with its own result (an error for one does not stop the others).
-    func bulkDocuments(_ db: Database, _ request: inout CouchRequest) async throws -> Response {
+    func bulkDocuments(_ db: Database, _ request: inout CouchRequest, name: String? = nil) async throws -> Response {
         let body = try await request.jsonObjectBody()
         guard case .array(let documents)? = body["docs"] else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
-        if body["new_edits"] == .bool(false) {
-            throw CouchError(.notImplemented, "not_implemented", "new_edits=false is not supported: Settee keeps one revision per document")
-        }
+        if body["new_edits"] == .bool(false) { return try await bulkReplicatedDocuments(name, db, documents, &request) }
         let prepared = try await usersDocuments(documents, request: request)
         let texts = try prepared.map { document throws(CouchError) -> (id: String?, text: String) in
             guard case .object = document else { throw CouchError.badRequest("Document must be a JSON object") }

@@ -30,6 +30,7 @@ extension CouchResponder {
             return CouchResponse.json(buffer: buffer, headers: [.eTag: etag])
         case .put:
             if let multipart = try await multipartDocumentPut(db, database: name, id: id, &request) { return multipart }
+            if request.parameter("new_edits") == "false" { return try await putReplicatedDocument(name, db, id: id, &request) }
             var document = try await request.jsonObjectBody()
             document = Self.setting("_id", to: .string(id), in: document)
             if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) {

@@ -4,11 +4,11 @@ import Hummingbird
 import Settee
 
 /// What `GET /{db}/{docid}` (and `_bulk_get`) may ask of a document, as
-/// CouchDB's `chttpd_db:parse_doc_query` reads it. Settee keeps one
-/// revision per document: its history is that revision, it has no
-/// conflicts, and `latest` is the current revision.
+/// CouchDB's `chttpd_db:parse_doc_query` reads it.
 struct DocumentReadOptions: Sendable {
     var revs = false
+    var conflicts = false
+    var deletedConflicts = false
     var revsInfo = false
     var localSeq = false
     var attachments = false
@@ -26,7 +26,7 @@ struct DocumentReadOptions: Sendable {
 
     /// Whether anything here needs more than the plain read of `DocumentEndpoints`.
     var changesTheDocument: Bool {
-        revs || revsInfo || localSeq || deleted || latest || openRevisions != nil
+        revs || revsInfo || localSeq || deleted || latest || openRevisions != nil || conflicts || deletedConflicts || rev != nil
     }
 
     init() {}
@@ -35,7 +35,9 @@ struct DocumentReadOptions: Sendable {
         for (name, value) in parameters {
             switch (name, value) {
             case ("attachments", "true"): attachments = true
-            case ("meta", "true"): revsInfo = true
+            case ("meta", "true"): (revsInfo, conflicts, deletedConflicts) = (true, true, true)
+            case ("conflicts", "true"): conflicts = true
+            case ("deleted_conflicts", "true"): deletedConflicts = true
             case ("revs", "true"): revs = true
             case ("local_seq", "true"): localSeq = true
             case ("revs_info", "true"): revsInfo = true
@@ -69,26 +71,15 @@ struct DocumentReadOptions: Sendable {
         }
     }
 
-    /// The document as JSON with the members asked for (`_revisions`,
-    /// `_revs_info`, `_local_seq`), after its own as CouchDB's `couch_doc:to_json_obj` adds them.
+    /// The document as JSON with the members asked for that need no other
+    /// revision (`_revisions` and `_revs_info` of this one, `_local_seq`).
     func json(of document: Document) throws -> JSONValue {
-        guard revs || revsInfo || localSeq, case .object(var members) = try document.value else { return try document.value }
-        if revs {
-            let hash = document.revision.description.split(separator: "-", maxSplits: 1).last.map(String.init) ?? ""
-            members.append(("_revisions", ["start": .number(Double(document.revision.generation)), "ids": [.string(hash)]]))
-        }
-        if revsInfo {
-            members.append(("_revs_info", [["rev": .string(document.revision.description),
-                                             "status": document.isDeleted ? "deleted" : "available"]]))
-        }
-        if localSeq { members.append(("_local_seq", .number(Double(document.sequence)))) }
-        return .object(members)
+        try json(of: document, revisions: nil)
     }
 
     /// The document's JSON bytes: as stored when nothing is added.
     func bytes(of document: Document) throws -> [UInt8] {
-        guard revs || revsInfo || localSeq else { return document.jsonBytes }
-        return Array(try json(of: document).jsonText.utf8)
+        try bytes(of: document, revisions: nil)
     }
 }
 
@@ -106,8 +97,13 @@ extension CouchResponder {
             return try await openRevisions(db, id: id, open, options: options)
         }
         var document = try await read(db, id: id, options: options)
-        if document == nil, options.deleted {
+        if document == nil, options.deleted || options.rev != nil {
             document = try await db.documentIncludingDeleted(id)
+        }
+        // rev= of a losing leaf (latest=true opens the winner whatever rev names).
+        if let rev = options.rev, !options.latest, let current = document, current.revision != rev {
+            document = try await leaf(db, id: id, revision: rev, current: current)
+            if document == nil { throw CouchError.missing }
         }
         guard let document else {
             let deleted = try await db.documentIncludingDeleted(id)
@@ -118,7 +114,7 @@ extension CouchResponder {
         let etag = CouchResponse.etag(document.revision)
         if request.header(.ifNoneMatch) == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
         var buffer = ByteBuffer()
-        buffer.writeBytes(try options.bytes(of: document))
+        buffer.writeBytes(try await documentBytes(db, document, options: options))
         buffer.writeInteger(UInt8(ascii: "\n"))
         return CouchResponse.json(buffer: buffer, headers: [.eTag: etag])
     }
@@ -141,15 +137,10 @@ extension CouchResponder {
         switch open {
         case .all:
             guard let current else { throw CouchError.missing }
-            results.append("{\"ok\":\(String(decoding: try options.bytes(of: current), as: UTF8.self))}")
+            results = try await openAllRevisions(db, id: id, current: current, options: options)
         case .some(let revisions):
             for text in revisions {
-                let revision = Revision(text)!
-                if let current, current.revision == revision || (options.latest && current.revision.generation >= revision.generation) {
-                    results.append("{\"ok\":\(String(decoding: try options.bytes(of: current), as: UTF8.self))}")
-                } else {
-                    results.append("{\"missing\":\(JSONValue.string(text).jsonText)}")
-                }
+                results += try await openNamedRevision(db, id: id, text, current: current, options: options)
             }
         }
         return CouchResponse.json(text: "[" + results.joined(separator: ",") + "]")

@@ -58,7 +58,7 @@ struct CouchResponder: HTTPResponder {
         case "_security": return try await securityEndpoint(first, &request)
         case "_partition": return try await partitionEndpoint(first, &request)
         case "_all_docs", "_bulk_docs", "_bulk_get", "_changes", "_purge", "_compact", "_revs_limit", "_purged_infos_limit",
-             "_find", "_explain", "_index", "_ensure_full_commit", "_view_cleanup":
+             "_find", "_explain", "_index", "_ensure_full_commit", "_view_cleanup", "_revs_diff", "_missing_revs":
             return try await databaseOperation(first, second, &request)
         case "_design":
             guard segments.count >= 3 else { throw CouchError.missing }

@@ -20,11 +20,15 @@ extension DocumentStore {
 
     /// Stores the attachments an edit names and drops the references of the
     /// ones its document no longer has; returns the body to store (with the
-    /// `_attachments` stubs) and its digest, or nil when the new revision has
+    /// `_attachments` stubs) and the attachments' term for the revision id
+    /// (``ErlangTerm/attachments(_:)``), or nil when the new revision has
     /// no attachments. `current` is read before anything is written (its
-    /// bytes point into pages the writes may reuse).
+    /// bytes point into pages the writes may reuse). Without
+    /// `releasingCurrent`, `current` only answers stubs and keeps its
+    /// references (a new branch of a revision tree beside it).
     func writeAttachments(of edit: DocumentEdit, id: String, current: DocumentRecord?, generation: Int,
-                          in transaction: LMDBTransaction) throws -> (body: [UInt8], digest: [UInt8])? {
+                          releasingCurrent: Bool = true,
+                          in transaction: LMDBTransaction) throws -> (body: [UInt8], term: [UInt8])? {
         let old: [AttachmentStub] = if let current, current.hasAttachments, !current.isDeleted {
             try AttachmentStub.stubs(inBody: current.body)
         } else { [] }
@@ -45,11 +49,11 @@ extension DocumentStore {
                 sources[digest] = (source, attachment.name)
             }
         }
-        if stubs.isEmpty && old.isEmpty { return nil }
+        if stubs.isEmpty && (old.isEmpty || !releasingCurrent) { return nil }
         // What each digest's reference count changes by: an edit that keeps its attachments touches no body.
         var change: [[UInt8]: Int] = [:]
         for stub in stubs { change[stub.digest, default: 0] += 1 }
-        for stub in old { change[stub.digest, default: 0] -= 1 }
+        for stub in old where releasingCurrent { change[stub.digest, default: 0] -= 1 }
         let bodies = try writableAttachmentBodies()
         for stub in stubs where (change[stub.digest] ?? 0) > 0 {
             try bodies.retain(stub.digest, count: UInt64(change[stub.digest]!), length: stub.length,
@@ -61,7 +65,7 @@ extension DocumentStore {
         }
         guard !stubs.isEmpty else { return nil }
         let body = AttachmentStub.body(edit.body, adding: stubs)
-        return (body, MD5.hash(body))
+        return (body, ErlangTerm.attachments(stubs.map { ($0.name, $0.contentType, $0.digest) }))
     }
 
     /// Drops the references a document's attachments hold (the document is
@@ -166,7 +170,7 @@ extension DocumentEdit {
         self.revision = revision
         self.deleted = false
         self.body = body
-        self.bodyDigest = MD5.hash(body)
+        self.bodyTerm = ErlangTerm.json(body)
         self.attachments = attachments
     }
 }
@@ -238,7 +242,14 @@ extension DocumentStore {
                 var entry = try cursor.first()
                 while let (key, value) = entry {
                     let record = try DocumentRecord(bytes: value, id: key, path: environment.path)
-                    if record.hasAttachments {
+                    if record.hasRevisionTree {
+                        // Each leaf holds the references; the record repeats the winner's.
+                        for leaf in try revisionTree(key, record: record, in: transaction).leaves.values where leaf.hasAttachments {
+                            for stub in try leaf.body.withUnsafeBytes({ try AttachmentStub.stubs(inBody: $0) }) {
+                                referenced[stub.digest, default: (0, stub.length)].count += 1
+                            }
+                        }
+                    } else if record.hasAttachments {
                         for stub in try AttachmentStub.stubs(inBody: record.body) {
                             referenced[stub.digest, default: (0, stub.length)].count += 1
                         }

@@ -9,11 +9,14 @@ package struct DocumentEdit: Sendable {
     package var deleted: Bool
     /// The other members, as a JSON object.
     package var body: [UInt8]
-    /// MD5 of `body`, for the revision.
-    package var bodyDigest: [UInt8]
+    /// `body` as an Erlang term, which CouchDB's revision id hashes (``ErlangTerm``).
+    package var bodyTerm: [UInt8]
     /// The `_attachments` member (new bytes and stubs), or nil when the
     /// document has none: `body` never holds it.
     package var attachments: [AttachmentEdit]?
+    /// `_revisions` as given (`{"start": N, "ids": [...]}`): the revision and
+    /// its ancestors, newest first. Only a replicated write uses it.
+    package var revisionHistory: [Revision]?
 
     /// The longest id the storage engine can key (LMDB's 511-byte key limit).
     package static let maximumIDBytes = 511
@@ -38,6 +41,7 @@ package struct DocumentEdit: Sendable {
         var revision: Revision?
         var deleted = false
         var attachments: [AttachmentEdit]?
+        var revisionHistory: [Revision]?
         var body: [UInt8] = [UInt8(ascii: "{")]
         body.reserveCapacity(json.count)
         for member in members {
@@ -62,6 +66,12 @@ package struct DocumentEdit: Sendable {
                 case "_attachments":
                     attachments = try AttachmentEdit.parse(value, id: id)
                     continue
+                case "_revisions":
+                    revisionHistory = try Self.revisionHistory(value, id: id)
+                    continue
+                case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
+                    // What a read with those options adds, ignored on the way back in, as CouchDB does.
+                    continue
                 default:
                     throw DocumentError(.documentValidation, "Bad special document member: \(member.key)", id: id)
                 }
@@ -79,8 +89,9 @@ package struct DocumentEdit: Sendable {
         self.revision = revision
         self.deleted = deleted
         self.body = deleted ? Self.emptyBody : body
-        self.bodyDigest = MD5.hash(self.body)
+        self.bodyTerm = ErlangTerm.json(self.body)
         self.attachments = deleted ? nil : attachments
+        self.revisionHistory = revisionHistory
     }
 
     /// A deletion: its tombstone keeps no members.
@@ -89,7 +100,7 @@ package struct DocumentEdit: Sendable {
         self.revision = revision
         self.deleted = true
         self.body = Self.emptyBody
-        self.bodyDigest = MD5.hash(Self.emptyBody)
+        self.bodyTerm = ErlangTerm.json(Self.emptyBody)
     }
 
     package static let emptyBody: [UInt8] = Array("{}".utf8)

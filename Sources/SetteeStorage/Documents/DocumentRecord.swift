@@ -9,6 +9,9 @@ package struct DocumentRecord {
     package static let deletedFlag: UInt8 = 1
     /// The body has an `_attachments` member (see ``AttachmentStub``).
     package static let attachmentsFlag: UInt8 = 2
+    /// The document has more than this revision: its tree is in the table
+    /// `revtrees` (see ``RevisionTree``).
+    package static let revisionTreeFlag: UInt8 = 4
 
     package let bytes: UnsafeRawBufferPointer
 
@@ -37,16 +40,17 @@ package struct DocumentRecord {
     package var revision: Revision { Revision(generation: generation, hash: Array(bytes[12..<28])) }
     package var isDeleted: Bool { bytes[28] & Self.deletedFlag != 0 }
     package var hasAttachments: Bool { bytes[28] & Self.attachmentsFlag != 0 }
+    package var hasRevisionTree: Bool { bytes[28] & Self.revisionTreeFlag != 0 }
     package var body: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[Self.headerSize...]) }
 
     package static func encode(sequence: UInt64, revision: Revision, deleted: Bool, body: UnsafeRawBufferPointer, into out: inout [UInt8],
-                               hasAttachments: Bool = false) {
+                               hasAttachments: Bool = false, hasRevisionTree: Bool = false) {
         out.removeAll(keepingCapacity: true)
         out.reserveCapacity(headerSize + body.count)
         withUnsafeBytes(of: sequence.littleEndian) { out.append(contentsOf: $0) }
         withUnsafeBytes(of: revision.generation.littleEndian) { out.append(contentsOf: $0) }
         out.append(contentsOf: revision.hash)
-        out.append((deleted ? deletedFlag : 0) | (hasAttachments ? attachmentsFlag : 0))
+        out.append((deleted ? deletedFlag : 0) | (hasAttachments ? attachmentsFlag : 0) | (hasRevisionTree ? revisionTreeFlag : 0))
         out.append(contentsOf: body)
     }
 

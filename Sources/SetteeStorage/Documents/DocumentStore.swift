@@ -34,6 +34,8 @@ package final class DocumentStore: Sendable {
     package let purges: LMDBTable?
     package let expirations: LMDBTable?
     package let expirationTimes: LMDBTable?
+    /// Revision trees of the documents that have one (``RevisionTree``).
+    package let revisionTrees: LMDBTable?
 
     package init(environment: LMDBEnvironment, logger: Logger, validation: (any DocumentWriteValidation)? = nil, sizeLimits: DocumentSizeLimits) throws {
         self.environment = environment
@@ -48,6 +50,7 @@ package final class DocumentStore: Sendable {
         attachmentBodies = try AttachmentBodies(environment: environment)
         let optional = try Self.openOptionalTables(environment)
         (local, purges, expirations, expirationTimes) = (optional[0], optional[1], optional[2], optional[3])
+        revisionTrees = optional[4]
         let seqs = seqs
         commits = try CommitSignal.shared(environment: environment) { transaction in
             try transaction.withCursor(seqs) { cursor in
@@ -177,6 +180,10 @@ package final class DocumentStore: Sendable {
             var previousSequence: UInt64?
             var current: DocumentRecord?
             var stored = try transaction.get(docs, key).map { try DocumentRecord(bytes: $0, id: key, path: environment.path) }
+            if let record = stored, record.hasRevisionTree {
+                return try applyToTree(edit, id: id, key: key, record: record, sequence: sequence, in: transaction, scratch: &scratch,
+                                       countChange: &countChange)
+            }
             var refusal = stored.flatMap { Self.refusal(of: edit, id: id, over: $0) }
             // An expired document not yet purged reads as missing: it is purged
             // once the edit has passed validation, and written anew.
@@ -200,11 +207,11 @@ package final class DocumentStore: Sendable {
             // Read before the put: the record points into the page the put rewrites.
             let wasDeleted = current?.isDeleted
             // Attachments: only an edit that names some, or replaces a revision that had some, pays for them.
-            var attached: (body: [UInt8], digest: [UInt8])?
+            var attached: (body: [UInt8], term: [UInt8])?
             if edit.attachments != nil || current?.hasAttachments == true {
                 attached = try writeAttachments(of: edit, id: id, current: current, generation: Int((previous?.generation ?? 0) + 1), in: transaction)
             }
-            let revision = Revision.next(after: previous, deleted: edit.deleted, bodyDigest: attached?.digest ?? edit.bodyDigest)
+            let revision = Revision.next(after: previous, deleted: edit.deleted, bodyTerm: edit.bodyTerm, attachmentsTerm: attached?.term)
             (attached?.body ?? edit.body).withUnsafeBytes {
                 DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch,
                                       hasAttachments: attached != nil)

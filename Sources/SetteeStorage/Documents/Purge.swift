@@ -71,12 +71,21 @@ extension DocumentStore {
             // Taken before any entry goes: purging the latest document must not take the sequence back.
             let latest = try lastSequence(in: transaction)
             var purged: [String: [Revision]] = [:]
+            // Purging some leaves of a document with a tree moves it to the next sequence.
+            var sequence = latest
+            var purgedWhole = false
             for (id, revisions) in requests {
                 try DocumentEdit.validate(id: id)
                 if id.hasPrefix(Self.localPrefix) {
                     throw DocumentError(.badRequest, "Local documents (`_local/`) are not purged; delete them instead", id: id)
                 }
                 purged[id] = purged[id] ?? []
+                if let revisions, !revisions.isEmpty, !onlyExpired,
+                   let removed = try purgeLeaves(revisions, of: id, sequence: sequence + 1, in: transaction, countChange: &countChange) {
+                    if !removed.isEmpty { sequence += 1 }
+                    purged[id] = removed
+                    continue
+                }
                 // Read past expiration (``record(_:in:)`` hides expired documents): expired ones are purged too.
                 guard let record = try storedRecord(id, in: transaction) else { continue }
                 if let revisions, !revisions.isEmpty, !revisions.contains(record.revision) { continue }
@@ -86,10 +95,11 @@ extension DocumentStore {
                                      in: transaction, countChange: &countChange)
                 }
                 purgeSequence += 1
+                purgedWhole = true
                 purged[id] = [record.revision]
             }
-            if purged.values.contains(where: { !$0.isEmpty }) {
-                try withUnsafeBytes(of: (latest + 1).bigEndian) { try transaction.put(seqs, $0, [UInt8](), append: true) }
+            if purgedWhole {
+                try withUnsafeBytes(of: (sequence + 1).bigEndian) { try transaction.put(seqs, $0, [UInt8](), append: true) }
             }
             return PurgeResult(purgeSequence: purgeSequence, purged: purged)
         }
@@ -102,7 +112,13 @@ extension DocumentStore {
                               in transaction: LMDBTransaction, countChange: inout DocumentCounts) throws {
         if let stored = try transaction.get(docs, key) {
             // Released before the delete: the record points into the page the delete rewrites.
-            try releaseAttachments(of: try DocumentRecord(bytes: stored, id: key, path: environment.path), in: transaction)
+            let record = try DocumentRecord(bytes: stored, id: key, path: environment.path)
+            if record.hasRevisionTree {
+                try removeRevisionTree(key, record: record, in: transaction)
+            } else {
+                try releaseAttachments(of: record, in: transaction)
+                if let revisionTrees { _ = try transaction.delete(revisionTrees, key) }
+            }
         }
         _ = try transaction.delete(docs, key)
         _ = try withUnsafeBytes(of: sequence.bigEndian) { try transaction.delete(seqs, $0) }

@@ -56,16 +56,14 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
         hash[8...].reduce(0) { $0 << 8 | UInt64($1) }
     }
 
-    /// The revision that follows this one (or the first, after `nil`) for an edit
-    /// whose body hashes to `bodyDigest`: MD5 over the previous revision, the
-    /// deleted flag and the body's MD5. The body's digest needs no transaction,
-    /// so bulk imports compute it in parallel.
-    package static func next(after previous: Revision?, deleted: Bool, bodyDigest: [UInt8]) -> Revision {
-        var md5 = MD5()
-        if let previous { md5.update(previous.description) }
-        md5.update([deleted ? 1 : 0] as [UInt8])
-        md5.update(bodyDigest)
-        return Revision(generation: (previous?.generation ?? 0) + 1, hash: md5.finalize())
+    /// The revision that follows this one (or the first, after `nil`) for an
+    /// edit whose body is the Erlang term `bodyTerm` (``ErlangTerm/json(_:)``)
+    /// with the attachments `attachmentsTerm`: CouchDB's `new_revid`, so the
+    /// same edit gets the same revision id as in CouchDB. The body's term
+    /// needs no transaction, so bulk imports compute it in parallel.
+    package static func next(after previous: Revision?, deleted: Bool, bodyTerm: [UInt8], attachmentsTerm: [UInt8]? = nil) -> Revision {
+        let hash = ErlangTerm.revisionHash(deleted: deleted, previous: previous, bodyTerm: bodyTerm, attachmentsTerm: attachmentsTerm)
+        return Revision(generation: (previous?.generation ?? 0) + 1, hash: hash)
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -58,6 +58,28 @@ public final class WriteBatch {
         return result
     }
 
+    /// The largest documents the batch's database writes.
+    package var sizeLimits: DocumentSizeLimits { store.sizeLimits }
+
+    /// Writes a replicated edit (`new_edits: false`, see ``putReplicated(_:revisionsLimit:)``);
+    /// nil when its revision was already known.
+    package func applyReplicated(_ edit: DocumentEdit, revisionsLimit: Int) throws -> WriteResult? {
+        precondition(isOpen, "A WriteBatch is used only inside the closure of Database.write.")
+        try check(edit)
+        let result: WriteResult?
+        do {
+            result = try store.applyReplicated(edit, sequence: sequence + 1, revisionsLimit: revisionsLimit, in: transaction,
+                                               scratch: &scratch, countChange: &countChange)
+        } catch let error as StorageError where error.code == MDB_MAP_FULL {
+            filledMap = error
+            throw error
+        }
+        guard let result else { return nil }
+        sequence = max(sequence, result.sequence)
+        if result.id.hasPrefix("_design/") { designDocumentIDs.append(result.id) }
+        return result
+    }
+
     /// Writes a document given as a JSON object (see `Database.put(_:)`).
     /// - Throws: ``DocumentError`` for bad input or a conflict; thrown on out
     ///   of the closure, it rolls the whole batch back.

@@ -24,8 +24,9 @@ package enum DatabaseFormat {
     package static let documentTables = ["docs", "seqs"]
     package static let indexStateTable = "views"
     /// Tables added since version 1 without changing it (an older Settee
-    /// leaves them alone): `_local/` documents, the purge log, expirations.
-    package static let laterTables = ["local", "purges", "expirations", "expiration_times"]
+    /// leaves them alone): `_local/` documents, the purge log, expirations,
+    /// revision trees.
+    package static let laterTables = ["local", "purges", "expirations", "expiration_times", "revtrees"]
 
     package static func isSetteeTable(_ name: String) -> Bool {
         name == table || name == indexStateTable || documentTables.contains(name) || laterTables.contains(name)

@@ -26,6 +26,8 @@ package struct ValidatedViewQuery: Sendable {
     package let reduce: Bool
     package let grouping: ViewQueryOptions.Grouping
     package let includeDocs: Bool
+    /// `conflicts=true`: included documents list their conflicts.
+    package let conflicts: Bool
     package let updateSeq: Bool
     package let update: ViewQueryOptions.UpdateMode
     /// The same query as public options, as ``ViewQueryOptions/validated(viewHasReduce:compare:)`` returns it.
@@ -83,6 +85,7 @@ package struct ValidatedViewQuery: Sendable {
         reduce = options.reduce ?? false
         grouping = options.grouping
         includeDocs = options.includeDocs
+        conflicts = options.conflicts
         updateSeq = options.updateSeq
         update = options.update
         self.options = options

@@ -429,7 +429,11 @@ package struct ViewIndexer {
                 guard sequence <= latest else { return false }
                 batch.sequences.append(sequence)
                 batch.ids.append(id)
-                if !record.isDeleted { record.appendFullJSON(id: id, into: &batch.json) }
+                if !record.isDeleted {
+                    record.appendFullJSON(id: id, into: &batch.json)
+                    // Map functions see `_conflicts` and `_deleted_conflicts`, as in CouchDB.
+                    try store.appendConflicts(of: record, key: id, to: &batch.json, deleted: true, in: transaction)
+                }
                 batch.jsonEnds.append(batch.json.count)
                 return batch.sequences.count < batchSize && batch.json.count < Self.batchBytes
             }

@@ -154,7 +154,9 @@ package struct ViewQueryRunner {
         // Neither the options nor the transaction are captured by `take`: copying them for each row costs.
         // Each document's text is made in one buffer, kept for the next.
         var scratch: [UInt8] = []
-        let document: ((IndexRow) throws -> String)? = options.includeDocs ? { try includedDocument(for: $0, transaction: transaction, scratch: &scratch) } : nil
+        let document: ((IndexRow) throws -> String)? = options.includeDocs ? {
+            try includedDocument(for: $0, transaction: transaction, conflicts: options.conflicts, scratch: &scratch)
+        } : nil
         // Takes a row of the result; false once `limit` rows are taken.
         let idPrefix = idPrefix
         func take(_ row: IndexRow, _ progress: inout (skip: Int, taken: Int)) throws -> Bool {
@@ -266,10 +268,14 @@ package struct ViewQueryRunner {
     }
 
     /// The emitting document, or the one named by a value `{"_id": …}` (CouchDB's linked documents).
-    private func includedDocument(for row: IndexRow, transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> String {
+    private func includedDocument(for row: IndexRow, transaction: LMDBTransaction, conflicts: Bool, scratch: inout [UInt8]) throws -> String {
         var id = row.id
         if row.valueJSON.first == UInt8(ascii: "{"), case .string(let linked)? = (try? JSONParser.parse(row.valueJSON))?["_id"] {
             id = linked
+        }
+        if conflicts {
+            guard let document = try store.record(id, in: transaction), !document.isDeleted else { return "null" }
+            return try store.addingConflicts(to: document.json, id: id, deleted: false, in: transaction)
         }
         return try store.liveJSON(id, in: transaction, scratch: &scratch) ?? "null"
     }
