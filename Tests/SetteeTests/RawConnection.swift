@@ -55,9 +55,18 @@ final class RawConnection: @unchecked Sendable {
         shutdown(socket, Int32(SHUT_RDWR))
     }
 
+    /// What the server sent, and when it closed the connection.
+    struct Received: Sendable {
+        var text: String
+        /// When the server closed the connection (timed on the reading
+        /// thread, however late the calling task resumes); `nil` if it did not.
+        var closedAt: Date?
+        var closed: Bool { closedAt != nil }
+    }
+
     /// What the server sends until it closes the connection or `seconds`
-    /// pass, read on a thread of its own; `closed` says which.
-    func receive(for seconds: Double) async -> (text: String, closed: Bool) {
+    /// pass, read on a thread of its own.
+    func receive(for seconds: Double) async -> Received {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread { [self] in
                 let deadline = Date().addingTimeInterval(seconds)
@@ -70,12 +79,12 @@ final class RawConnection: @unchecked Sendable {
                     guard poll(&descriptor, 1, Int32(left * 1000) + 1) > 0 else { continue }
                     let count = recv(socket, &buffer, buffer.count, 0)
                     if count <= 0 {
-                        continuation.resume(returning: (String(decoding: received, as: UTF8.self), true))
+                        continuation.resume(returning: Received(text: String(decoding: received, as: UTF8.self), closedAt: Date()))
                         return
                     }
                     received += buffer[0..<count]
                 }
-                continuation.resume(returning: (String(decoding: received, as: UTF8.self), false))
+                continuation.resume(returning: Received(text: String(decoding: received, as: UTF8.self), closedAt: nil))
             }
         }
     }

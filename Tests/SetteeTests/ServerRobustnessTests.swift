@@ -48,11 +48,9 @@ struct ServerRobustnessTests {
         client.send("GET /db/_changes?feed=\(feed)&since=now&timeout=60000 HTTP/1.1\r\nHost: localhost\r\n\r\n")
         #expect(try await Self.eventually(within: 10) { try Self.waits(server) == 1 }, "the feed did not wait")
         client.close()
-        let started = Date()
         let ended = try await Self.eventually(within: 2) { try Self.waits(server) == 0 }
         let open = try Self.waits(server)
         #expect(ended, "\(open) waits open 2 s after the client left")
-        #expect(Date().timeIntervalSince(started) < 2)
         // The server goes on answering, and feeds still see changes.
         #expect(try await server.request("PUT", "/db/after", json: ["n": 1]).status == 201)
         let changes = try await server.request("GET", "/db/_changes?feed=longpoll&since=0")
@@ -76,11 +74,11 @@ struct ServerRobustnessTests {
                 usleep(200_000)
             }
         }
-        let (text, closed) = await slow.receive(for: 4)
+        let received = await slow.receive(for: 4)
         trickle.cancel()
-        #expect(closed, "the connection was still open after 4 s")
-        #expect(Date().timeIntervalSince(started) < 3.5)
-        #expect(!text.contains("200 OK"))
+        let closed = try #require(received.closedAt, "the connection was still open after 4 s")
+        #expect(closed.timeIntervalSince(started) < 3.5)
+        #expect(!received.text.contains("200 OK"))
 
         // A connection idle between requests for longer than the header timeout still serves the next request.
         let kept = try RawConnection(port: server.port)
