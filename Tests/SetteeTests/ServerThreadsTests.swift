@@ -5,9 +5,10 @@ import FoundationNetworking
 import Synchronization
 import Testing
 
-/// How many blocking tasks hold a thread.
+/// How many blocking tasks hold a thread, and whether they may let go.
 private final class BusyCount: Sendable {
     let count = Atomic<Int>(0)
+    let released = Atomic<Bool>(false)
 }
 
 @Suite("settee serve's own threads")
@@ -34,20 +35,23 @@ struct ServerThreadsTests {
         let url = URL(string: server.base + "/")!
         #expect(Self.timeRequest(url) != nil)
 
-        // As many tasks as the cooperative pool has threads, each blocking its thread for 2.5 s.
+        // As many tasks as the cooperative pool has threads, each blocking its thread until the
+        // request is answered, or for 3 s: without threads of its own, the server answers after that.
         let width = ProcessInfo.processInfo.activeProcessorCount
         let busy = BusyCount()
         let blockers = (0..<width).map { _ in
             Task.detached {
                 busy.count.add(1, ordering: .sequentiallyConsistent)
-                usleep(2_500_000)
+                for _ in 0..<300 where !busy.released.load(ordering: .sequentiallyConsistent) { usleep(10_000) }
             }
         }
         // Timed from a thread of its own once every blocker holds a thread (or after 10 s: a busy suite holds them anyway).
         let seconds = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 for _ in 0..<10_000 where busy.count.load(ordering: .sequentiallyConsistent) < width { usleep(1000) }
-                continuation.resume(returning: Self.timeRequest(url))
+                let seconds = Self.timeRequest(url)
+                busy.released.store(true, ordering: .sequentiallyConsistent)
+                continuation.resume(returning: seconds)
             }
         }
         for blocker in blockers { await blocker.value }
