@@ -62,8 +62,9 @@ bench-couchjs: deps
 modules:
 	@bash Scripts/module-graph.sh | sort
 
-# The library's DocC documentation, into .build/docs/Settee.doccarchive; fails
-# on any DocC warning or a public symbol that no article curates.
+# The DocC documentation of the library and of the server, into
+# .build/docs/Settee.doccarchive and SetteeServer.doccarchive; fails on any
+# DocC warning or a public symbol that no article curates.
 docs: deps
 	SWIFT=$(SWIFT) bash Scripts/docs.sh
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the DocC documentation of the `Settee` library into .build/docs,
-# failing on any DocC warning and on a public type, protocol or free function
-# that the catalogue's root page does not curate.
+# Builds the DocC documentation of the `Settee` and `SetteeServer` libraries
+# into .build/docs, failing on any DocC warning and on a public type,
+# protocol or free function that no article of the module's catalogue curates.
 #
 # `Settee` re-exports SetteeCore, SetteeStorage, SetteeViews, SetteeFind and
 # SetteeJavaScript: their public symbols are the library's API, so the symbol
@@ -9,6 +9,42 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SWIFT="${SWIFT:-swift}"
+
+# Fails when a top-level public symbol of graph $1 is curated by no article of catalogue $2.
+check_curated() {
+  local uncurated
+  uncurated=$(python3 - "$1" "$2" <<'PY'
+import json, os, re, sys
+graph = json.load(open(sys.argv[1]))
+top = {s["names"]["title"] for s in graph["symbols"] if len(s["pathComponents"]) == 1}
+text = ""
+for root, _, files in os.walk(sys.argv[2]):
+    for name in files:
+        if name.endswith(".md"):
+            text += open(os.path.join(root, name)).read()
+linked = set(re.findall(r"``([^`]+)``", text))
+linked = {l.split("/")[0].split("(")[0] for l in linked}
+for name in sorted(top):
+    if name.split("(")[0] not in linked:
+        print(name)
+PY
+)
+  if [ -n "$uncurated" ]; then
+    echo "docs: public symbols of $2 no article curates:" >&2
+    echo "$uncurated" >&2
+    exit 1
+  fi
+}
+
+# Fails when DocC's log $1 holds a warning or an error (SwiftPM's warnings
+# about files a dependency's package leaves undeclared are not DocC's).
+check_log() {
+  if grep "^warning\|^error" "$1" | grep -qv "which are unhandled; explicitly declare them"; then
+    echo "docs: DocC reported problems (above)" >&2
+    exit 1
+  fi
+}
+
 "$SWIFT" build --target Settee
 bin="$("$SWIFT" build --show-bin-path)"
 graphs=.build/symbol-graphs-settee
@@ -30,30 +66,34 @@ mkdir -p .build/docs
 "$SWIFT" package --allow-writing-to-directory .build/docs generate-documentation \
   --target Settee --output-path "$out" --additional-symbol-graph-dir "$graphs" \
   --warnings-as-errors 2>&1 | tee "$log"
-if grep -q "^warning\|^error" "$log"; then
-  echo "docs: DocC reported problems (above)" >&2
-  exit 1
-fi
-# Every top-level public symbol is curated on the root page (Settee.md).
-uncurated=$(python3 - "$graphs/Settee.symbols.json" Sources/Settee/Settee.docc <<'PY'
-import json, os, re, sys
-graph = json.load(open(sys.argv[1]))
-top = {s["names"]["title"] for s in graph["symbols"] if len(s["pathComponents"]) == 1}
-text = ""
-for root, _, files in os.walk(sys.argv[2]):
-    for name in files:
-        if name.endswith(".md"):
-            text += open(os.path.join(root, name)).read()
-linked = set(re.findall(r"``([^`]+)``", text))
-linked = {l.split("/")[0].split("(")[0] for l in linked}
-for name in sorted(top):
-    if name.split("(")[0] not in linked:
-        print(name)
-PY
-)
-if [ -n "$uncurated" ]; then
-  echo "docs: public symbols no article curates:" >&2
-  echo "$uncurated" >&2
-  exit 1
-fi
+check_log "$log"
+# Every top-level public symbol is curated on the root page (Settee.md) or another article.
+check_curated "$graphs/Settee.symbols.json" Sources/Settee/Settee.docc
 echo "docs: $out"
+
+# SetteeServer re-exports nothing: its own symbol graph (for the curation
+# check) is extracted the same way, and the plugin builds its documentation.
+"$SWIFT" build --target SetteeServer
+server_graphs=.build/symbol-graphs-settee-server
+rm -rf "$server_graphs" && mkdir -p "$server_graphs"
+# SwiftNIO's and its dependencies' C modules: the maps SwiftPM generates, and those the packages ship.
+module_maps=()
+for map in "$bin"/*.build/module.modulemap .build/checkouts/*/Sources/*/include/module.modulemap; do
+  module_maps+=(-Xcc -fmodule-map-file="$map")
+done
+"$swift_bin/swift-symbolgraph-extract" \
+  -module-name SetteeServer -target "$(uname -m)-unknown-linux-gnu" \
+  -I "$bin/Modules" \
+  "${module_maps[@]}" \
+  -Xcc -fmodule-map-file=Sources/CSetteeLMDB/module.modulemap \
+  -Xcc -ISources/CSetteeJS/include -Xcc -ISources/CSetteeCollation/include \
+  -minimum-access-level public \
+  -output-dir "$server_graphs"
+server_out=.build/docs/SetteeServer.doccarchive
+server_log=.build/docs/docc-server.log
+"$SWIFT" package --allow-writing-to-directory .build/docs generate-documentation \
+  --target SetteeServer --output-path "$server_out" \
+  --warnings-as-errors 2>&1 | tee "$server_log"
+check_log "$server_log"
+check_curated "$server_graphs/SetteeServer.symbols.json" Sources/SetteeServer/SetteeServer.docc
+echo "docs: $server_out"

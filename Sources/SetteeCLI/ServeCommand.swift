@@ -30,6 +30,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("A server administrator to add or update, stored hashed (repeatable).", valueName: "name:password"))
     var admin: [String] = []
 
+    @Flag(name: .long, help: "Mark the AuthSession cookie Secure (HTTPS only), for a server behind a TLS proxy.")
+    var secureCookies = false
+
+    @Option(name: .long, help: ArgumentHelp("The AuthSession cookie's SameSite attribute (CouchDB's [chttpd_auth] same_site).",
+                                            valueName: "none|lax|strict"))
+    var sameSite: String?
+
     @Flag(name: .shortAndLong, help: "Log every request (at info level).")
     var verbose = false
 
@@ -44,6 +51,13 @@ struct ServeCommand: AsyncParsableCommand {
             var configuration = SetteeServer.Configuration(dataDirectory: URL(fileURLWithPath: data))
             configuration.host = bind
             configuration.port = port
+            configuration.secureCookies = secureCookies
+            if let sameSite {
+                guard let value = CookieSameSite(configurationValue: sameSite) else {
+                    throw ValidationError("--same-site takes none, lax or strict, not \"\(sameSite)\"")
+                }
+                configuration.cookieSameSite = value
+            }
             for entry in admin {
                 guard let colon = entry.firstIndex(of: ":") else {
                     throw ValidationError("--admin takes NAME:PASSWORD")

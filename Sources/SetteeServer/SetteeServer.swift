@@ -36,9 +36,32 @@ public struct SetteeServer: Sendable {
         /// How long an `AuthSession` cookie lasts, in seconds (CouchDB's
         /// `[chttpd_auth] timeout`, 600).
         public var sessionTimeout = 600
-        /// How long a connection may stay idle, or take to send a request's
-        /// header, before it is closed (60 seconds).
+        /// Whether the `AuthSession` cookie is marked `Secure`, so that
+        /// browsers send it over HTTPS only. CouchDB marks it so when it
+        /// serves HTTPS itself; `settee serve` speaks plain HTTP, so set this
+        /// when a TLS proxy serves it to browsers (`false` by default).
+        public var secureCookies = false
+        /// The `AuthSession` cookie's `SameSite` attribute (CouchDB's
+        /// `[chttpd_auth] same_site`); `nil`, the default, sends none.
+        public var cookieSameSite: CookieSameSite?
+        /// How long a connection may stay idle before it is closed (60 seconds).
         public var idleTimeout: Duration = .seconds(60)
+        /// How long a client may take to send a request's line and headers,
+        /// from its first byte, before the connection is closed (30 seconds,
+        /// as mochiweb gives CouchDB's clients): a client that sends a head
+        /// slowly, or only part of one, does not hold a connection for long.
+        public var headerTimeout: Duration = .seconds(30)
+        /// How many threads of the server's own run its connections and
+        /// request handlers (at least 4, or one per processor core); 0 runs
+        /// them on Swift's cooperative pool instead.
+        ///
+        /// With threads of its own, a server keeps answering while the
+        /// process's other tasks hold every thread of the cooperative pool
+        /// (which has one thread per core): a server embedded in an app, or
+        /// in a test process, is not starved by the app's synchronous work.
+        /// Tasks a handler creates with `Task {}` or `Task.detached` run on
+        /// the cooperative pool as usual.
+        public var requestThreads = max(4, ProcessInfo.processInfo.activeProcessorCount)
         /// Limits on requests.
         public var limits = ServerLimits()
         /// Options for every database opened.
@@ -76,6 +99,8 @@ public struct SetteeServer: Sendable {
         var options = configuration.databaseOptions
         options.maximumDocumentBytes = min(options.maximumDocumentBytes, configuration.limits.maximumDocumentBytes)
         self.databases = try DatabaseFolder(url: configuration.dataDirectory, options: options, logger: logger)
+        let removed = UploadFolder.removeLeftovers(in: configuration.dataDirectory)
+        if removed > 0 { logger.notice("removed \(removed) attachment uploads left unfinished") }
     }
 
     /// Whether `host` names only this machine.
@@ -94,7 +119,7 @@ public struct SetteeServer: Sendable {
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let app = Application(
             responder: responder,
-            server: .http1(configuration: .init(idleTimeout: .nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1))))),
+            server: HeaderTimedHTTP1Channel.builder(idleTimeout: configuration.idleTimeout, headerTimeout: configuration.headerTimeout),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
                                                     serverName: nil),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
@@ -102,7 +127,14 @@ public struct SetteeServer: Sendable {
         defer { databases.closeAll() }
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         if running.start(group) { await group.triggerGracefulShutdown() }
-        try await group.run()
+        if #available(macOS 15.0, *), configuration.requestThreads > 0 {
+            // Connections are child tasks of the group's: they, and the handlers they run, prefer these threads.
+            let threads = RequestThreads(count: configuration.requestThreads)
+            defer { threads.shutdown() }
+            try await withTaskExecutorPreference(threads) { try await group.run() }
+        } else {
+            try await group.run()
+        }
     }
 
     /// Stops a running server as SIGTERM does: it stops accepting

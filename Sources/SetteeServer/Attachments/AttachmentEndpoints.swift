@@ -186,7 +186,7 @@ extension CouchResponder {
     /// The request body written to a new file under the data folder's
     /// `.uploads` (removed by the caller), checked against `Content-MD5`.
     func receiveUpload(_ request: inout CouchRequest) async throws -> URL {
-        let folder = configuration.dataDirectory.appendingPathComponent(".uploads", isDirectory: true)
+        let folder = UploadFolder.url(in: configuration.dataDirectory)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let file = folder.appendingPathComponent(Self.newUUID())
         guard FileManager.default.createFile(atPath: file.path, contents: nil) else {

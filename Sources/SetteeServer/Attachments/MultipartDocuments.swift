@@ -36,7 +36,7 @@ extension CouchResponder {
         if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) {
             document = Self.setting("_rev", to: .string(rev), in: document)
         }
-        let folder = configuration.dataDirectory.appendingPathComponent(".uploads", isDirectory: true)
+        let folder = UploadFolder.url(in: configuration.dataDirectory)
         for part in parts.dropFirst() {
             let file = folder.appendingPathComponent(Self.newUUID())
             files.append(file)

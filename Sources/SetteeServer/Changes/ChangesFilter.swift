@@ -204,12 +204,12 @@ struct ChangesFilter: Sendable {
             "query": .object(query),
             "headers": .object(headers),
             "body": body ?? "undefined",
-            "peer": "127.0.0.1",
+            "peer": .string(request.peer),
             "form": [:],
             "cookie": [:],
             "userCtx": ["db": .string(name), "name": request.user.name.map(JSONValue.string) ?? .null,
                         "roles": .array(request.user.roles.map(JSONValue.string))],
-            "secObj": [:],
+            "secObj": request.securityObject,
         ]
     }
 

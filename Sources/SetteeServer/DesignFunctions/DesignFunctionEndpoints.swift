@@ -263,14 +263,13 @@ extension CouchResponder {
             ("query", .object(query)),
             ("headers", .object(headers)),
             ("body", .string(bodyText)),
-            // Hummingbird's basic context does not carry the client's address.
-            ("peer", .string("127.0.0.1")),
+            ("peer", .string(request.peer)),
         ]
         if !rewrite { members.append(("form", .object(form))) }
         members += [
             ("cookie", [:]),
             ("userCtx", request.user.json(database: design.database)),
-            ("secObj", [:]),
+            ("secObj", request.securityObject),
         ]
         return .object(members)
     }

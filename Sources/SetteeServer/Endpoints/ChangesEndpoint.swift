@@ -26,6 +26,8 @@ extension CouchResponder {
         case .sequence(let sequence): sequence
         }
         let stream = ChangesStream(db: db, query: query, filter: filter, start: start)
+        // A client that goes ends the feed's waits at once, not at the next change or the timeout.
+        if let connection = request.connection { ConnectionWatch.whenClientGone(connection) { [stop = stream.stop] in stop.fire() } }
         // The first changes are read and filtered before the response starts, so
         // that a filter that fails answers with its error (as CouchDB's delayed response does).
         let first = query.descending ? nil : try await stream.firstBatch()
@@ -55,7 +57,7 @@ struct ChangesStream: Sendable {
     let filter: ChangesFilter
     /// The sequence the feed starts after.
     let start: UInt64
-    /// Fired when the server shuts down.
+    /// Fired when the server shuts down or the client's connection closes.
     let stop = FeedStop()
 
     /// How many changes one read takes.
@@ -308,7 +310,8 @@ struct ChangesStream: Sendable {
     }
 }
 
-/// Ends a feed's waits once fired: the server is shutting down.
+/// Ends a feed's waits once fired: the server is shutting down, or the
+/// client has gone.
 final class FeedStop: Sendable {
     private struct State {
         var fired = false

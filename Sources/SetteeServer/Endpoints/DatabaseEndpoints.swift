@@ -94,7 +94,7 @@ extension CouchResponder {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
         if body["new_edits"] == .bool(false) { return try await bulkReplicatedDocuments(name, db, documents, &request) }
-        let prepared = try await usersDocuments(documents, request: request)
+        let (prepared, refused) = try await usersDocuments(documents, request: request)
         let texts = try prepared.map { document throws(CouchError) -> (id: String?, text: String) in
             guard case .object = document else { throw CouchError.badRequest("Document must be a JSON object") }
             var document = document
@@ -102,7 +102,8 @@ extension CouchResponder {
             return (document["_id"]?.stringValue, document.jsonText)
         }
         let results = try await db.write { batch in
-            texts.map { entry -> JSONValue in
+            texts.enumerated().map { index, entry -> JSONValue in
+                if let refusal = refused[index] { return refusal }
                 do {
                     return Self.writeResult(try batch.put(entry.text))
                 } catch {

@@ -18,17 +18,20 @@ extension CouchResponder {
     /// the answer lists only the documents refused.
     func bulkReplicatedDocuments(_ name: String?, _ db: Database, _ documents: [JSONValue],
                                  _ request: inout CouchRequest) async throws -> Response {
-        let prepared = try await usersDocuments(documents, request: request)
+        let (prepared, refused) = try await usersDocuments(documents, request: request)
+        // The documents `_users` refused are answered as refused, the others written.
+        let accepted = prepared.indices.filter { refused[$0] == nil }
         var texts: [String] = []
-        for document in prepared {
-            guard case .object = document else { throw CouchError.badRequest("Document must be a JSON object") }
-            texts.append(document.jsonText)
+        for index in accepted {
+            guard case .object = prepared[index] else { throw CouchError.badRequest("Document must be a JSON object") }
+            texts.append(prepared[index].jsonText)
         }
         let limit = try name.map(revisionsLimit) ?? DatabaseLimits.defaultValue
         let results = try await db.putReplicated(texts, revisionsLimit: limit)
-        var errors: [JSONValue] = []
-        for (document, result) in zip(prepared, results) {
+        var errors: [JSONValue] = refused.keys.sorted().compactMap { refused[$0] }
+        for (index, result) in zip(accepted, results) {
             guard case .failure(let error) = result else { continue }
+            let document = prepared[index]
             let couchError = CouchError(from: error)
             errors.append(["id": document["_id"] ?? .null, "rev": document["_rev"] ?? .null,
                            "error": .string(couchError.error), "reason": .string(couchError.reason)])

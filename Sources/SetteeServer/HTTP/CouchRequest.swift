@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import Settee
 
 /// A request as the endpoints read it: the path's segments percent-decoded
@@ -17,6 +18,12 @@ struct CouchRequest: Sendable {
     var user: UserContext
     /// How they were authenticated (`cookie`, `default`), `nil` when anonymous.
     var authenticatedBy: String?
+    /// The client's address (`req.peer` in design functions).
+    var peer = "127.0.0.1"
+    /// The connection the request came on: a feed that waits ends when it closes.
+    var connection: (any Channel)?
+    /// The security object of the database requested (`req.secObj`), `{}` for server requests.
+    var securityObject: JSONValue = [:]
     let limits: ServerLimits
 
     init(_ request: Request, user: UserContext, limits: ServerLimits) throws(CouchError) {

@@ -22,6 +22,9 @@ struct CouchResponder: HTTPResponder {
             var couch = try CouchRequest(request, user: authentication.user, limits: configuration.limits)
             couch.authenticatedBy = authentication.handler
             let security = try authorize(couch)
+            couch.peer = context.channel.remoteAddress?.ipAddress ?? couch.peer
+            couch.connection = context.channel
+            couch.securityObject = security?.json ?? [:]
             let writer = Database.ValidationContext(userContext: authentication.user, securityObject: security?.json ?? .object([]))
             response = try await Database.$validationContext.withValue(writer) { try await route(&couch) }
             if let cookie = authentication.refreshedCookie, response.headers[.setCookie] == nil { response.headers[.setCookie] = cookie }

@@ -100,14 +100,17 @@ extension CouchResponder {
     /// The `Set-Cookie` value that ends a session.
     func clearedSessionCookie() -> String { cookieHeader(value: "") }
 
-    /// `AuthSession=…; Version=1; Expires=…; Max-Age=…; Path=/; HttpOnly`, in mochiweb's order.
+    /// `AuthSession=…; Version=1; Expires=…; Max-Age=…; Path=/; HttpOnly`, in
+    /// mochiweb's order, with `Secure` before `HttpOnly` and `SameSite=…` last when configured.
     func cookieHeader(value: String, now: Date = Date()) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd-MMM-yyyy HH:mm:ss 'GMT'"
         let expires = formatter.string(from: now.addingTimeInterval(TimeInterval(sessionTimeout)))
-        return "AuthSession=\(value); Version=1; Expires=\(expires); Max-Age=\(sessionTimeout); Path=/; HttpOnly"
+        let secure = configuration.secureCookies ? "; Secure" : ""
+        let sameSite = configuration.cookieSameSite.map { "; SameSite=\($0.rawValue)" } ?? ""
+        return "AuthSession=\(value); Version=1; Expires=\(expires); Max-Age=\(sessionTimeout); Path=/\(secure); HttpOnly\(sameSite)"
     }
 
     /// The value of cookie `name` in the request's `Cookie` headers.

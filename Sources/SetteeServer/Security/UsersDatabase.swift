@@ -38,17 +38,24 @@ extension CouchResponder {
     }
 
     /// `_bulk_docs`' documents for `_users`, each as ``usersDocument(_:database:user:)``
-    /// makes it; the first one refused refuses the request.
-    func usersDocuments(_ documents: [JSONValue], request: CouchRequest) async throws -> [JSONValue] {
-        guard request.segments.first == "_users" else { return documents }
+    /// makes it, and the result rows of those it refuses, by position
+    /// (`{"id", "error", "reason"}`, as CouchDB answers them): the others are written.
+    func usersDocuments(_ documents: [JSONValue], request: CouchRequest) async throws -> (documents: [JSONValue], refused: [Int: JSONValue]) {
+        guard request.segments.first == "_users" else { return (documents, [:]) }
         var prepared: [JSONValue] = []
-        for var document in documents {
+        var refused: [Int: JSONValue] = [:]
+        for (index, var document) in documents.enumerated() {
             if case .object = document, document["_id"] == nil {
                 document = Self.setting("_id", to: .string(Self.newUUID()), in: document)
             }
-            prepared.append(try await usersDocument(document, database: "_users", user: request.user))
+            do {
+                prepared.append(try await usersDocument(document, database: "_users", user: request.user))
+            } catch let error as CouchError {
+                refused[index] = ["id": document["_id"] ?? .null, "error": .string(error.error), "reason": .string(error.reason)]
+                prepared.append(document)
+            }
         }
-        return prepared
+        return (prepared, refused)
     }
 
     /// `_design/_auth`'s `validate_doc_update`, in Swift.

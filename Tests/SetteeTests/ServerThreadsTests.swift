@@ -1,0 +1,62 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import Testing
+
+/// How many blocking tasks hold a thread, and whether they may let go.
+private final class BusyCount: Sendable {
+    let count = Atomic<Int>(0)
+    let released = Atomic<Bool>(false)
+}
+
+@Suite("settee serve's own threads")
+struct ServerThreadsTests {
+    /// Seconds from sending `GET url` on a thread of its own (not the
+    /// cooperative pool's) to its answer; `nil` without an answer.
+    private static func timeRequest(_ url: URL) -> Double? {
+        let answered = DispatchSemaphore(value: 0)
+        let status = Mutex<Int?>(nil)
+        var request = URLRequest(url: url)
+        request.timeoutInterval = 30
+        let started = Date()
+        URLSession.shared.dataTask(with: request) { _, response, _ in
+            status.withLock { $0 = (response as? HTTPURLResponse)?.statusCode }
+            answered.signal()
+        }.resume()
+        answered.wait()
+        return status.withLock { $0 } == 200 ? Date().timeIntervalSince(started) : nil
+    }
+
+    @Test("An in-process server answers within a second while synchronous work holds every thread of the cooperative pool")
+    func answersWhileThePoolIsBusy() async throws {
+        let server = try await RunningServer()
+        let url = URL(string: server.base + "/")!
+        #expect(Self.timeRequest(url) != nil)
+
+        // As many tasks as the cooperative pool has threads, each blocking its thread until the
+        // request is answered, or for 3 s: without threads of its own, the server answers after that.
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        let busy = BusyCount()
+        let blockers = (0..<width).map { _ in
+            Task.detached {
+                busy.count.add(1, ordering: .sequentiallyConsistent)
+                for _ in 0..<300 where !busy.released.load(ordering: .sequentiallyConsistent) { usleep(10_000) }
+            }
+        }
+        // Timed from a thread of its own once every blocker holds a thread (or after 10 s: a busy suite holds them anyway).
+        let seconds = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                for _ in 0..<10_000 where busy.count.load(ordering: .sequentiallyConsistent) < width { usleep(1000) }
+                let seconds = Self.timeRequest(url)
+                busy.released.store(true, ordering: .sequentiallyConsistent)
+                continuation.resume(returning: seconds)
+            }
+        }
+        for blocker in blockers { await blocker.value }
+        await server.stop()
+        let elapsed = try #require(seconds, "the server did not answer")
+        #expect(elapsed < 1, "answered after \(elapsed) s")
+    }
+}
