@@ -280,16 +280,20 @@ struct AsyncAPITests {
         try await db.importDocuments(Data((0..<50).map { #"{"_id": "d\#($0)"}"# }.joined(separator: "\n").utf8))
         let seen = Reports<String>()
         let (started, signal) = AsyncStream.makeStream(of: Void.self)
+        // The first row waits for the cancellation (however late a busy machine runs the test's task).
+        let cancelled = DispatchSemaphore(value: 0)
         let reading = Task {
             try await db.forEachDocumentRow { row in
                 seen.add(row.id ?? "")
                 signal.yield()
+                if seen.all.count == 1 { _ = cancelled.wait(timeout: .now() + 30) }
                 // A slow consumer: the task is cancelled while it reads.
                 Thread.sleep(forTimeInterval: 0.02)
             }
         }
         for await _ in started { break }
         reading.cancel()
+        cancelled.signal()
         let outcome = await awaitCancellation(of: reading)
         #expect(outcome.cancelled, "\(String(describing: outcome.error))")
         #expect(seen.all.count < 50)

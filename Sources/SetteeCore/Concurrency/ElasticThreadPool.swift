@@ -56,7 +56,9 @@ package final class ElasticThreadPool: @unchecked Sendable {
         if threads < maximumThreads {
             threads += 1
             lock.unlock()
-            start(with: job)
+            let worker = Worker()
+            worker.job = job
+            start(worker)
             return
         }
         jobs.append(job)
@@ -68,17 +70,18 @@ package final class ElasticThreadPool: @unchecked Sendable {
         lock.withLock { threads }
     }
 
-    private func start(with job: @escaping @Sendable () -> Void) {
-        let thread = Thread { [self] in work(first: job) }
+    /// Starts a thread for `worker`, whose first job is in its mailbox (a
+    /// thread's closure lives as long as the thread: it must not hold the job).
+    private func start(_ worker: Worker) {
+        let thread = Thread { [self] in work(worker) }
         thread.name = name
         thread.stackSize = stackSize
         thread.start()
     }
 
     /// A thread's life: runs its jobs until none comes for `idleTimeout`.
-    private func work(first: @escaping @Sendable () -> Void) {
-        let worker = Worker()
-        var next: (@Sendable () -> Void)? = first
+    private func work(_ worker: Worker) {
+        var next = lock.withLock { worker.job.take() }
         while true {
             // Taken out before it runs: a job's closure (and what it holds) goes when it ends.
             if let job = next.take() { job() }
