@@ -7,7 +7,7 @@ import SetteeStorage
 /// documents, `find` indexes and views of one partition can be read apart.
 extension Database {
     /// Whether the database is partitioned: its stored properties say so
-    /// (``makePartitioned()``). A partitioned database refuses to write a
+    /// (`makePartitioned()`). A partitioned database refuses to write a
     /// document whose id is not `partition:id` (``Partition/validateDocumentID(_:)``).
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func isPartitioned() throws -> Bool {
@@ -67,7 +67,7 @@ extension Database {
         try await background { try self.properties() }
     }
 
-    /// Makes a new database partitioned, on a Settee queue (see ``makePartitioned()``).
+    /// Makes a new database partitioned, on a Settee queue (see `makePartitioned()`).
     public func makePartitioned() async throws {
         try await background { try self.makePartitioned() }
     }

@@ -98,7 +98,7 @@ public final class DatabaseFolder: Sendable {
         }
     }
 
-    /// Creates the database `name`, partitioned if asked (``Database/makePartitioned()``).
+    /// Creates the database `name`, partitioned if asked (`Database.makePartitioned()`).
     /// - Throws: `file_exists` (412) when it exists, `illegal_database_name` (400),
     ///   `bad_request` for a partitioned system database.
     @discardableResult
