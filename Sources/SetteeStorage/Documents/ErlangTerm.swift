@@ -13,11 +13,13 @@ package enum ErlangTerm {
     static let smallTuple: UInt8 = 104, nil_: UInt8 = 106, list: UInt8 = 108, binary: UInt8 = 109, smallBig: UInt8 = 110
 
     /// The term of a JSON object's text (valid JSON: Settee checked it).
-    package static func json(_ text: some Collection<UInt8>) -> [UInt8] {
-        var parser = Parser(bytes: Array(text))
+    package static func json(_ text: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(text.count + text.count / 4)
-        parser.value(into: &out)
+        out.reserveCapacity(text.count + text.count / 2 + 16)
+        text.withUnsafeBufferPointer { bytes in
+            var parser = Parser(bytes: bytes)
+            parser.value(into: &out)
+        }
         return out
     }
 
@@ -61,9 +63,11 @@ package enum ErlangTerm {
         withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
     }
 
-    static func appendAtom(_ name: String, to out: inout [UInt8]) {
-        out += [atom, 0, UInt8(name.utf8.count)]
-        out += name.utf8
+    static func appendAtom(_ name: StaticString, to out: inout [UInt8]) {
+        out.append(atom)
+        out.append(0)
+        out.append(UInt8(name.utf8CodeUnitCount))
+        out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
     }
 
     static func appendBinary(_ bytes: [UInt8], to out: inout [UInt8]) {
@@ -73,11 +77,14 @@ package enum ErlangTerm {
     }
 
     /// An integer given as decimal digits: the smallest of Erlang's encodings that holds it.
-    static func appendInteger(digits: [UInt8], negative: Bool, to out: inout [UInt8]) {
-        if digits.count <= 18, let magnitude = Int64(String(decoding: digits, as: UTF8.self)) {
+    static func appendInteger(digits: some Collection<UInt8>, negative: Bool, to out: inout [UInt8]) {
+        if digits.count <= 18 {
+            var magnitude: Int64 = 0
+            for digit in digits { magnitude = magnitude * 10 + Int64(digit &- 0x30) }
             let value = negative ? -magnitude : magnitude
             if value >= 0 && value <= 255 {
-                out += [smallInteger, UInt8(value)]
+                out.append(smallInteger)
+                out.append(UInt8(value))
                 return
             }
             if value >= Int64(Int32.min) && value <= Int64(Int32.max) {
@@ -112,12 +119,20 @@ package enum ErlangTerm {
         out += bytes
     }
 
+    /// Writes the term of the JSON value at `index` straight into the output:
+    /// a list's or a binary's length is written as a placeholder and set
+    /// once its end is reached, so nothing is built twice.
     private struct Parser {
-        let bytes: [UInt8]
+        let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
 
         mutating func skipSpace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
 
         mutating func value(into out: inout [UInt8]) {
@@ -126,37 +141,39 @@ package enum ErlangTerm {
             switch bytes[index] {
             case UInt8(ascii: "{"):
                 index += 1
-                var members: [UInt8] = []
+                out.append(ErlangTerm.smallTuple)
+                out.append(1)
+                let list = beginList(&out)
                 var count: UInt32 = 0
                 skipSpace()
                 while index < bytes.count, bytes[index] != UInt8(ascii: "}") {
                     if bytes[index] == UInt8(ascii: ",") { index += 1; skipSpace(); continue }
-                    members += [ErlangTerm.smallTuple, 2]
-                    ErlangTerm.appendBinary(string(), to: &members)
+                    out.append(ErlangTerm.smallTuple)
+                    out.append(2)
+                    string(into: &out)
                     skipSpace()
                     index += 1 // the colon
-                    value(into: &members)
+                    value(into: &out)
                     count += 1
                     skipSpace()
                 }
                 index += 1
-                out += [ErlangTerm.smallTuple, 1]
-                appendList(members, count: count, to: &out)
+                endList(&out, at: list, count: count)
             case UInt8(ascii: "["):
                 index += 1
-                var elements: [UInt8] = []
+                let list = beginList(&out)
                 var count: UInt32 = 0
                 skipSpace()
                 while index < bytes.count, bytes[index] != UInt8(ascii: "]") {
                     if bytes[index] == UInt8(ascii: ",") { index += 1; skipSpace(); continue }
-                    value(into: &elements)
+                    value(into: &out)
                     count += 1
                     skipSpace()
                 }
                 index += 1
-                appendList(elements, count: count, to: &out)
+                endList(&out, at: list, count: count)
             case UInt8(ascii: "\""):
-                ErlangTerm.appendBinary(string(), to: &out)
+                string(into: &out)
             case UInt8(ascii: "t"):
                 index += 4
                 ErlangTerm.appendAtom("true", to: &out)
@@ -171,15 +188,30 @@ package enum ErlangTerm {
             }
         }
 
-        func appendList(_ elements: [UInt8], count: UInt32, to out: inout [UInt8]) {
+        /// Writes a list's head with a placeholder count; returns where it starts.
+        func beginList(_ out: inout [UInt8]) -> Int {
+            let start = out.count
+            out.append(ErlangTerm.list)
+            for _ in 0..<4 { out.append(0) }
+            return start
+        }
+
+        /// Sets the count of the list begun at `start`, and ends it; an empty list is `[]` (NIL).
+        func endList(_ out: inout [UInt8], at start: Int, count: UInt32) {
             if count == 0 {
+                out.removeLast(out.count - start)
                 out.append(ErlangTerm.nil_)
                 return
             }
-            out.append(ErlangTerm.list)
-            ErlangTerm.appendUInt32(count, to: &out)
-            out += elements
+            setUInt32(count, at: start + 1, in: &out)
             out.append(ErlangTerm.nil_)
+        }
+
+        func setUInt32(_ value: UInt32, at position: Int, in out: inout [UInt8]) {
+            out[position] = UInt8(truncatingIfNeeded: value >> 24)
+            out[position + 1] = UInt8(truncatingIfNeeded: value >> 16)
+            out[position + 2] = UInt8(truncatingIfNeeded: value >> 8)
+            out[position + 3] = UInt8(truncatingIfNeeded: value)
         }
 
         mutating func number(into out: inout [UInt8]) {
@@ -197,33 +229,42 @@ package enum ErlangTerm {
             let text = bytes[start..<index]
             if isInteger {
                 let negative = text.first == UInt8(ascii: "-")
-                var digits = Array(negative ? text.dropFirst() : text[...])
+                var digits = negative ? text.dropFirst() : text[...]
                 while digits.count > 1, digits.first == UInt8(ascii: "0") { digits.removeFirst() }
-                ErlangTerm.appendInteger(digits: digits, negative: negative && digits != [UInt8(ascii: "0")], to: &out)
+                let isZero = digits.count == 1 && digits.first == UInt8(ascii: "0")
+                ErlangTerm.appendInteger(digits: digits, negative: negative && !isZero, to: &out)
             } else {
                 out.append(ErlangTerm.float)
-                let value = Double(String(decoding: text, as: UTF8.self)) ?? 0
+                // strtod on a NUL-terminated copy: no String made for each number.
+                let value = withUnsafeTemporaryAllocation(of: CChar.self, capacity: text.count + 1) { copy in
+                    for (offset, byte) in text.enumerated() { copy[offset] = CChar(bitPattern: byte) }
+                    copy[text.count] = 0
+                    return strtod(copy.baseAddress!, nil)
+                }
                 withUnsafeBytes(of: value.bitPattern.bigEndian) { out.append(contentsOf: $0) }
             }
         }
 
-        /// A string's UTF-8 bytes, escapes decoded; `index` is at its opening quote.
-        mutating func string() -> [UInt8] {
+        /// A string as a binary of its UTF-8 bytes, escapes decoded; `index` is at its opening quote.
+        mutating func string(into out: inout [UInt8]) {
             index += 1
-            var out: [UInt8] = []
+            out.append(ErlangTerm.binary)
+            let lengthAt = out.count
+            for _ in 0..<4 { out.append(0) }
+            let first = out.count
+            defer { setUInt32(UInt32(out.count - first), at: lengthAt, in: &out) }
             while index < bytes.count {
-                let byte = bytes[index]
-                if byte == UInt8(ascii: "\"") {
+                // The run of bytes up to the next quote or escape, in one copy.
+                let runStart = index
+                while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") { index += 1 }
+                if index > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+                guard index < bytes.count else { return }
+                if bytes[index] == UInt8(ascii: "\"") {
                     index += 1
-                    return out
-                }
-                if byte != UInt8(ascii: "\\") {
-                    out.append(byte)
-                    index += 1
-                    continue
+                    return
                 }
                 index += 1
-                guard index < bytes.count else { break }
+                guard index < bytes.count else { return }
                 let escape = bytes[index]
                 index += 1
                 switch escape {
@@ -250,7 +291,6 @@ package enum ErlangTerm {
                 default: out.append(escape)
                 }
             }
-            return out
         }
 
         mutating func hex4() -> UInt32 {
