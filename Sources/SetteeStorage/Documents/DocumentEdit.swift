@@ -11,6 +11,11 @@ package struct DocumentEdit: Sendable {
     package var body: [UInt8]
     /// `body` as an Erlang term, which CouchDB's revision id hashes (``ErlangTerm``).
     package var bodyTerm: [UInt8]
+    /// The revision id's hash when the edit follows the revision it names
+    /// (or creates the document) with no attachments, the common case: made
+    /// with the edit, so that imports hash their documents in parallel and the
+    /// writer only checks that the case holds (``revision(following:attachmentsTerm:)``).
+    private var expectedHash: (after: Revision?, deleted: Bool, hash: [UInt8])?
     /// The `_attachments` member (new bytes and stubs), or nil when the
     /// document has none: `body` never holds it.
     package var attachments: [AttachmentEdit]?
@@ -92,6 +97,20 @@ package struct DocumentEdit: Sendable {
         self.bodyTerm = ErlangTerm.json(self.body)
         self.attachments = deleted ? nil : attachments
         self.revisionHistory = revisionHistory
+        if self.attachments == nil {
+            expectedHash = (revision, self.deleted, ErlangTerm.revisionHash(deleted: self.deleted, previous: revision,
+                                                                            bodyTerm: bodyTerm, attachmentsTerm: nil))
+        }
+    }
+
+    /// The revision that follows `previous` for this edit, its attachments'
+    /// term being `attachmentsTerm`: CouchDB's `new_revid` (``Revision/next(after:deleted:bodyTerm:attachmentsTerm:)``),
+    /// taken from the hash made with the edit when it was made for that case.
+    package func revision(following previous: Revision?, attachmentsTerm: [UInt8]?) -> Revision {
+        if attachmentsTerm == nil, let expected = expectedHash, expected.after == previous, expected.deleted == deleted {
+            return Revision(generation: (previous?.generation ?? 0) + 1, hash: expected.hash)
+        }
+        return Revision.next(after: previous, deleted: deleted, bodyTerm: bodyTerm, attachmentsTerm: attachmentsTerm)
     }
 
     /// A deletion: its tombstone keeps no members.

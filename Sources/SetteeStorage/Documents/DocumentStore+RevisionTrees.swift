@@ -76,7 +76,7 @@ extension DocumentStore {
                 try writeAttachments(of: edit, id: id, current: current, generation: Int(parent.generation) + 1, in: transaction)
             }
         }
-        let revision = Revision.next(after: parent, deleted: edit.deleted, bodyTerm: edit.bodyTerm, attachmentsTerm: attached?.term)
+        let revision = edit.revision(following: parent, attachmentsTerm: attached?.term)
         tree.extend(parent, with: revision, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
         tree.prune(to: Self.defaultRevisionsLimit)
         try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)

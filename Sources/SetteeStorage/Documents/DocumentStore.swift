@@ -211,7 +211,7 @@ package final class DocumentStore: Sendable {
             if edit.attachments != nil || current?.hasAttachments == true {
                 attached = try writeAttachments(of: edit, id: id, current: current, generation: Int((previous?.generation ?? 0) + 1), in: transaction)
             }
-            let revision = Revision.next(after: previous, deleted: edit.deleted, bodyTerm: edit.bodyTerm, attachmentsTerm: attached?.term)
+            let revision = edit.revision(following: previous, attachmentsTerm: attached?.term)
             (attached?.body ?? edit.body).withUnsafeBytes {
                 DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch,
                                       hasAttachments: attached != nil)
