@@ -173,7 +173,8 @@ struct AsyncAPITests {
         query.cancel()
         let outcome = await awaitCancellation(of: query)
         #expect(outcome.cancelled, "\(String(describing: outcome.error))")
-        #expect(ContinuousClock.now - cancelledAt < .seconds(1), "the running map functions were interrupted")
+        // Without the interruption the functions would run on for about 2.7 s; the bound leaves room for a busy machine.
+        #expect(ContinuousClock.now - cancelledAt < .seconds(2), "the running map functions were interrupted")
         #expect(started.all.last ?? 0 < 300)
         // What the update committed stays; the next query completes it.
         let info = try #require(try await db.viewInfo().first)
@@ -198,7 +199,7 @@ struct AsyncAPITests {
         query.cancel()
         let outcome = await awaitCancellation(of: query)
         #expect(outcome.cancelled, "\(String(describing: outcome.error))")
-        #expect(ContinuousClock.now - cancelledAt < .seconds(1))
+        #expect(ContinuousClock.now - cancelledAt < .seconds(2), "interrupted, not run to its end (3.7 s on)")
         try await db.put(#"{"_id": "slow", "_rev": "\#(slow.revision)", "n": 2, "spin": 0}"#)
         #expect(try await db.query("slow/by_n").rows.map(\.keyJSON) == ["2"])
         #expect(try await db.viewInfo().first?.mapErrors == 0, "the interrupted call was no map error")
@@ -220,7 +221,7 @@ struct AsyncAPITests {
         query.cancel()
         let outcome = await awaitCancellation(of: query)
         #expect(outcome.cancelled, "\(String(describing: outcome.error))")
-        #expect(ContinuousClock.now - cancelledAt < .seconds(1))
+        #expect(ContinuousClock.now - cancelledAt < .seconds(2), "interrupted, not run to its end (3.7 s on)")
         #expect(try await db.allDocuments().rows.count == 2, "the database answers")
     }
 
