@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import SetteeCore
 import SetteeStorage
@@ -128,6 +129,8 @@ public final class Database: Sendable {
     let findIndexes = FindIndexCache()
     /// `find` requests as prepared for those indexes, by request.
     let findPlans = FindPlanCache()
+    /// Whether the database is partitioned, as read after the last commit (views and `find` ask on every query).
+    let partitionedProperty = Mutex<(transaction: Int, partitioned: Bool)?>(nil)
     let logger: Logger
     /// The views written in Swift registered on this instance (``register(_:)``).
     let swiftViews = SwiftViewRegistry()

@@ -29,6 +29,7 @@ struct BackgroundWorkTests {
         while times.count(\.longStarts) < long, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         // Timed where the work runs, not where the task resumes: Swift's
         // cooperative threads may be busy with other tests.
+        let asked = ContinuousClock.now
         try await db.forEachChange { _ in times.add(\.shortStarts) }
         for call in longCalls { try await call.value }
         db.close()
@@ -36,7 +37,10 @@ struct BackgroundWorkTests {
         let (starts, ends, short) = (times.all(\.longStarts), times.all(\.longEnds), times.all(\.shortStarts))
         #expect(starts.count == long && short.count == 1)
         #expect(starts.max()! < ends.min()!, "the long calls ran one after another, not together")
-        #expect(short[0] < ends.min()!, "the short call waited for a long one to end")
+        // Only shown when the test's task asked while the long calls ran (a busy suite can hold the task past them).
+        if asked < ends.min()! {
+            #expect(short[0] < ends.min()!, "the short call waited for a long one to end")
+        }
     }
 }
 

@@ -12,7 +12,12 @@ extension Database {
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func isPartitioned() throws -> Bool {
         let store = try store
-        return try store.environment.read { try DatabaseProperties.isPartitioned(store, in: $0) }
+        // Read again only after a commit: every view query and `find` asks.
+        let committed = store.environment.lastCommittedTransaction
+        if let known = partitionedProperty.withLock({ $0 }), known.transaction == committed { return known.partitioned }
+        let partitioned = try store.environment.read { try DatabaseProperties.isPartitioned(store, in: $0) }
+        partitionedProperty.withLock { $0 = (committed, partitioned) }
+        return partitioned
     }
 
     /// The database's properties, as CouchDB's `GET /db` shows them in `props`:

@@ -73,9 +73,7 @@ public struct IndexRequest: Sendable, Equatable {
             switch key {
             case "fields": fields = try FindRequest.sortFields(value)
             case "partial_filter_selector":
-                guard case .object = value else { throw .invalidSelectorJSON(value) }
-                _ = try MangoSelector(value)
-                partial = value == [:] ? nil : value
+                partial = try partialFilter(value)
             default:
                 throw MangoError(error: "invalid_key", reason: "Invalid key \(key) for this request.")
             }
@@ -83,6 +81,13 @@ public struct IndexRequest: Sendable, Equatable {
         guard let fields else { throw MangoError(error: "missing_required_key", reason: "Missing required key: fields") }
         guard !fields.isEmpty else { throw MangoError(error: "invalid_index", reason: "Index is missing its definition.") }
         return MangoIndex(designDocument: nil, name: "", type: "json", fields: fields, partialFilterSelector: partial)
+    }
+
+    /// A `partial_filter_selector`, checked; nil when it is empty (every document).
+    private static func partialFilter(_ value: JSONValue) throws(MangoError) -> JSONValue? {
+        guard case .object = value else { throw .invalidSelectorJSON(value) }
+        _ = try MangoSelector(value)
+        return value == [:] ? nil : value
     }
 
     /// `{"array": PATH, "fields": [EXPRESSION, ...], "partial_filter_selector": {...}}`.
@@ -113,9 +118,7 @@ public struct IndexRequest: Sendable, Equatable {
                     expressions.append(field)
                 }
             case "partial_filter_selector":
-                guard case .object = value else { throw .invalidSelectorJSON(value) }
-                _ = try MangoSelector(value)
-                partial = value == [:] ? nil : value
+                partial = try partialFilter(value)
             default:
                 throw MangoError(error: "invalid_key", reason: "Invalid key \(key) for this request.")
             }
