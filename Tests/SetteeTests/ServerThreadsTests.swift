@@ -59,4 +59,37 @@ struct ServerThreadsTests {
         let elapsed = try #require(seconds, "the server did not answer")
         #expect(elapsed < 1, "answered after \(elapsed) s")
     }
+
+    @Test("Requests whose database calls block their threads for long do not hold a short request back")
+    func longCallsDoNotHoldShortOnes() async throws {
+        let server = try await RunningServer { $0.requestThreads = 2 }
+        #expect(try await server.request("PUT", "/db").status == 201)
+        // Four design documents, each a view whose build maps four documents at 250 ms each:
+        // built one after another on the database's one JavaScript worker, about 4 s in all.
+        var docs = (0..<4).map { #"{"_id": "slow-\#($0)", "spin": 250}"# }
+        for index in 0..<4 {
+            docs.append(#"{"_id": "_design/d\#(index)", "views": {"v": {"map": "function (doc) { var until = Date.now() + (doc.spin || 0); while (Date.now() < until) {} emit(doc._id, \#(index)); }"}}}"#)
+        }
+        let body = Data(#"{"docs": [\#(docs.joined(separator: ","))]}"#.utf8)
+        #expect(try await server.request("POST", "/db/_bulk_docs", body: body).status == 201)
+
+        let finished = BusyCount()
+        let builds = (0..<4).map { index in
+            Task {
+                _ = try await server.request("GET", "/db/_design/d\(index)/_view/v")
+                finished.count.add(1, ordering: .sequentiallyConsistent)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let url = URL(string: server.base + "/db/slow-0")!
+        let seconds = await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: Self.timeRequest(url)) }
+        }
+        let finishedBefore = finished.count.load(ordering: .sequentiallyConsistent)
+        for build in builds { try await build.value }
+        await server.stop()
+        #expect(finishedBefore < 4, "the views were built before the document was read: the test proves nothing")
+        let elapsed = try #require(seconds, "the server did not answer")
+        #expect(elapsed < 1, "answered after \(elapsed) s")
+    }
 }
