@@ -222,9 +222,9 @@ struct JSONTermWriter {
     var position: UnsafePointer<UInt8>
     let end: UnsafePointer<UInt8>
     private(set) var foundDuplicateKey = false
-    /// The keys of the objects being written, two numbers each: where the
-    /// key's bytes are in the buffer and how many there are.
-    private var keys: [Int] = []
+    /// The keys of the objects being written: where each key's bytes are in
+    /// the buffer (high 32 bits) and how many there are (low 32 bits).
+    private var keys: [UInt64] = []
 
     init(at start: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>) {
         position = start
@@ -302,7 +302,7 @@ struct JSONTermWriter {
             value(into: &out)
             count += 1
         }
-        if ofMembers { keys.removeSubrange(firstKey...) }
+        if ofMembers { keys.removeLast(keys.count - firstKey) }
         if count == 0 {
             out.truncate(to: head)
             out.reserve(1)
@@ -321,12 +321,11 @@ struct JSONTermWriter {
     @inline(__always)
     private mutating func noteKey(at offset: Int, count: Int, in out: borrowing TermBuffer, firstKey: Int, seen: inout Set<Int>?) {
         if !foundDuplicateKey {
-            let keyCount = (keys.count - firstKey) / 2
-            if keyCount >= 32 {
+            if keys.count - firstKey >= 32 {
                 if seen == nil {
                     var hashes = Set<Int>(minimumCapacity: 64)
-                    for index in stride(from: firstKey, to: keys.count, by: 2) {
-                        hashes.insert(Self.hash(out.base + keys[index], count: keys[index + 1]))
+                    for key in keys[firstKey...] {
+                        hashes.insert(Self.hash(out.base + Int(key >> 32), count: Int(key & 0xFFFF_FFFF)))
                     }
                     seen = hashes
                 }
@@ -337,17 +336,18 @@ struct JSONTermWriter {
                 foundDuplicateKey = hasKey(at: offset, count: count, in: out, firstKey: firstKey)
             }
         }
-        keys.append(offset)
-        keys.append(count)
+        keys.append(UInt64(offset) << 32 | UInt64(count))
     }
 
     /// Whether a key of the object whose keys begin at `firstKey` has the bytes at `offset`.
     @inline(__always)
     private func hasKey(at offset: Int, count: Int, in out: borrowing TermBuffer, firstKey: Int) -> Bool {
-        var index = firstKey
-        while index < keys.count {
-            if keys[index + 1] == count && memcmp(out.base + keys[index], out.base + offset, count) == 0 { return true }
-            index += 2
+        let bytes = out.base + offset
+        for index in firstKey..<keys.count {
+            let key = keys[index]
+            guard Int(key & 0xFFFF_FFFF) == count else { continue }
+            let other = out.base + Int(key >> 32)
+            if count == 0 || (other[0] == bytes[0] && memcmp(other, bytes, count) == 0) { return true }
         }
         return false
     }
@@ -446,113 +446,120 @@ struct JSONTermWriter {
 
     /// A string as a binary of its UTF-8 bytes, escapes decoded; `position`
     /// is at its opening quote. Returns where its bytes are in the buffer.
+    ///
+    /// A string's bytes are never more than its text's (an escape decodes
+    /// to fewer bytes than it takes), so room for the rest of the input is
+    /// made once, and the bytes are written through a local pointer: eight
+    /// at a time while eight remain, each eight stored whole, the output
+    /// moving on only past those before a quote or backslash.
     mutating func string(into out: inout TermBuffer) -> (offset: Int, count: Int) {
         position += 1
-        out.reserve(5)
+        out.reserve(5 + (end - position) + 8)
         out.append(ErlangExternalTerm.binary)
         let lengthAt = out.count
         out.appendUInt32(0)
         let first = out.count
-        defer { out.setUInt32(UInt32(out.count - first), at: lengthAt) }
-        while true {
-            copyPlainRun(into: &out)
-            guard position < end else { return (first, out.count - first) }
-            if position.pointee == UInt8(ascii: "\"") {
-                position += 1
-                return (first, out.count - first)
+        var source = position
+        var target = out.base + first
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = ones &* 0x22, backslashes = ones &* 0x5C
+        scan: while true {
+            while end - source >= 8 {
+                let word = UInt64(littleEndian: UnsafeRawPointer(source).loadUnaligned(as: UInt64.self))
+                UnsafeMutableRawPointer(target).storeBytes(of: word.littleEndian, as: UInt64.self)
+                let q = word ^ quotes, b = word ^ backslashes
+                // A byte of q or b is zero where the word has a quote or a
+                // backslash; the lowest flagged byte is exact.
+                let found = ((q &- ones) & ~q | (b &- ones) & ~b) & highs
+                if found != 0 {
+                    let before = found.trailingZeroBitCount &>> 3
+                    source += before
+                    target += before
+                    break
+                }
+                source += 8
+                target += 8
             }
-            position += 1
-            guard position < end else { return (first, out.count - first) }
-            let escape = position.pointee
-            position += 1
-            out.reserve(8)
+            while source < end, source.pointee != UInt8(ascii: "\""), source.pointee != UInt8(ascii: "\\") {
+                target.pointee = source.pointee
+                source += 1
+                target += 1
+            }
+            guard source < end else { break scan }
+            if source.pointee == UInt8(ascii: "\"") {
+                source += 1
+                break scan
+            }
+            source += 1
+            guard source < end else { break scan }
+            let escape = source.pointee
+            source += 1
             switch escape {
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): target.pointee = 0x0A
+            case UInt8(ascii: "t"): target.pointee = 0x09
+            case UInt8(ascii: "r"): target.pointee = 0x0D
+            case UInt8(ascii: "b"): target.pointee = 0x08
+            case UInt8(ascii: "f"): target.pointee = 0x0C
             case UInt8(ascii: "u"):
-                var scalar = hex4()
-                if scalar >= 0xD800 && scalar < 0xDC00, end - position >= 2,
-                   position[0] == UInt8(ascii: "\\"), position[1] == UInt8(ascii: "u") {
-                    position += 2
-                    let low = hex4()
+                var scalar = Self.hex4(&source, end: end)
+                if scalar >= 0xD800 && scalar < 0xDC00, end - source >= 2,
+                   source[0] == UInt8(ascii: "\\"), source[1] == UInt8(ascii: "u") {
+                    source += 2
+                    let low = Self.hex4(&source, end: end)
                     if low >= 0xDC00 && low < 0xE000 {
                         scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                     } else {
-                        appendUTF8(0xFFFD, into: &out)
+                        Self.writeUTF8(0xFFFD, at: &target)
                         scalar = low
                     }
                 }
-                appendUTF8(scalar, into: &out)
-            default: out.append(escape)
+                Self.writeUTF8(scalar, at: &target)
+                continue scan
+            default: target.pointee = escape
             }
+            target += 1
         }
+        position = source
+        let count = target - (out.base + first)
+        out.advance(by: count)
+        out.setUInt32(UInt32(count), at: lengthAt)
+        return (first, count)
     }
 
-    /// Copies the bytes up to the next quote or backslash, eight at a time
-    /// while eight remain: each eight are stored whole, and the output
-    /// moves on only past those before a quote or backslash.
+    /// Writes the UTF-8 of `scalar` at `target` and moves past it; a
+    /// surrogate, which no scalar is, as U+FFFD.
     @inline(__always)
-    mutating func copyPlainRun(into out: inout TermBuffer) {
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        let quotes = ones &* 0x22, backslashes = ones &* 0x5C
-        while end - position >= 8 {
-            out.reserve(8)
-            let word = UInt64(littleEndian: UnsafeRawPointer(position).loadUnaligned(as: UInt64.self))
-            UnsafeMutableRawPointer(out.base + out.count).storeBytes(of: word.littleEndian, as: UInt64.self)
-            let q = word ^ quotes, b = word ^ backslashes
-            // A byte of q or b is zero where the word has a quote or backslash;
-            // the lowest flagged byte is exact.
-            let found = ((q &- ones) & ~q | (b &- ones) & ~b) & highs
-            if found == 0 {
-                position += 8
-                out.advance(by: 8)
-            } else {
-                let before = found.trailingZeroBitCount / 8
-                position += before
-                out.advance(by: before)
-                return
-            }
-        }
-        out.reserve(end - position)
-        while position < end {
-            let byte = position.pointee
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return }
-            out.append(byte)
-            position += 1
-        }
-    }
-
-    /// The UTF-8 of `scalar`; a surrogate, which no scalar is, as U+FFFD.
-    @inline(__always)
-    func appendUTF8(_ scalar: UInt32, into out: inout TermBuffer) {
+    static func writeUTF8(_ scalar: UInt32, at target: inout UnsafeMutablePointer<UInt8>) {
         let scalar = scalar >= 0xD800 && scalar < 0xE000 ? 0xFFFD : scalar
-        out.reserve(4)
         switch scalar {
         case 0..<0x80:
-            out.append(UInt8(scalar))
+            target[0] = UInt8(scalar)
+            target += 1
         case 0x80..<0x800:
-            out.append(UInt8(0xC0 | scalar >> 6))
-            out.append(UInt8(0x80 | scalar & 0x3F))
+            target[0] = UInt8(0xC0 | scalar >> 6)
+            target[1] = UInt8(0x80 | scalar & 0x3F)
+            target += 2
         case 0x800..<0x10000:
-            out.append(UInt8(0xE0 | scalar >> 12))
-            out.append(UInt8(0x80 | scalar >> 6 & 0x3F))
-            out.append(UInt8(0x80 | scalar & 0x3F))
+            target[0] = UInt8(0xE0 | scalar >> 12)
+            target[1] = UInt8(0x80 | scalar >> 6 & 0x3F)
+            target[2] = UInt8(0x80 | scalar & 0x3F)
+            target += 3
         default:
-            out.append(UInt8(0xF0 | scalar >> 18))
-            out.append(UInt8(0x80 | scalar >> 12 & 0x3F))
-            out.append(UInt8(0x80 | scalar >> 6 & 0x3F))
-            out.append(UInt8(0x80 | scalar & 0x3F))
+            target[0] = UInt8(0xF0 | scalar >> 18)
+            target[1] = UInt8(0x80 | scalar >> 12 & 0x3F)
+            target[2] = UInt8(0x80 | scalar >> 6 & 0x3F)
+            target[3] = UInt8(0x80 | scalar & 0x3F)
+            target += 4
         }
     }
 
-    mutating func hex4() -> UInt32 {
+    /// The value of the four hexadecimal digits at `source` (fewer at the
+    /// end of the input), moving past them.
+    static func hex4(_ source: inout UnsafePointer<UInt8>, end: UnsafePointer<UInt8>) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard position < end else { break }
-            let byte = position.pointee
+            guard source < end else { break }
+            let byte = source.pointee
             let digit: UInt32 = switch byte {
             case 0x30...0x39: UInt32(byte - 0x30)
             case 0x61...0x66: UInt32(byte - 0x61 + 10)
@@ -560,7 +567,7 @@ struct JSONTermWriter {
             default: 0
             }
             value = value << 4 | digit
-            position += 1
+            source += 1
         }
         return value
     }
