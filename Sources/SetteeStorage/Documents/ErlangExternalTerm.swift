@@ -229,6 +229,7 @@ struct JSONTermWriter {
     init(at start: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>) {
         position = start
         self.end = end
+        keys.reserveCapacity(64)
     }
 
     @inline(__always)
