@@ -15,8 +15,8 @@ package enum RevisionHash {
         if let hash = ofUniqueKeys(deleted: deleted, previous: previous, body: body, attachmentsTerm: attachmentsTerm) {
             return hash
         }
-        return ofUniqueKeys(deleted: deleted, previous: previous, body: JSONDuplicateKeys.removed(from: body),
-                            attachmentsTerm: attachmentsTerm) ?? []
+        return hash(deleted: deleted, previous: previous, body: JSONDuplicateKeys.removed(from: body),
+                    attachmentsTerm: attachmentsTerm, uniqueKeys: false)!
     }
 
     /// The revision id's bytes as ``of(deleted:previous:body:attachmentsTerm:)``
@@ -24,6 +24,11 @@ package enum RevisionHash {
     /// revision id is then that of the body without them:
     /// ``JSONDuplicateKeys/removed(from:)``).
     package static func ofUniqueKeys(deleted: Bool, previous: Revision?, body: [UInt8], attachmentsTerm: [UInt8]?) -> [UInt8]? {
+        hash(deleted: deleted, previous: previous, body: body, attachmentsTerm: attachmentsTerm, uniqueKeys: true)
+    }
+
+    /// The hash; with `uniqueKeys`, nil when `body` has a key twice.
+    private static func hash(deleted: Bool, previous: Revision?, body: [UInt8], attachmentsTerm: [UInt8]?, uniqueKeys: Bool) -> [UInt8]? {
         var buffer = TermBuffer(capacity: body.count + body.count / 2 + (attachmentsTerm?.count ?? 1) + 64)
         buffer.reserve(32)
         buffer.append(ErlangExternalTerm.version)
@@ -38,7 +43,7 @@ package enum RevisionHash {
             buffer.append(0)
         }
         let unique = body.withUnsafeBytes { ErlangExternalTerm.write(json: $0, into: &buffer) }
-        guard unique else { return nil }
+        if uniqueKeys && !unique { return nil }
         if let attachmentsTerm {
             attachmentsTerm.withUnsafeBufferPointer { if let start = $0.baseAddress { buffer.append(start, count: $0.count) } }
         } else {
