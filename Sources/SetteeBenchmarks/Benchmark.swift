@@ -19,6 +19,8 @@ struct Benchmark {
         var wakeUpOnly = false
         var queryOnlyDirectory: URL?
         var queryOnlyKind: String?
+        var importOnlyDirectory: URL?
+        var importRuns = 1
         while let argument = arguments.popFirst() {
             switch argument {
             case "--put-and-report":
@@ -31,10 +33,15 @@ struct Benchmark {
             case "--attachments": attachmentMegabytes = Int(arguments.popFirst() ?? "") ?? 200
             case "--query-only": queryOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-query-bench")
             case "--only": queryOnlyKind = arguments.popFirst()
+            case "--import-only": importOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-import-bench")
+            case "--runs": importRuns = Int(arguments.popFirst() ?? "") ?? importRuns
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)]")
                 return
             }
+        }
+        if let importOnlyDirectory {
+            return try ImportOnlyBenchmark.run(in: importOnlyDirectory, documentCount: documentCount, runs: importRuns)
         }
         if let queryOnlyDirectory {
             return try QueryOnlyBenchmark.run(in: queryOnlyDirectory, documentCount: documentCount, queryRuns: queryRuns, only: queryOnlyKind)

@@ -21,7 +21,7 @@ extension DocumentStore {
     /// Stores the attachments an edit names and drops the references of the
     /// ones its document no longer has; returns the body to store (with the
     /// `_attachments` stubs) and the attachments' term for the revision id
-    /// (``ErlangTerm/attachments(_:)``), or nil when the new revision has
+    /// (``ErlangExternalTerm/attachments(_:)``), or nil when the new revision has
     /// no attachments. `current` is read before anything is written (its
     /// bytes point into pages the writes may reuse). Without
     /// `releasingCurrent`, `current` only answers stubs and keeps its
@@ -65,7 +65,7 @@ extension DocumentStore {
         }
         guard !stubs.isEmpty else { return nil }
         let body = AttachmentStub.body(edit.body, adding: stubs)
-        return (body, ErlangTerm.attachments(stubs.map { ($0.name, $0.contentType, $0.digest) }))
+        return (body, ErlangExternalTerm.attachments(stubs.map { ($0.name, $0.contentType, $0.digest) }))
     }
 
     /// Drops the references a document's attachments hold (the document is
@@ -170,7 +170,6 @@ extension DocumentEdit {
         self.revision = revision
         self.deleted = false
         self.body = body
-        self.bodyTerm = ErlangTerm.json(body)
         self.attachments = attachments
     }
 }

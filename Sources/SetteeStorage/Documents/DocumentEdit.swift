@@ -7,10 +7,9 @@ package struct DocumentEdit: Sendable {
     package var revision: Revision?
     /// Whether the edit deletes the document (`"_deleted": true`).
     package var deleted: Bool
-    /// The other members, as a JSON object.
+    /// The other members, as a JSON object: a deletion's too, and each of
+    /// an object's keys once, as CouchDB keeps them (``JSONDuplicateKeys``).
     package var body: [UInt8]
-    /// `body` as an Erlang term, which CouchDB's revision id hashes (``ErlangTerm``).
-    package var bodyTerm: [UInt8]
     /// The revision id's hash when the edit follows the revision it names
     /// (or creates the document) with no attachments, the common case: made
     /// with the edit, so that imports hash their documents in parallel and the
@@ -93,13 +92,14 @@ package struct DocumentEdit: Sendable {
         self.id = id
         self.revision = revision
         self.deleted = deleted
-        self.body = deleted ? Self.emptyBody : body
-        self.bodyTerm = ErlangTerm.json(self.body)
         self.attachments = deleted ? nil : attachments
         self.revisionHistory = revisionHistory
-        if self.attachments == nil {
-            expectedHash = (revision, self.deleted, ErlangTerm.revisionHash(deleted: self.deleted, previous: revision,
-                                                                            bodyTerm: bodyTerm, attachmentsTerm: nil))
+        if let hash = RevisionHash.ofUniqueKeys(deleted: deleted, previous: revision, body: body, attachmentsTerm: nil) {
+            self.body = body
+            expectedHash = (revision, deleted, hash)
+        } else {
+            self.body = JSONDuplicateKeys.removed(from: body)
+            expectedHash = (revision, deleted, RevisionHash.of(deleted: deleted, previous: revision, body: self.body))
         }
     }
 
@@ -110,16 +110,15 @@ package struct DocumentEdit: Sendable {
         if attachmentsTerm == nil, let expected = expectedHash, expected.after == previous, expected.deleted == deleted {
             return Revision(generation: (previous?.generation ?? 0) + 1, hash: expected.hash)
         }
-        return Revision.next(after: previous, deleted: deleted, bodyTerm: bodyTerm, attachmentsTerm: attachmentsTerm)
+        return Revision.next(after: previous, deleted: deleted, body: body, attachmentsTerm: attachmentsTerm)
     }
 
-    /// A deletion: its tombstone keeps no members.
+    /// A deletion (`DELETE /db/doc`): its tombstone keeps no members.
     package init(deleting id: String, revision: Revision?) {
         self.id = id
         self.revision = revision
         self.deleted = true
         self.body = Self.emptyBody
-        self.bodyTerm = ErlangTerm.json(Self.emptyBody)
     }
 
     package static let emptyBody: [UInt8] = Array("{}".utf8)

@@ -57,12 +57,13 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
     }
 
     /// The revision that follows this one (or the first, after `nil`) for an
-    /// edit whose body is the Erlang term `bodyTerm` (``ErlangTerm/json(_:)``)
-    /// with the attachments `attachmentsTerm`: CouchDB's `new_revid`, so the
-    /// same edit gets the same revision id as in CouchDB. The body's term
-    /// needs no transaction, so bulk imports compute it in parallel.
-    package static func next(after previous: Revision?, deleted: Bool, bodyTerm: [UInt8], attachmentsTerm: [UInt8]? = nil) -> Revision {
-        let hash = ErlangTerm.revisionHash(deleted: deleted, previous: previous, bodyTerm: bodyTerm, attachmentsTerm: attachmentsTerm)
+    /// edit of `body` (a JSON object of the members other than CouchDB's
+    /// special ones) with the attachments whose term is `attachmentsTerm`
+    /// (``ErlangExternalTerm/attachments(_:)``): CouchDB's `new_revid`
+    /// (``RevisionHash``), so the same edit gets the same revision id as in
+    /// CouchDB. It needs no transaction, so bulk imports compute it in parallel.
+    package static func next(after previous: Revision?, deleted: Bool, body: [UInt8], attachmentsTerm: [UInt8]? = nil) -> Revision {
+        let hash = RevisionHash.of(deleted: deleted, previous: previous, body: body, attachmentsTerm: attachmentsTerm)
         return Revision(generation: (previous?.generation ?? 0) + 1, hash: hash)
     }
 

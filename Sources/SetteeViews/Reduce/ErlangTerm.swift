@@ -10,6 +10,10 @@ import SetteeStorage
 /// around a list of 2-tuples). A number is an integer when jiffy would decode it
 /// as one, i.e. when JavaScript writes it without a decimal point or exponent
 /// (integral and below 1e21 in magnitude), and a float otherwise.
+///
+/// Not the bytes of Erlang's external term format, which revision ids hash:
+/// those are written straight from a document's JSON by `ErlangExternalTerm`
+/// in SetteeStorage, with no term in memory.
 package indirect enum ErlangTerm: Sendable, Equatable {
     case integer(Double)
     case float(Double)
