@@ -235,6 +235,7 @@ extension DocumentStore {
         // One leaf: the record is the leaf, and the tree its path (the ancestors kept).
         let path = tree.leaves.count == 1 ? tree.history(of: winner) : []
         let keepsTree = tree.leaves.count > 1 || path.count != tree.parents.count
+            || zip(path, path.dropFirst()).contains { $0.generation != $1.generation + 1 }
         leaf.body.withUnsafeBytes {
             DocumentRecord.encode(sequence: sequence, revision: winner, deleted: leaf.isDeleted, body: $0, into: &scratch,
                                   hasAttachments: leaf.hasAttachments, hasRevisionTree: keepsTree)
