@@ -5,7 +5,9 @@ import SetteeStorage
 /// asks for.
 ///
 /// A document written only through ``put(_:)-(String)`` and the other normal writes has
-/// one revision at a time. A replicated write can give it several leaves
+/// one leaf at a time, and keeps the ids of its earlier revisions (stemmed
+/// at ``revisionsLimit()``), as CouchDB does: `_revisions`, `_revs_diff`
+/// and replicated writes that continue it use them. A replicated write can give it several leaves
 /// (conflicts); it then reads as the winning leaf everywhere — reads,
 /// views, `find`, the changes feed — and ``revisions(of:)`` lists them all.
 /// A normal write may name any leaf's `_rev`: it extends that branch;
@@ -18,7 +20,7 @@ extension Database {
     /// - Returns: For each document, its write, nil when the revision was
     ///   already known, or the error that refused it.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
-    public func putReplicated(_ documents: [String], revisionsLimit: Int = 1000) throws -> [Result<WriteResult?, DocumentError>] {
+    public func putReplicated(_ documents: [String], revisionsLimit: Int? = nil) throws -> [Result<WriteResult?, DocumentError>] {
         try write(runsBodyOnce: false) { batch in
             documents.map { json in
                 do {
@@ -55,7 +57,7 @@ extension Database {
     }
 
     /// Writes revisions made elsewhere (see `putReplicated(_:revisionsLimit:)`).
-    public func putReplicated(_ documents: [String], revisionsLimit: Int = 1000) async throws -> [Result<WriteResult?, DocumentError>] {
+    public func putReplicated(_ documents: [String], revisionsLimit: Int? = nil) async throws -> [Result<WriteResult?, DocumentError>] {
         try await background { try self.putReplicated(documents, revisionsLimit: revisionsLimit) }
     }
 

@@ -21,6 +21,7 @@ struct Benchmark {
         var queryOnlyKind: String?
         var importOnlyDirectory: URL?
         var importRuns = 1
+        var updateCount: Int?
         while let argument = arguments.popFirst() {
             switch argument {
             case "--put-and-report":
@@ -31,12 +32,13 @@ struct Benchmark {
             case "--workers": workerCount = Int(arguments.popFirst() ?? "") ?? workerCount
             case "--query-runs": queryRuns = Int(arguments.popFirst() ?? "") ?? queryRuns
             case "--attachments": attachmentMegabytes = Int(arguments.popFirst() ?? "") ?? 200
+            case "--updates": updateCount = Int(arguments.popFirst() ?? "") ?? 100_000
             case "--query-only": queryOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-query-bench")
             case "--only": queryOnlyKind = arguments.popFirst()
             case "--import-only": importOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-import-bench")
             case "--runs": importRuns = Int(arguments.popFirst() ?? "") ?? importRuns
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--updates N (only: N documents updated five times)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)]")
                 return
             }
         }
@@ -49,6 +51,7 @@ struct Benchmark {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("settee-bench-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        if let updateCount { return try UpdateBenchmark.run(count: updateCount, in: directory) }
         if let attachmentMegabytes {
             try AttachmentBenchmark.run(megabytes: attachmentMegabytes, in: directory)
             return

@@ -67,7 +67,9 @@ struct ServerBulkReadTests {
         #expect(revs.json["_revisions"]?["ids"]?[0]?.stringValue == String(rev2.dropFirst(2)))
         #expect(revs.json["_local_seq"] == 2)
         let meta = try await server.request("GET", "/db/a?meta=true")
-        #expect(meta.json["_revs_info"] == [["rev": .string(rev2), "status": "available"]])
+        // The first revision is kept as an id, its body gone (as in CouchDB after compaction).
+        #expect(meta.json["_revs_info"] == [["rev": .string(rev2), "status": "available"], ["rev": .string(rev1), "status": "missing"]])
+        #expect(revs.json["_revisions"]?["ids"]?[1]?.stringValue == String(rev1.dropFirst(2)))
         #expect(meta.json["_conflicts"] == nil)
 
         let all = try await server.request("GET", "/db/a?open_revs=all")

@@ -17,7 +17,7 @@ extension Database {
     /// Writes a replicated revision (`new_edits=false`) whose attachments
     /// follow in `files`, as ``put(_:following:)`` reads them (see
     /// ``WriteBatch/putReplicated(_:revisionsLimit:)``); nil when the revision was known.
-    package func putReplicated(_ json: String, following files: [URL], revisionsLimit: Int) async throws -> WriteResult? {
+    package func putReplicated(_ json: String, following files: [URL], revisionsLimit: Int? = nil) async throws -> WriteResult? {
         try await background {
             let edit = try self.edit(json, following: files)
             return try self.write(runsBodyOnce: false) { try $0.applyReplicated(edit, revisionsLimit: revisionsLimit) }

@@ -32,6 +32,8 @@ struct ChangesQuery: Sendable {
     var descending = false
     var includeDocs = false
     var attachments = false
+    /// `conflicts=true`: with `include_docs`, each document's `_conflicts`.
+    var conflicts = false
     /// `style=all_docs`: every leaf revision (Settee keeps one).
     var allDocsStyle = false
     /// Milliseconds between newlines sent while waiting; nil: no heartbeat.
@@ -90,6 +92,8 @@ struct ChangesQuery: Sendable {
                 includeDocs = true
             case ("attachments", "true"):
                 attachments = true
+            case ("conflicts", "true"):
+                conflicts = true
             case ("filter", _):
                 filter = value
             case ("seq_interval", _):

@@ -4,13 +4,13 @@ import Hummingbird
 import Settee
 import Synchronization
 
-/// A database's `_revs_limit` and `_purged_infos_limit`, kept in a small
+/// A database's `_purged_infos_limit` (and, from older Settee versions, `_revs_limit`), kept in a small
 /// JSON file in its directory (`couchdb-limits.json`) so they outlast a
 /// restart and go with the database when it is deleted.
 ///
-/// `_revs_limit` is how many revisions back from each leaf a replicated
-/// write (`new_edits=false`) keeps in a document's revision tree. Settee
-/// keeps every purge's sequence, so `_purged_infos_limit` changes nothing in
+/// `_revs_limit` is kept by the database itself (`Database.revisionsLimit()`):
+/// how many revisions back from each leaf every document's history keeps.
+/// Settee keeps every purge's sequence, so `_purged_infos_limit` changes nothing in
 /// what it stores: it is reported back as CouchDB reports it.
 struct DatabaseLimits {
     /// CouchDB's defaults: 1000 each.
@@ -55,15 +55,20 @@ extension CouchResponder {
     /// `GET/PUT /{db}/_revs_limit` and `/{db}/_purged_infos_limit`.
     func databaseLimit(_ name: String, _ operation: String, _ request: inout CouchRequest) async throws -> Response {
         try allow(request, operation == "_revs_limit" ? "PUT,GET" : "GET,PUT")
-        _ = try databases.database(name)
+        let db = try databases.database(name)
         let key = String(operation.dropFirst())
         let limits = DatabaseLimits(directory: try databases.directory(of: name))
-        if request.method != .put { return CouchResponse.json(.number(Double(limits.value(key)))) }
+        // `_revs_limit` is the database's own (it stems every document's history).
+        let isRevisionsLimit = key == "revs_limit"
+        if request.method != .put {
+            let value = isRevisionsLimit ? try await db.revisionsLimit() : limits.value(key)
+            return CouchResponse.json(.number(Double(value)))
+        }
         guard case .number(let number) = try await request.jsonBody(), number > 0, number == number.rounded(),
               number <= Double(Int32.max) else {
             throw CouchError.badRequest("`\(key)` must be positive integer")
         }
-        try limits.set(key, to: Int(number))
+        if isRevisionsLimit { try await db.setRevisionsLimit(Int(number)) } else { try limits.set(key, to: Int(number)) }
         return CouchResponse.ok()
     }
 }

@@ -216,6 +216,8 @@ struct ChangesStream: Sendable {
         for change in changes {
             if query.attachments, !change.isDeleted, let document = try await db.document(change.id, attachments: true) {
                 documents.append(document)
+            } else if query.conflicts && query.includeDocs {
+                documents.append(try await db.documentIncludingDeletedWithConflicts(change.id))
             } else {
                 documents.append(try await db.documentIncludingDeleted(change.id))
             }

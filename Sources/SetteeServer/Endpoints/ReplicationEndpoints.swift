@@ -8,11 +8,6 @@ import Settee
 /// conflicts and histories that reads add (`conflicts`, `deleted_conflicts`,
 /// `meta`, `revs`, `open_revs`, `rev=` of a losing leaf).
 extension CouchResponder {
-    /// The `_revs_limit` set on database `name` (CouchDB's default 1000).
-    func revisionsLimit(_ name: String) throws -> Int {
-        DatabaseLimits(directory: try databases.directory(of: name)).value("revs_limit")
-    }
-
     /// `POST /{db}/_bulk_docs` with `"new_edits": false`: each document's
     /// `_rev` (and `_revisions`) merged into its revision tree. As CouchDB,
     /// the answer lists only the documents refused.
@@ -26,8 +21,7 @@ extension CouchResponder {
             guard case .object = prepared[index] else { throw CouchError.badRequest("Document must be a JSON object") }
             texts.append(prepared[index].jsonText)
         }
-        let limit = try name.map(revisionsLimit) ?? DatabaseLimits.defaultValue
-        let results = try await db.putReplicated(texts, revisionsLimit: limit)
+        let results = try await db.putReplicated(texts)
         var errors: [JSONValue] = refused.keys.sorted().compactMap { refused[$0] }
         for (index, result) in zip(accepted, results) {
             guard case .failure(let error) = result else { continue }
@@ -58,9 +52,9 @@ extension CouchResponder {
             throw CouchError.badRequest("new_edits=false needs the document's _rev (N-<32 hex digits>)")
         }
         if let files {
-            _ = try await db.putReplicated(document.jsonText, following: files, revisionsLimit: try revisionsLimit(name))
+            _ = try await db.putReplicated(document.jsonText, following: files)
         } else {
-            let results = try await db.putReplicated([document.jsonText], revisionsLimit: try revisionsLimit(name))
+            let results = try await db.putReplicated([document.jsonText])
             if case .failure(let error) = results.first { throw error }
         }
         return CouchResponse.json(.created, ["ok": true, "id": .string(id), "rev": .string(revision.description)],
@@ -142,9 +136,9 @@ extension CouchResponder {
                 results.append("{\"ok\":\(String(decoding: try await documentBytes(db, document, options: options), as: UTF8.self))}")
             }
             if !results.isEmpty { return results }
-            // A document without a tree does not know its ancestors: a revision no newer than its one leaf is taken for one.
+            // A document written before histories were kept knows no ancestors: an older revision is taken for one.
             if let current, revisions.leaves.count == 1, revisions.history(of: current.revision).count == 1,
-               current.revision.generation >= revision.generation {
+               current.revision.generation > revision.generation {
                 return ["{\"ok\":\(String(decoding: try await documentBytes(db, current, options: options), as: UTF8.self))}"]
             }
         }

@@ -101,15 +101,29 @@ extension DocumentStore {
     /// The document JSON `text` of document `id` with its conflicts added
     /// (see ``appendConflicts(of:key:to:deleted:in:)``).
     package func addingConflicts(to text: String, id: String, deleted: Bool, in transaction: LMDBTransaction) throws -> String {
-        var key = id
-        return try key.withUTF8 { key in
-            let key = UnsafeRawBufferPointer(key)
-            guard let bytes = try transaction.get(docs, key) else { return text }
-            let record = try DocumentRecord(bytes: bytes, id: key, path: environment.path)
-            guard record.hasRevisionTree else { return text }
+        try withTreeRecord(id, in: transaction) { key, record in
             var json = Array(text.utf8)
             try appendConflicts(of: record, key: key, to: &json, deleted: deleted, in: transaction)
             return String(decoding: json, as: UTF8.self)
+        } ?? text
+    }
+
+    /// The current revision of document `id`, tombstones included (as
+    /// ``record(_:in:)`` reads it), its body with `"_conflicts"` added when
+    /// it has live losing leaves: the document as CouchDB's changes feed and
+    /// `_all_docs` show it with `conflicts=true`.
+    package func recordWithConflicts(_ id: String, in transaction: LMDBTransaction) throws -> Document? {
+        if id.utf8.first == UInt8(ascii: "_") && id.hasPrefix(Self.localPrefix) { return try record(id, in: transaction) }
+        var key = id
+        return try key.withUTF8 { key in
+            let key = UnsafeRawBufferPointer(key)
+            guard let bytes = try transaction.get(docs, key) else { return nil }
+            let record = try DocumentRecord(bytes: bytes, id: key, path: environment.path)
+            // As record(_:in:): past its expiration time a document reads as missing.
+            if try isExpired(key, in: transaction) { return nil }
+            var body = Array(record.body)
+            try appendConflicts(of: record, key: key, to: &body, deleted: false, in: transaction)
+            return Document(id: id, revision: record.revision, sequence: record.sequence, isDeleted: record.isDeleted, body: body)
         }
     }
 

@@ -6,8 +6,10 @@ extension DocumentStore {
     /// expired; nil otherwise. Made from the stored record in `scratch` (its
     /// room kept for the next call) and copied once into the string: no
     /// ``Document`` is built on the way, so a reader of many documents (a
-    /// view's `include_docs`, `find`) makes one string each.
-    package func liveJSON(_ id: String, in transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> String? {
+    /// view's `include_docs`, `find`) makes one string each. With
+    /// `conflicts`, `"_conflicts"` is added when the document has live
+    /// losing leaves (a view's `conflicts=true`).
+    package func liveJSON(_ id: String, conflicts: Bool = false, in transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> String? {
         if id.utf8.first == UInt8(ascii: "_") && id.hasPrefix(Self.localPrefix) {
             guard let document = try record(id, in: transaction), !document.isDeleted else { return nil }
             return document.json
@@ -21,6 +23,7 @@ extension DocumentStore {
             guard !stored.isDeleted, try !isExpired(key, in: transaction) else { return nil }
             scratch.removeAll(keepingCapacity: true)
             stored.appendFullJSON(id: key, into: &scratch)
+            if conflicts { try appendConflicts(of: stored, key: key, to: &scratch, deleted: false, in: transaction) }
             return String(decoding: scratch, as: UTF8.self)
         }
     }

@@ -15,7 +15,8 @@ extension DocumentStore {
     // MARK: Reading
 
     /// The tree of the stored record `record` of document `key`: the one
-    /// stored, or a tree of the record's one revision.
+    /// stored, or a tree of the record's one leaf and the ancestors kept for
+    /// it (see ``ancestors(_:of:in:)``).
     package func revisionTree(_ key: UnsafeRawBufferPointer, record: DocumentRecord, in transaction: LMDBTransaction) throws -> RevisionTree {
         if record.hasRevisionTree, let revisionTrees, let bytes = try transaction.get(revisionTrees, key) {
             guard let tree = RevisionTree(encoded: bytes) else {
@@ -25,8 +26,22 @@ extension DocumentStore {
             }
             return tree
         }
-        return RevisionTree(revision: record.revision,
-                            leaf: .init(isDeleted: record.isDeleted, body: Array(record.body), hasAttachments: record.hasAttachments))
+        let leaf = RevisionTree.Leaf(isDeleted: record.isDeleted, body: Array(record.body), hasAttachments: record.hasAttachments)
+        return RevisionTree(path: [record.revision] + (try ancestors(key, of: record, in: transaction)), leaf: leaf)
+    }
+
+    /// Runs `body` with the stored record of document `id` when it has a
+    /// tree; nil when there is no record, or it has none.
+    func withTreeRecord<T>(_ id: String, in transaction: LMDBTransaction,
+                           _ body: (_ key: UnsafeRawBufferPointer, _ record: DocumentRecord) throws -> T) throws -> T? {
+        var idCopy = id
+        return try idCopy.withUTF8 { key in
+            let key = UnsafeRawBufferPointer(key)
+            guard let bytes = try transaction.get(docs, key) else { return nil }
+            let record = try DocumentRecord(bytes: bytes, id: key, path: environment.path)
+            guard record.hasRevisionTree else { return nil }
+            return try body(key, record)
+        }
     }
 
     /// The revision tree of document `id`, or nil when it was never written
@@ -78,7 +93,7 @@ extension DocumentStore {
         }
         let revision = edit.revision(following: parent, attachmentsTerm: attached?.term)
         tree.extend(parent, with: revision, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
-        tree.prune(to: Self.defaultRevisionsLimit)
+        tree.prune(to: try revisionsLimit(in: transaction))
         try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)
         return WriteResult(id: id, revision: revision, sequence: sequence)
     }
@@ -89,7 +104,7 @@ extension DocumentStore {
     /// conflict: a revision that branches off makes one. The record moves to
     /// the winning leaf, at sequence `sequence`. Returns nil (and writes
     /// nothing) when the revision is already known.
-    package func applyReplicated(_ edit: DocumentEdit, sequence: UInt64, revisionsLimit: Int, in transaction: LMDBTransaction,
+    package func applyReplicated(_ edit: DocumentEdit, sequence: UInt64, revisionsLimit: Int?, in transaction: LMDBTransaction,
                                  scratch: inout [UInt8], countChange: inout DocumentCounts) throws -> WriteResult? {
         guard let id = edit.id else { throw DocumentError(.badRequest, "A replicated write names its document: _id is missing") }
         guard let revision = edit.revision else {
@@ -139,7 +154,7 @@ extension DocumentStore {
                 try withLeafRecord(extended, leaf, key: key) { try releaseAttachments(of: $0, in: transaction) }
             }
             _ = tree.merge(path: path, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
-            tree.prune(to: revisionsLimit)
+            tree.prune(to: try revisionsLimit ?? self.revisionsLimit(in: transaction))
             try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)
             return WriteResult(id: id, revision: revision, sequence: sequence)
         }
@@ -148,7 +163,7 @@ extension DocumentStore {
     /// Writes replicated edits in one transaction (see
     /// ``applyReplicated(_:sequence:revisionsLimit:in:scratch:countChange:)``);
     /// each is reported on its own.
-    package func writeReplicated(_ edits: [DocumentEdit], revisionsLimit: Int = defaultRevisionsLimit) throws -> [Result<WriteResult?, DocumentError>] {
+    package func writeReplicated(_ edits: [DocumentEdit], revisionsLimit: Int? = nil) throws -> [Result<WriteResult?, DocumentError>] {
         try writing { transaction, countChange in
             var sequence = try lastSequence(in: transaction)
             var scratch: [UInt8] = []
@@ -170,14 +185,9 @@ extension DocumentStore {
     /// whole document, or nothing).
     func purgeLeaves(_ revisions: [Revision], of id: String, sequence: UInt64, in transaction: LMDBTransaction,
                      countChange: inout DocumentCounts) throws -> [Revision]? {
-        var idCopy = id
-        return try idCopy.withUTF8 { key in
-            let key = UnsafeRawBufferPointer(key)
-            guard let bytes = try transaction.get(docs, key) else { return nil }
-            let record = try DocumentRecord(bytes: bytes, id: key, path: environment.path)
-            guard record.hasRevisionTree else { return nil }
-            return try purgeLeaves(revisions, key: key, record: record, sequence: sequence, in: transaction, countChange: &countChange)
-        }
+        try withTreeRecord(id, in: transaction) { key, record in
+            try purgeLeaves(revisions, key: key, record: record, sequence: sequence, in: transaction, countChange: &countChange)
+        } ?? nil
     }
 
     /// Removes the leaves `revisions` of a document that has a tree, as
@@ -222,7 +232,10 @@ extension DocumentStore {
                        sequence: UInt64, in transaction: LMDBTransaction, scratch: inout [UInt8],
                        countChange: inout DocumentCounts) throws {
         guard let winner = tree.winner, let leaf = tree.leaves[winner] else { return }
-        let keepsTree = tree.needsStoring
+        // One leaf: the record is the leaf, and the tree its path (the ancestors kept).
+        let path = tree.leaves.count == 1 ? tree.history(of: winner) : []
+        let keepsTree = tree.leaves.count > 1 || path.count != tree.parents.count
+            || zip(path, path.dropFirst()).contains { $0.generation != $1.generation + 1 }
         leaf.body.withUnsafeBytes {
             DocumentRecord.encode(sequence: sequence, revision: winner, deleted: leaf.isDeleted, body: $0, into: &scratch,
                                   hasAttachments: leaf.hasAttachments, hasRevisionTree: keepsTree)
@@ -232,7 +245,7 @@ extension DocumentStore {
         if keepsTree {
             try tree.encoded.withUnsafeBytes { try transaction.put(trees, key, $0) }
         } else {
-            _ = try transaction.delete(trees, key)
+            try storeAncestors(path.dropFirst(), key: key, in: transaction)
         }
         if let old {
             try withUnsafeBytes(of: old.sequence.bigEndian) { _ = try transaction.delete(seqs, $0) }

@@ -217,6 +217,7 @@ package final class DocumentStore: Sendable {
                                       hasAttachments: attached != nil)
             }
             try scratch.withUnsafeBytes { try transaction.put(docs, key, $0) }
+            if let previous { try keepAncestors(key, parent: previous, limit: try revisionsLimit(in: transaction), in: transaction, scratch: &scratch) }
             if let previousSequence {
                 try withUnsafeBytes(of: previousSequence.bigEndian) { _ = try transaction.delete(seqs, $0) }
             }

@@ -5,11 +5,11 @@ import SetteeCore
 /// parent, and every leaf — a revision no other extends — with its body.
 ///
 /// Settee stores a tree (table `revtrees`, id → ``encoded``) only for a
-/// document that needs one: one with more than one leaf, or whose history
-/// came with a replicated write (`new_edits: false`). Its ``DocumentRecord``
-/// then holds the winning leaf, as always, and has the flag
+/// document with more than one leaf. Its ``DocumentRecord`` then holds the
+/// winning leaf, as always, and has the flag
 /// ``DocumentRecord/revisionTreeFlag``. Every other document is its one
-/// revision, and costs nothing here.
+/// leaf (the record) and the ids of that leaf's ancestors, kept compactly
+/// in the same table (see `DocumentStore.ancestors(_:of:in:)`).
 package struct RevisionTree: Sendable, Equatable {
     /// A leaf: the body of a revision nothing extends.
     package struct Leaf: Sendable, Equatable {
@@ -38,6 +38,15 @@ package struct RevisionTree: Sendable, Equatable {
     package init(revision: Revision, leaf: Leaf) {
         parents[revision] = .some(nil)
         leaves[revision] = leaf
+    }
+
+    /// A tree of one branch: `path` (a revision and its ancestors, newest
+    /// first, at least one), its first revision the leaf.
+    package init(path: [Revision], leaf: Leaf) {
+        for (index, revision) in path.enumerated() {
+            parents[revision] = .some(index + 1 < path.count ? path[index + 1] : nil)
+        }
+        leaves[path[0]] = leaf
     }
 
     package func contains(_ revision: Revision) -> Bool { parents[revision] != nil }
@@ -140,10 +149,6 @@ package struct RevisionTree: Sendable, Equatable {
         }
         parents = pruned
     }
-
-    /// Whether the document needs its tree kept: more than one leaf, or a
-    /// history beyond its one revision.
-    package var needsStoring: Bool { leaves.count > 1 || parents.count > 1 }
 
     // MARK: Encoding
 

@@ -9,13 +9,14 @@ extension WriteBatch {
     /// gets a conflict (see `Database.revisions(of:)`). The document then
     /// reads as the winning leaf, as CouchDB picks it.
     /// - Parameter revisionsLimit: How many revisions back from each leaf the
-    ///   tree keeps (CouchDB's `_revs_limit`).
+    ///   tree keeps (CouchDB's `_revs_limit`); nil for the database's own
+    ///   (see `Database.revisionsLimit()`).
     /// - Returns: The write, or nil when the revision was already known
     ///   (nothing is written).
     /// - Throws: ``DocumentError`` for a document without `_id` or `_rev`, or
     ///   a malformed `_revisions`.
     @discardableResult
-    public func putReplicated(_ json: String, revisionsLimit: Int = 1000) throws -> WriteResult? {
+    public func putReplicated(_ json: String, revisionsLimit: Int? = nil) throws -> WriteResult? {
         var json = json
         return try json.withUTF8 { try applyReplicated(try DocumentEdit(json: UnsafeRawBufferPointer($0), sizeLimits: sizeLimits), revisionsLimit: revisionsLimit) }
     }

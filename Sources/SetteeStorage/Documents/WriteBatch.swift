@@ -63,7 +63,7 @@ public final class WriteBatch {
 
     /// Writes a replicated edit (`new_edits: false`, see ``putReplicated(_:revisionsLimit:)``);
     /// nil when its revision was already known.
-    package func applyReplicated(_ edit: DocumentEdit, revisionsLimit: Int) throws -> WriteResult? {
+    package func applyReplicated(_ edit: DocumentEdit, revisionsLimit: Int? = nil) throws -> WriteResult? {
         precondition(isOpen, "A WriteBatch is used only inside the closure of Database.write.")
         try check(edit)
         let result: WriteResult?

@@ -40,21 +40,30 @@ extension DocumentStore {
             var taken = 0
 
             /// Hands over a row unless it is skipped; false once `limit` rows are taken.
-            func take(_ row: @autoclosure () -> ViewRow) throws -> Bool {
+            func take(_ row: @autoclosure () throws -> ViewRow) throws -> Bool {
                 guard taken < limit else { return false }
                 if skip > 0 {
                     skip -= 1
                     return true
                 }
-                try emit(row())
+                try emit(try row())
                 taken += 1
                 return taken < limit
             }
 
-            func live(_ id: UnsafeRawBufferPointer, _ record: DocumentRecord) -> ViewRow {
+            var scratch: [UInt8] = []
+            func live(_ id: UnsafeRawBufferPointer, _ record: DocumentRecord) throws -> ViewRow {
                 let text = String(decoding: id, as: UTF8.self)
+                var document: String?
+                if options.includeDocs {
+                    scratch.removeAll(keepingCapacity: true)
+                    record.appendFullJSON(id: id, into: &scratch)
+                    // conflicts=true: `_conflicts`, as CouchDB's couch_mrview loads the document with the option `conflicts`.
+                    if options.conflicts { try appendConflicts(of: record, key: id, to: &scratch, deleted: false, in: transaction) }
+                    document = String(decoding: scratch, as: UTF8.self)
+                }
                 return ViewRow(id: text, keyJSON: JSONValue.string(text).jsonText, valueJSON: #"{"rev":"\#(record.revision)"}"#,
-                               documentJSON: options.includeDocs ? record.document(id: text).json : nil)
+                               documentJSON: document)
             }
 
             if let keys = options.keys {
@@ -77,7 +86,7 @@ extension DocumentStore {
                             return try take(ViewRow(id: id, keyJSON: key.jsonText, valueJSON: #"{"rev":"\#(record.revision)","deleted":true}"#,
                                                     documentJSON: options.includeDocs ? "null" : nil))
                         }
-                        return try take(live(UnsafeRawBufferPointer(idBytes), record))
+                        return try take(try live(UnsafeRawBufferPointer(idBytes), record))
                     }
                     if !more { return }
                 }
@@ -142,7 +151,7 @@ extension DocumentStore {
                         if past { return }
                     }
                     let record = try DocumentRecord(bytes: value, id: key, path: environment.path)
-                    if !record.isDeleted, try !take(live(key, record)) { return }
+                    if !record.isDeleted, try !take(try live(key, record)) { return }
                     entry = options.descending ? try cursor.previous() : try cursor.next()
                 }
             }

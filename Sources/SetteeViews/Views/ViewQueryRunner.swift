@@ -273,11 +273,7 @@ package struct ViewQueryRunner {
         if row.valueJSON.first == UInt8(ascii: "{"), case .string(let linked)? = (try? JSONParser.parse(row.valueJSON))?["_id"] {
             id = linked
         }
-        if conflicts {
-            guard let document = try store.record(id, in: transaction), !document.isDeleted else { return "null" }
-            return try store.addingConflicts(to: document.json, id: id, deleted: false, in: transaction)
-        }
-        return try store.liveJSON(id, in: transaction, scratch: &scratch) ?? "null"
+        return try store.liveJSON(id, conflicts: conflicts, in: transaction, scratch: &scratch) ?? "null"
     }
 
     // MARK: Reduce queries
