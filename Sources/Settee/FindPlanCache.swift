@@ -13,6 +13,12 @@ import SetteeFind
 /// list ``FindIndexCache`` handed out under one generation, and a list read
 /// again from changed design documents (an index created or deleted, here or
 /// by another process) has a new generation, which empties the cache.
+///
+/// A preparation whose plan holds for every selector of its shape (the same
+/// fields, operators, array lengths, `true`, `false` and `null`; only other
+/// strings and numbers: see `QueryPlanner.Plan.isReusable(for:indexes:)`) is
+/// also kept by shape: a new request of that shape has its selector compiled
+/// and the same index read in the ranges of its own values, without planning.
 final class FindPlanCache: Sendable {
     /// What identifies a request's preparation: its selector as JSON text,
     /// then its sort, fields, `use_index`, `allow_fallback` and partition, each part
