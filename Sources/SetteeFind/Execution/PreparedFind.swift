@@ -23,4 +23,10 @@ package struct PreparedFind: Sendable {
         plan = try scope.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
                               allowFallback: request.allowFallback, indexes: indexes)
     }
+
+    init(selector: MangoSelector, projection: FieldProjection, plan: QueryPlanner.Plan) {
+        self.selector = selector
+        self.projection = projection
+        self.plan = plan
+    }
 }

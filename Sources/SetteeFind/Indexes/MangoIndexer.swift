@@ -4,8 +4,9 @@ import SetteeViews
 /// The map of a JSON index, as CouchDB's `mango_native_proc` indexes a
 /// document: when the document matches the index's partial filter and has
 /// every indexed field, one row whose key is the fields' values in order
-/// (value `null`); otherwise none. Only the indexed fields are parsed.
-struct MangoIndexer: Indexer {
+/// (value `null`); otherwise none. Only the indexed fields are parsed, found
+/// in the document's text: the map stage does not locate its members first.
+struct MangoIndexer: RawJSONIndexer {
     let name: String
     let version = ""
     let reduce: ReduceFunction? = .count
@@ -21,17 +22,50 @@ struct MangoIndexer: Indexer {
     }
 
     func map(_ document: IndexedDocument, _ emit: Emitter) throws {
-        let key: [JSONValue]? = try document.withJSONBytes { json in
-            if let partialFilter, try !partialFilter.matches(json: json) { return nil }
-            var values: [JSONValue] = []
-            values.reserveCapacity(paths.count)
-            for path in paths {
-                guard case .found(let range) = try JSONMemberLocator.locate(path, in: json) else { return nil }
-                values.append(try JSONParser.parse(UnsafeRawBufferPointer(rebasing: json[range])))
+        try document.withJSONBytes { json in
+            if let partialFilter, try !partialFilter.matches(json: json) { return }
+            try emit.emit { key in
+                key.append(UInt8(ascii: "["))
+                for (position, path) in paths.enumerated() {
+                    guard case .found(let range) = try JSONMemberLocator.locate(path, in: json) else { return false }
+                    if position > 0 { key.append(UInt8(ascii: ",")) }
+                    let value = UnsafeRawBufferPointer(rebasing: json[range])
+                    if Self.isWrittenAsJSONWriterWrites(value) {
+                        key.append(contentsOf: value)
+                    } else {
+                        JSONWriter.write(try JSONParser.parse(value), into: &key)
+                    }
+                }
+                key.append(UInt8(ascii: "]"))
+                return true
             }
-            return values
         }
-        if let key { emit(.array(key)) }
+    }
+
+    /// Whether the JSON text of a value is the text ``JSONWriter`` writes for
+    /// it, so that it is copied rather than parsed and written again: a
+    /// string of printable ASCII without escapes, an integer of at most 15
+    /// digits (not `-0`), `true`, `false`, `null`.
+    static func isWrittenAsJSONWriterWrites(_ text: UnsafeRawBufferPointer) -> Bool {
+        guard let first = text.first else { return false }
+        switch first {
+        case UInt8(ascii: "\""):
+            guard text.count >= 2, text[text.count - 1] == UInt8(ascii: "\"") else { return false }
+            for byte in text[1..<(text.count - 1)] {
+                guard byte >= 0x20, byte < 0x7F, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { return false }
+            }
+            return true
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let digits = first == UInt8(ascii: "-") ? text.dropFirst() : text[...]
+            guard let lead = digits.first, digits.count <= 15 else { return false }
+            if lead == UInt8(ascii: "0") { return digits.count == 1 && first != UInt8(ascii: "-") }
+            return digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        case UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
+            // A stored document is valid JSON: a value starting so is a literal.
+            return true
+        default:
+            return false
+        }
     }
 }
 

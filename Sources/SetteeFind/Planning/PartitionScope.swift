@@ -42,7 +42,7 @@ package struct PartitionScope: Sendable {
     /// for a sort no index in scope serves (`mango_idx:mango_sort_error/2`).
     package func plan(_ selector: JSONValue, sort: [FindRequest.SortField], useIndex: [String], allowFallback: Bool,
                       indexes: [MangoIndex]) throws(MangoError) -> QueryPlanner.Plan {
-        var plan: QueryPlanner.Plan
+        let plan: QueryPlanner.Plan
         do {
             plan = try QueryPlanner.plan(selector, sort: sort, useIndex: useIndex, allowFallback: allowFallback,
                                          indexes: self.indexes(indexes))
@@ -51,8 +51,14 @@ package struct PartitionScope: Sendable {
                 ? "No partitioned index exists for this sort, try indexing by the sort fields."
                 : "No global index exists for this sort, try indexing by the sort fields.")
         }
-        // `$beginsWith`'s upper bound is `partition:` and U+FFFF in collation order; in the byte
-        // order `_all_docs` is read in, the partition's ids end before `partition;`.
+        return readingPartitionInByteOrder(plan)
+    }
+
+    /// `plan` with `_all_docs` read to the partition's last id: `$beginsWith`'s upper bound is
+    /// `partition:` and U+FFFF in collation order; in the byte order `_all_docs` is read in,
+    /// the partition's ids end before `partition;`.
+    package func readingPartitionInByteOrder(_ plan: QueryPlanner.Plan) -> QueryPlanner.Plan {
+        var plan = plan
         if let partition, plan.index.type == "special",
            case .range(let low, let lowInclusive, .value(.string(let high)), _)? = plan.ranges.first, high == partition + ":\u{FFFF}" {
             plan.ranges[0] = .range(low: low, lowInclusive: lowInclusive, high: .value(.string(partition + ";")), highInclusive: false)

@@ -24,6 +24,20 @@ public final class Emitter {
         self(try JSONValue(encoding: key), try JSONValue(encoding: value))
     }
 
+    /// Emits a row whose key `writeKey` appends to the given bytes as JSON
+    /// text, as ``JSONWriter`` writes it, and whose value is `null`; no row
+    /// when it returns false (what it appended is taken back).
+    package func emit(writingKey writeKey: (inout [UInt8]) throws -> Bool) rethrows {
+        let start = text.count
+        guard try writeKey(&text) else {
+            text.removeSubrange(start...)
+            return
+        }
+        let keyEnd = text.count
+        text.append(contentsOf: "null".utf8)
+        ends.append((keyEnd, text.count))
+    }
+
     /// Forgets the rows emitted (before the next document).
     package func reset() {
         text.removeAll(keepingCapacity: true)

@@ -61,6 +61,8 @@ package struct MapStage: Sendable {
             let function = try context.compile(view.map, name: "\(view.designDocument)/\(view.name) map", library: view.library.map { $0.jsonText })
             if view.localSequence { sequenced.append((index, function)) } else { plain.append((index, function)) }
         }
+        // Where a document's members are is found only for indexers that read them.
+        let locatesMembers = indexers.contains { !($0.indexer is any RawJSONIndexer) }
         var output = MappedBatch()
         output.documentRows.reserveCapacity(slice.count + 1)
         output.bytes.reserveCapacity(slice.count * 128)
@@ -171,7 +173,7 @@ package struct MapStage: Sendable {
                         // The table's room is reused: the last document's view of it is gone by now.
                         members.removeAll(keepingCapacity: true)
                         let range = documents.jsonRange(document)
-                        try JSONObjectScanner.memberTable(of: UnsafeRawBufferPointer(rebasing: json[range]), into: &members)
+                        if locatesMembers { try JSONObjectScanner.memberTable(of: UnsafeRawBufferPointer(rebasing: json[range]), into: &members) }
                         indexed = IndexedDocument(storage: documents.json, range: range, members: members,
                                                   id: String(decoding: id, as: UTF8.self), sequence: sequence)
                     }
