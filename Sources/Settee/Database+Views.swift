@@ -221,13 +221,14 @@ extension Database {
     public func designDocument(_ name: String) throws -> DesignDocument? {
         let id = name.hasPrefix("_design/") ? name : "_design/" + name
         guard let document = try document(id) else { return nil }
-        return try designDocumentCache.parsed(document)
+        return try designDocumentCache.parsed(document, databaseIsPartitioned: isPartitioned())
     }
 
     /// Every design document stored in the database.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func designDocuments() throws -> [DesignDocument] {
-        try store.designDocumentRecords().compactMap { try? designDocumentCache.parsed($0) }
+        let partitioned = try isPartitioned()
+        return try store.designDocumentRecords().compactMap { try? designDocumentCache.parsed($0, databaseIsPartitioned: partitioned) }
     }
 
     // MARK: Queries
@@ -382,15 +383,15 @@ extension Database {
             guard let document = try document(id) else {
                 throw DocumentError(.notFound, "missing", id: id)
             }
-            (design, revision) = (try designDocumentCache.parsed(document), document.revision)
+            (design, revision) = (try designDocumentCache.parsed(document, databaseIsPartitioned: isPartitioned()), document.revision)
         }
         guard let view = design.view(viewName) else {
             throw DocumentError.missingNamedView(viewName, in: design)
         }
-        let (options, idPrefix) = try partitionQuery(options, design: design)
+        let (options, partitionPrefix) = try partitionQuery(options, view: view)
         // All views of the design document share one pass over the changes.
         try answer(view, updating: design.views, options: options, progress: progress, storedReductions: storedReductions,
-                   streaming: streaming, idPrefix: idPrefix, header: header, row: row) {
+                   streaming: streaming, partitionPrefix: partitionPrefix, header: header, row: row) {
             guard !designDocumentCache.isChecked(id, revision: revision) else { return }
             // One stored under a higher limit is refused too: each process would parse and compile it whole.
             if let bytes = designDocumentCache.bodyBytes(id, revision: revision) { try checkStoredDesignDocumentSize(bytes, id: id) }
@@ -417,7 +418,7 @@ extension Database {
     /// and those updated with it) up to date first as the options say;
     /// `check` runs once the options are known to be valid, before any update.
     private func answer(_ view: ViewDefinition, updating views: [ViewDefinition], options: ViewQueryOptions, progress: (IndexProgress) -> Void,
-                        storedReductions: Bool, streaming: Bool, idPrefix: [UInt8]? = nil, header: (ViewResultHeader) throws -> Void,
+                        storedReductions: Bool, streaming: Bool, partitionPrefix: [UInt8]? = nil, header: (ViewResultHeader) throws -> Void,
                         row: (consuming ViewRow) throws -> Void, check: () throws -> Void) throws {
         let validated = try ValidatedViewQuery(view: options, viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
         try check()
@@ -427,7 +428,7 @@ extension Database {
         let tables = try indexes.tables(for: view.signature)
         var runner = try ViewQueryRunner(store: store, indexes: indexes, workers: try viewFunctions())
         runner.storedReductions = storedReductions
-        runner.idPrefix = idPrefix
+        runner.partitionPrefix = partitionPrefix
         try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true, streaming: streaming,
                        header: header, row: row)
         if validated.update == .lazy { try update(views) }
@@ -451,7 +452,7 @@ extension Database {
             for record in try store.designDocumentRecords() {
                 do {
                     try checkStoredDesignDocumentSize(record.body.count, id: record.id)
-                    let design = try designDocumentCache.parsed(record)
+                    let design = try designDocumentCache.parsed(record, databaseIsPartitioned: isPartitioned())
                     try checkOnce(design, revision: record.revision)
                     usable.append(design)
                 } catch var error as DesignDocumentError {
@@ -655,9 +656,11 @@ final class DesignDocumentCache: @unchecked Sendable {
         lock.withLock { entries[Array(id.utf8)].flatMap { $0.revision == revision ? $0.design : nil } }
     }
 
-    func parsed(_ document: Document) throws -> DesignDocument {
+    /// The design document parsed, its views partitioned as the database's
+    /// design documents are (``DesignDocument/init(json:file:databaseIsPartitioned:)``).
+    func parsed(_ document: Document, databaseIsPartitioned: Bool) throws -> DesignDocument {
         if let design = cached(document.id, revision: document.revision) { return design }
-        let design = try DesignDocument(json: try document.value)
+        let design = try DesignDocument(json: try document.value, databaseIsPartitioned: databaseIsPartitioned)
         lock.withLock { entries[Array(document.id.utf8)] = Entry(revision: document.revision, design: design, bodyBytes: document.body.count) }
         return design
     }
