@@ -106,10 +106,11 @@ extension Database {
     /// (views with the same definition share one), less `excluded`'s.
     private func indexSignatures(in transaction: LMDBTransaction, excluding excluded: String? = nil) throws -> Set<String> {
         var signatures = Set<String>()
+        let partitioned = try DatabaseProperties.isPartitioned(store, in: transaction)
         for record in try store.designDocumentRecords(in: transaction) where record.id != excluded {
             // Not kept in the cache: the write may yet be rolled back.
             guard let design = designDocumentCache.cached(record.id, revision: record.revision)
-                ?? (try? DesignDocument(json: try record.value)) else { continue }
+                ?? (try? DesignDocument(json: try record.value, databaseIsPartitioned: partitioned)) else { continue }
             for view in design.views { signatures.insert(view.signature) }
         }
         return signatures
@@ -158,7 +159,7 @@ extension Database {
             throw DesignDocumentError(file: file.path, reason: "invalid JSON: \(error)")
         }
         do {
-            let document = try DesignDocument(json: json, file: file.path)
+            let document = try DesignDocument(json: json, file: file.path, databaseIsPartitioned: (try? isPartitioned()) ?? false)
             try check(document, file: file.path)
             return document
         } catch var error as DesignDocumentError {
