@@ -244,6 +244,24 @@ struct PartitionEndpointTests {
         await server.stop()
     }
 
+    @Test("With a partition query limit, the server refuses a larger limit on a partition's views and _all_docs with CouchDB's words")
+    func partitionQueryLimit() async throws {
+        let server = try await RunningServer { $0.databaseOptions.partitionQueryLimit = 2 }
+        _ = try await server.request("PUT", "/pdb?partitioned=true")
+        _ = try await server.request("POST", "/pdb/_bulk_docs", json: ["docs": [["_id": "a:1"], ["_id": "a:2"], ["_id": "a:3"]]])
+        _ = try await server.request("PUT", "/pdb/_design/p", json: ["views": ["v": ["map": "function (doc) { emit(doc._id, null); }"]]])
+        for path in ["/pdb/_partition/a/_design/p/_view/v", "/pdb/_partition/a/_all_docs"] {
+            #expect(try await server.request("GET", path).json["rows"]?.arrayValue?.count == 2, "\(path)")
+            let refused = try await server.request("GET", path + "?limit=3")
+            #expect(refused.status == 400, "\(path)")
+            #expect(refused.json == ["error": "query_parse_error", "reason": "Limit is too large, must not exceed 2"], "\(path)")
+        }
+        #expect(try await server.request("GET", "/pdb/_all_docs?limit=3").json["rows"]?.arrayValue?.count == 3)
+        let found = try await server.request("POST", "/pdb/_partition/a/_find", json: ["selector": [:], "limit": 3])
+        #expect(found.json["docs"]?.arrayValue?.count == 3, "\(found.json)")
+        await server.stop()
+    }
+
     @Test("settee create --partitioned makes a partitioned database; query, all-docs, find and explain take --partition")
     func commandLine() throws {
         let directory = TemporaryDirectory()
