@@ -227,7 +227,13 @@ struct PartitionEndpointTests {
         _ = try await server.request("PUT", "/pdb/_design/p", json: [
             "views": ["n": ["map": "function (doc) { emit(doc.n, null); }"]],
             "shows": ["s": "function (doc, req) { return (doc ? doc._id : 'none') + ' ' + req.query.partition; }"],
+            "lists": ["l": "function (head, req) { var row, ids = []; while ((row = getRow())) { ids.push(row.id); } return ids.join(','); }"],
         ])
+        _ = try await server.request("PUT", "/pdb/b:1", json: ["n": 0])
+        _ = try await server.request("PUT", "/pdb/a:2", json: ["n": 2])
+        let list = try await server.request("GET", "/pdb/_partition/a/_design/p/_list/l/n")
+        #expect(list.status == 200)
+        #expect(String(decoding: list.body, as: UTF8.self) == "a:1,a:2")
         let info = try await server.request("GET", "/pdb/_partition/a/_design/p/_info")
         #expect(info.status == 200)
         #expect(info.json["name"] == "p")
