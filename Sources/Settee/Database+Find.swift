@@ -23,7 +23,10 @@ extension Database {
             // A view query of the index's design document, stopped when `row` has had enough.
             struct Enough: Error {}
             var options = options
-            if index.partitioned == true { options.partition = request.partition }
+            if index.partitioned == true {
+                options.partition = request.partition
+                options.ignoresPartitionQueryLimit = true
+            }
             do {
                 try self.forEachRow(designDocument: index.designDocument ?? "", view: index.name, options: options) {
                     if try !row($0) { throw Enough() }

@@ -78,7 +78,7 @@ extension Database {
         if let current = findIndexes.indexes(for: revisions, confirmingAt: committed) { return current }
         // The design documents as parsed once per revision; only query ones hold indexes.
         let partitioned = try isPartitioned()
-        let stored = records.compactMap { try? designDocumentCache.parsed($0) }.filter { $0.language == "query" }
+        let stored = records.compactMap { try? designDocumentCache.parsed($0, databaseIsPartitioned: partitioned) }.filter { $0.language == "query" }
             .flatMap { MangoIndex.indexes(inDesignDocument: $0.json) }.map { $0.resolvingPartitioned(default: partitioned) }
         let indexes = [MangoIndex.allDocuments] + stored.sorted {
             let order = JSONValue.compareBytes($0.designDocument ?? "", $1.designDocument ?? "")

@@ -106,10 +106,11 @@ extension Database {
     /// (views with the same definition share one), less `excluded`'s.
     private func indexSignatures(in transaction: LMDBTransaction, excluding excluded: String? = nil) throws -> Set<String> {
         var signatures = Set<String>()
+        let partitioned = try DatabaseProperties.isPartitioned(store, in: transaction)
         for record in try store.designDocumentRecords(in: transaction) where record.id != excluded {
             // Not kept in the cache: the write may yet be rolled back.
             guard let design = designDocumentCache.cached(record.id, revision: record.revision)
-                ?? (try? DesignDocument(json: try record.value)) else { continue }
+                ?? (try? DesignDocument(json: try record.value, databaseIsPartitioned: partitioned)) else { continue }
             for view in design.views { signatures.insert(view.signature) }
         }
         return signatures
@@ -158,7 +159,7 @@ extension Database {
             throw DesignDocumentError(file: file.path, reason: "invalid JSON: \(error)")
         }
         do {
-            let document = try DesignDocument(json: json, file: file.path)
+            let document = try DesignDocument(json: json, file: file.path, databaseIsPartitioned: (try? isPartitioned()) ?? false)
             try check(document, file: file.path)
             return document
         } catch var error as DesignDocumentError {
@@ -221,13 +222,14 @@ extension Database {
     public func designDocument(_ name: String) throws -> DesignDocument? {
         let id = name.hasPrefix("_design/") ? name : "_design/" + name
         guard let document = try document(id) else { return nil }
-        return try designDocumentCache.parsed(document)
+        return try designDocumentCache.parsed(document, databaseIsPartitioned: isPartitioned())
     }
 
     /// Every design document stored in the database.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func designDocuments() throws -> [DesignDocument] {
-        try store.designDocumentRecords().compactMap { try? designDocumentCache.parsed($0) }
+        let partitioned = try isPartitioned()
+        return try store.designDocumentRecords().compactMap { try? designDocumentCache.parsed($0, databaseIsPartitioned: partitioned) }
     }
 
     // MARK: Queries
@@ -382,15 +384,15 @@ extension Database {
             guard let document = try document(id) else {
                 throw DocumentError(.notFound, "missing", id: id)
             }
-            (design, revision) = (try designDocumentCache.parsed(document), document.revision)
+            (design, revision) = (try designDocumentCache.parsed(document, databaseIsPartitioned: isPartitioned()), document.revision)
         }
         guard let view = design.view(viewName) else {
             throw DocumentError.missingNamedView(viewName, in: design)
         }
-        let (options, idPrefix) = try partitionQuery(options, design: design)
+        let (options, partitionPrefix) = try partitionQuery(options, view: view)
         // All views of the design document share one pass over the changes.
         try answer(view, updating: design.views, options: options, progress: progress, storedReductions: storedReductions,
-                   streaming: streaming, idPrefix: idPrefix, header: header, row: row) {
+                   streaming: streaming, partitionPrefix: partitionPrefix, header: header, row: row) {
             guard !designDocumentCache.isChecked(id, revision: revision) else { return }
             // One stored under a higher limit is refused too: each process would parse and compile it whole.
             if let bytes = designDocumentCache.bodyBytes(id, revision: revision) { try checkStoredDesignDocumentSize(bytes, id: id) }
@@ -417,7 +419,7 @@ extension Database {
     /// and those updated with it) up to date first as the options say;
     /// `check` runs once the options are known to be valid, before any update.
     private func answer(_ view: ViewDefinition, updating views: [ViewDefinition], options: ViewQueryOptions, progress: (IndexProgress) -> Void,
-                        storedReductions: Bool, streaming: Bool, idPrefix: [UInt8]? = nil, header: (ViewResultHeader) throws -> Void,
+                        storedReductions: Bool, streaming: Bool, partitionPrefix: [UInt8]? = nil, header: (ViewResultHeader) throws -> Void,
                         row: (consuming ViewRow) throws -> Void, check: () throws -> Void) throws {
         let validated = try ValidatedViewQuery(view: options, viewHasReduce: view.reduce != nil) { CollationKey.compare($0, $1, mode: view.collation) }
         try check()
@@ -427,7 +429,7 @@ extension Database {
         let tables = try indexes.tables(for: view.signature)
         var runner = try ViewQueryRunner(store: store, indexes: indexes, workers: try viewFunctions())
         runner.storedReductions = storedReductions
-        runner.idPrefix = idPrefix
+        runner.partitionPrefix = partitionPrefix
         try runner.run(view, validated, tables: tables, requiringIndex: validated.update == .true, streaming: streaming,
                        header: header, row: row)
         if validated.update == .lazy { try update(views) }
@@ -451,7 +453,7 @@ extension Database {
             for record in try store.designDocumentRecords() {
                 do {
                     try checkStoredDesignDocumentSize(record.body.count, id: record.id)
-                    let design = try designDocumentCache.parsed(record)
+                    let design = try designDocumentCache.parsed(record, databaseIsPartitioned: isPartitioned())
                     try checkOnce(design, revision: record.revision)
                     usable.append(design)
                 } catch var error as DesignDocumentError {
@@ -655,9 +657,11 @@ final class DesignDocumentCache: @unchecked Sendable {
         lock.withLock { entries[Array(id.utf8)].flatMap { $0.revision == revision ? $0.design : nil } }
     }
 
-    func parsed(_ document: Document) throws -> DesignDocument {
+    /// The design document parsed, its views partitioned as the database's
+    /// design documents are (``DesignDocument/init(json:file:databaseIsPartitioned:)``).
+    func parsed(_ document: Document, databaseIsPartitioned: Bool) throws -> DesignDocument {
         if let design = cached(document.id, revision: document.revision) { return design }
-        let design = try DesignDocument(json: try document.value)
+        let design = try DesignDocument(json: try document.value, databaseIsPartitioned: databaseIsPartitioned)
         lock.withLock { entries[Array(document.id.utf8)] = Entry(revision: document.revision, design: design, bodyBytes: document.body.count) }
         return design
     }

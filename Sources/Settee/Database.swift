@@ -96,6 +96,13 @@ public final class Database: Sendable {
         /// decoded as values (ISO 8601 dates with fractional seconds unless
         /// changed); each typed call may give its own.
         public var coding = DocumentCoding.standard
+        /// The largest `limit` a partition query of a view or of `_all_docs`
+        /// may ask for, and the limit of one that asks for none (CouchDB's
+        /// `[query_server_config] partition_query_limit`); nil, as CouchDB
+        /// 3.5 has it by default, for none. A larger `limit` is refused with
+        /// `query_parse_error` "Limit is too large, must not exceed N". `find`
+        /// is not limited by it.
+        public var partitionQueryLimit: Int?
 
         public init() {}
 
@@ -159,7 +166,7 @@ public final class Database: Sendable {
     ///     only warnings and errors are logged.
     public init(at directory: URL, options: Options = Options(), logger: Logger = Database.quietLogger) throws {
         // The views of "language": "query" design documents are find's JSON indexes.
-        DesignDocument.queryViews = MangoIndex.views(inDesignDocument:id:)
+        DesignDocument.queryViews = MangoIndex.views(inDesignDocument:id:databaseIsPartitioned:)
         self.url = directory
         self.logger = logger
         self.options = options

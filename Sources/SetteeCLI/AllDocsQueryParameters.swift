@@ -19,12 +19,13 @@ struct AllDocsQueryParameters: ParsableArguments {
     @Option(name: .couchDB("include_docs"), help: ArgumentHelp("Include each row's document (false).", valueName: "true|false")) var includeDocs: String?
     @Option(name: .couchDB("conflicts"), help: ArgumentHelp("Include conflicts with include_docs (false).", valueName: "true|false")) var conflicts: String?
     @Option(name: .couchDB("update_seq"), help: ArgumentHelp("Include the database's update_seq (false).", valueName: "true|false")) var updateSeq: String?
+    @Option(name: .couchDB("partition"), help: "In a partitioned database, only this partition's documents (CouchDB's /db/_partition/P/_all_docs).") var partition: String?
 
     var parameters: [(name: String, value: String)] {
         let all: [(String, String?)] = [
             ("key", key), ("keys", keys), ("startkey", startkey), ("start_key", startKey), ("endkey", endkey),
             ("end_key", endKey), ("inclusive_end", inclusiveEnd), ("descending", descending), ("limit", limit), ("skip", skip),
-            ("include_docs", includeDocs), ("conflicts", conflicts), ("update_seq", updateSeq),
+            ("include_docs", includeDocs), ("conflicts", conflicts), ("update_seq", updateSeq), ("partition", partition),
         ]
         return all.compactMap { name, value in value.map { (name: name, value: $0) } }
     }

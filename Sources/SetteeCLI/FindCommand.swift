@@ -17,9 +17,12 @@ struct FindCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The request as JSON, or - for standard input.", valueName: "body"))
     var body: String
 
+    @Option(name: .long, help: "In a partitioned database, find in this partition only (CouchDB's /db/_partition/P/_find).")
+    var partition: String?
+
     func run() throws {
         try reportingErrors {
-            let request = try FindRequest(json: requestBody(body))
+            let request = try FindRequest.inPartition(partition, json: requestBody(body))
             let db = try database.open(creating: false)
             // The stored documents copied into the response, none parsed.
             print(try db.find(request).jsonText)
@@ -38,9 +41,12 @@ struct ExplainCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The _find request as JSON, or - for standard input.", valueName: "body"))
     var body: String
 
+    @Option(name: .long, help: "In a partitioned database, explain a query of this partition (CouchDB's /db/_partition/P/_explain).")
+    var partition: String?
+
     func run() throws {
         try reportingErrors {
-            let request = try FindRequest(json: requestBody(body))
+            let request = try FindRequest.inPartition(partition, json: requestBody(body))
             printJSON(try database.open(creating: false).explain(request))
         }
     }
@@ -49,4 +55,20 @@ struct ExplainCommand: ParsableCommand {
 /// A request body given as an argument: the JSON itself, or `-` for standard input.
 func requestBody(_ argument: String) -> String {
     argument == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : argument
+}
+
+extension FindRequest {
+    /// A `find` request from its JSON, of `partition` when one is given
+    /// (CouchDB's `/db/_partition/{partition}/_find`): its body names the
+    /// same partition or none.
+    static func inPartition(_ partition: String?, json: String) throws -> FindRequest {
+        var request = try FindRequest(json: json)
+        guard let partition else { return request }
+        try Partition.validate(partition)
+        if let given = request.partition, given != partition {
+            throw MangoError(error: "bad_request", reason: "Conflicting value for `partition` in the request body: \"\(given)\", given with --partition: \"\(partition)\"")
+        }
+        request.partition = partition
+        return request
+    }
 }

@@ -37,6 +37,10 @@ struct ServeCommand: AsyncParsableCommand {
                                             valueName: "none|lax|strict"))
     var sameSite: String?
 
+    @Option(name: .long, help: ArgumentHelp("The largest limit of a partition query of a view or _all_docs, and the limit of one that gives none "
+                                            + "(CouchDB's [query_server_config] partition_query_limit; none by default).", valueName: "rows"))
+    var partitionQueryLimit: Int?
+
     @Flag(name: .shortAndLong, help: "Log every request (at info level).")
     var verbose = false
 
@@ -52,6 +56,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.host = bind
             configuration.port = port
             configuration.secureCookies = secureCookies
+            configuration.databaseOptions.partitionQueryLimit = partitionQueryLimit
             if let sameSite {
                 guard let value = CookieSameSite(configurationValue: sameSite) else {
                     throw ValidationError("--same-site takes none, lax or strict, not \"\(sameSite)\"")

@@ -73,6 +73,7 @@ struct ViewQueryParameters: ParsableArguments {
     @Option(name: .couchDB("stale"), help: "ok (= update=false) or update_after (= update=lazy).") var stale: String?
     @Option(name: .couchDB("stable"), help: ArgumentHelp("Accepted for compatibility (true/false).", valueName: "true|false")) var stable: String?
     @Option(name: .couchDB("sorted"), help: ArgumentHelp("Accepted for compatibility (true/false).", valueName: "true|false")) var sorted: String?
+    @Option(name: .couchDB("partition"), help: "In a partitioned database, only this partition's rows (CouchDB's /db/_partition/P/...).") var partition: String?
 
     var parameters: [(name: String, value: String)] {
         let all: [(String, String?)] = [
@@ -81,7 +82,7 @@ struct ViewQueryParameters: ParsableArguments {
             ("endkey_docid", endkeyDocID), ("end_key_doc_id", endKeyDocID), ("inclusive_end", inclusiveEnd),
             ("descending", descending), ("limit", limit), ("skip", skip), ("group", group), ("group_level", groupLevel),
             ("reduce", reduce), ("include_docs", includeDocs), ("conflicts", conflicts), ("update_seq", updateSeq),
-            ("update", update), ("stale", stale), ("stable", stable), ("sorted", sorted),
+            ("update", update), ("stale", stale), ("stable", stable), ("sorted", sorted), ("partition", partition),
         ]
         let given = all.compactMap { name, value in value.map { (name: name, value: $0) } }
         return Self.inCommandLineOrder(given, arguments: CommandLine.arguments)

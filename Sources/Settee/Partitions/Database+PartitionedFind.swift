@@ -52,27 +52,34 @@ extension Database {
 
 /// Views in a partitioned database: those of its design documents are
 /// partitioned unless `options.partitioned` is false (CouchDB's partitioned
-/// views), and are queried one partition at a time.
+/// views), keep their rows by partition, and are queried one partition at a time.
 extension Database {
-    /// A view query of `design` as it runs: a partition query of a partitioned
-    /// view reads the rows of the partition's documents only (the id prefix
-    /// returned); a view that is not partitioned refuses `partition` as before.
+    /// A view query of `view` as it runs: a partition query of a partitioned
+    /// view reads the partition's rows only (the partition's key prefix
+    /// returned, ``PartitionKey``), its `limit` within the partition query
+    /// limit; a view that is not partitioned refuses `partition` as before.
     /// - Throws: `query_parse_error` for a global query of a partitioned view
-    ///   (`couch_mrview_util:validate_args/2`).
-    func partitionQuery(_ options: ViewQueryOptions, design: DesignDocument) throws -> (options: ViewQueryOptions, idPrefix: [UInt8]?) {
-        let partitioned: Bool
-        if let option = design.json["options"]?["partitioned"]?.boolValue {
-            partitioned = option
-        } else {
-            partitioned = try isPartitioned()
-        }
-        guard partitioned else { return (options, nil) }
+    ///   (`couch_mrview_util:validate_args/2`), or a `limit` over the limit.
+    func partitionQuery(_ options: ViewQueryOptions, view: ViewDefinition) throws -> (options: ViewQueryOptions, partitionPrefix: [UInt8]?) {
+        guard view.partitioned else { return (options, nil) }
+        var options = options
+        if !options.ignoresPartitionQueryLimit { try applyPartitionQueryLimit(&options) }
         guard let partition = options.partition else {
             throw QueryError.queryParse("`partition` parameter is mandatory for queries to this view.")
         }
-        var options = options
         options.partition = nil
-        return (options, Array((partition + ":").utf8))
+        return (options, PartitionKey.prefix(partition))
+    }
+
+    /// `couch_mrview_util:apply_limit/2` for a partitioned view or `_all_docs`
+    /// of a partition: no `limit` is the partition query limit, a larger one refused.
+    func applyPartitionQueryLimit(_ options: inout ViewQueryOptions) throws {
+        guard let maximum = self.options.partitionQueryLimit else { return }
+        guard let limit = options.limit else {
+            options.limit = maximum
+            return
+        }
+        if limit > maximum { throw QueryError.queryParse("Limit is too large, must not exceed \(maximum)") }
     }
 }
 
@@ -88,6 +95,7 @@ extension Database {
         guard let partition = options.partition, try isPartitioned() else { return options }
         var options = options
         options.partition = nil
+        try applyPartitionQueryLimit(&options)
         guard options.key == nil, options.keys == nil else { return options }
         let (first, last) = Partition.idRange(partition)
         func precedes(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }

@@ -76,14 +76,22 @@ extension MangoIndex {
         guard let designDocument else { return nil }
         if type == "array" {
             guard let indexer = try? ArrayIndexer(self) else { return nil }
-            return ViewDefinition(designDocument: designDocument, name: name, queryIndexer: indexer, definition: view["map"] ?? .null)
+            return ViewDefinition(designDocument: designDocument, name: name, queryIndexer: indexer, definition: view["map"] ?? .null,
+                                  partitioned: partitioned == true)
         }
         guard type == "json", let indexer = try? MangoIndexer(self) else { return nil }
-        return ViewDefinition(designDocument: designDocument, name: name, queryIndexer: indexer, definition: view["map"] ?? .null)
+        return ViewDefinition(designDocument: designDocument, name: name, queryIndexer: indexer, definition: view["map"] ?? .null,
+                              partitioned: partitioned == true)
     }
 
-    /// The views of a `"language": "query"` design document: one per JSON index it defines.
-    package static func views(inDesignDocument document: JSONValue, id: String) -> [ViewDefinition] {
-        indexes(inDesignDocument: document).compactMap(\.viewDefinition)
+    /// The views of a `"language": "query"` design document: one per JSON
+    /// index it defines, partitioned as ``partitioned`` says, else as the database is.
+    package static func views(inDesignDocument document: JSONValue, id: String, databaseIsPartitioned: Bool) -> [ViewDefinition] {
+        // A database that is not partitioned has no partitioned index.
+        indexes(inDesignDocument: document).map { index in
+            var index = index.resolvingPartitioned(default: databaseIsPartitioned)
+            if !databaseIsPartitioned { index.partitioned = false }
+            return index
+        }.compactMap(\.viewDefinition)
     }
 }

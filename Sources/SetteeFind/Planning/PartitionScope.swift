@@ -35,7 +35,10 @@ package struct PartitionScope: Sendable {
     /// `selector` and an id that begins with `partition:`.
     package func selector(_ selector: JSONValue) -> JSONValue {
         guard let partition else { return selector }
-        return ["$and": [selector, ["_id": ["$beginsWith": .string(partition + ":")]]]]
+        let inPartition: JSONValue = ["_id": ["$beginsWith": .string(partition + ":")]]
+        // `{}` matches every document; within `$and` it would match none.
+        if case .object(let members) = selector, members.isEmpty { return inPartition }
+        return ["$and": [selector, inPartition]]
     }
 
     /// `QueryPlanner/plan` over the indexes in scope, with CouchDB's words

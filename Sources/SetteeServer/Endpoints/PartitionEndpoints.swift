@@ -5,7 +5,10 @@ import Settee
 
 /// `/{db}/_partition/{partition}` and what it holds, as `chttpd_db:handle_partition_req/2`
 /// answers them: the partition's information, and its `_all_docs`, `_find`,
-/// `_explain` and views, each the database's own restricted to the partition.
+/// `_explain` and views, each the database's own restricted to the partition;
+/// `_index` and a design document's other functions (`_info`, `_show`,
+/// `_list`, `_update`, `_rewrite`) answered as the database's, with the
+/// partition in the query string. Anything else is `not_found`.
 extension CouchResponder {
     func partitionEndpoint(_ name: String, _ request: inout CouchRequest) async throws -> Response {
         let segments = request.segments
@@ -54,9 +57,23 @@ extension CouchResponder {
             options.partition = partition
             let result = try await db.query(designDocument: rest[1], view: rest[3], options: options)
             return CouchResponse.json(text: result.json)
+        case "_index":
+            return try await rerouted(name, rest, partition: partition, &request)
+        case "_design" where rest.count >= 3 && rest[2].hasPrefix("_"):
+            // `_info`, `_show`, `_list`, `_update`, `_rewrite`: the design document's own, the partition
+            // in the query string (chttpd_db:handle_partition_req/2 hands them to handle_design_req/2).
+            return try await rerouted(name, rest, partition: partition, &request)
         default:
             throw CouchError.missing
         }
+    }
+
+    /// The request answered as `/{db}/{rest}?partition={partition}`.
+    private func rerouted(_ name: String, _ rest: [String], partition: String, _ request: inout CouchRequest) async throws -> Response {
+        request.segments = [name] + rest
+        request.parameters.removeAll { $0.name == "partition" }
+        request.parameters.append((name: "partition", value: partition))
+        return try await route(&request)
     }
 
     /// `bad_request` "database is not partitioned" unless it is.

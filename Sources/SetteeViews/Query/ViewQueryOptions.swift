@@ -107,6 +107,10 @@ public struct ViewQueryOptions: Sendable, Equatable {
     /// the rows before the range (from the last kept chunk boundary):
     /// `find` reads an index without one.
     package var countsOffset = true
+    /// Whether a partition query is exempt from the database's partition
+    /// query limit (`ignore_partition_query_limit`: `find` reads its
+    /// partitioned indexes so).
+    package var ignoresPartitionQueryLimit = false
 
     public init() {}
 

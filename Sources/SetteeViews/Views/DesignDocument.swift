@@ -24,12 +24,13 @@ public struct DesignDocument: Sendable, Equatable {
     /// checked with, or nil.
     public let validateDocumentUpdate: String?
 
-    private static let queryViewMaker = Mutex<@Sendable (JSONValue, String) -> [ViewDefinition]>({ _, _ in [] })
+    private static let queryViewMaker = Mutex<@Sendable (JSONValue, String, Bool) -> [ViewDefinition]>({ _, _, _ in [] })
 
     /// Makes the views of a `"language": "query"` design document (`find`'s
-    /// JSON indexes) from its JSON and id. Views know no Mango: the module
-    /// that does (`SetteeFind`) is installed here by `Database`.
-    package static var queryViews: @Sendable (JSONValue, String) -> [ViewDefinition] {
+    /// JSON indexes) from its JSON, id, and whether the database is
+    /// partitioned. Views know no Mango: the module that does (`SetteeFind`)
+    /// is installed here by `Database`.
+    package static var queryViews: @Sendable (JSONValue, String, Bool) -> [ViewDefinition] {
         get { queryViewMaker.withLock { $0 } }
         set { queryViewMaker.withLock { $0 = newValue } }
     }
@@ -37,8 +38,12 @@ public struct DesignDocument: Sendable, Equatable {
     /// Parses and checks the shape of a design document (functions are compiled
     /// separately, on the JavaScript engine).
     ///
-    /// - Parameter file: Where it came from, for error messages.
-    public init(json: JSONValue, file: String? = nil) throws(DesignDocumentError) {
+    /// - Parameters:
+    ///   - file: Where it came from, for error messages.
+    ///   - databaseIsPartitioned: Whether the database it belongs to is
+    ///     partitioned: its views are then partitioned unless its
+    ///     `options.partitioned` is false (``ViewDefinition/partitioned``).
+    public init(json: JSONValue, file: String? = nil, databaseIsPartitioned: Bool = false) throws(DesignDocumentError) {
         func failure(_ reason: String, id: String? = nil, view: String? = nil) -> DesignDocumentError {
             DesignDocumentError(file: file, designDocument: id, view: view, reason: reason)
         }
@@ -62,7 +67,7 @@ public struct DesignDocument: Sendable, Equatable {
             self.language = language
             includeDesign = false
             localSequence = false
-            views = Self.queryViews(json, id).sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            views = Self.queryViews(json, id, databaseIsPartitioned).sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
             self.json = json
             validateDocumentUpdate = nil
             return
@@ -71,6 +76,8 @@ public struct DesignDocument: Sendable, Equatable {
         if let options, !options.isNull, options.objectValue == nil { throw failure("\"options\" must be an object", id: id) }
         let includeDesign = options?["include_design"]?.boolValue ?? false
         let localSequence = options?["local_seq"]?.boolValue ?? false
+        // couch_mrview_index:set_partitioned/2: the database's default unless the design document says.
+        let partitioned = databaseIsPartitioned && options?["partitioned"]?.boolValue != false
 
         var views: [ViewDefinition] = []
         var library: JSONValue?
@@ -117,7 +124,7 @@ public struct DesignDocument: Sendable, Equatable {
                 views.append(ViewDefinition(
                     designDocument: id, name: name, map: map, reduce: reduce, collation: collation,
                     viewOptions: viewOptions, language: language, includeDesign: includeDesign,
-                    localSequence: localSequence, library: library))
+                    localSequence: localSequence, library: library, partitioned: partitioned))
             }
         default:
             throw failure("\"views\" must be an object", id: id)

@@ -14,6 +14,7 @@ package struct MapStage: Sendable {
     package let cpu: IndexingCPU
     private let collations: [CollationMode]
     private let includeDesign: [Bool]
+    private let partitioned: [Bool]
 
     private static let designPrefix = Array("_design/".utf8)
 
@@ -23,6 +24,7 @@ package struct MapStage: Sendable {
         self.cpu = cpu
         collations = views.map(\.collation)
         includeDesign = views.map(\.includeDesign)
+        partitioned = views.map(\.partitioned)
     }
 
     /// Views of one document form: the views they are (by position) and their compiled map functions.
@@ -99,6 +101,8 @@ package struct MapStage: Sendable {
             func addRow(target: Int, emitIndex: UInt32, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
                         id: UnsafeRawBufferPointer) throws {
                 fullKey.removeAll(keepingCapacity: true)
+                // A partitioned view's rows are kept by partition, the prefix part of the encoded key.
+                if partitioned[target] { PartitionKey.append(partitionOf: id, to: &fullKey) }
                 try CollationKey.append(json: key, mode: collations[target], to: &fullKey)
                 let encodedLength = fullKey.count
                 IndexRow.appendFullKeySuffix(id: id, emitIndex: emitIndex, to: &fullKey)

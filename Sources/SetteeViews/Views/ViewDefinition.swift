@@ -24,6 +24,10 @@ public struct ViewDefinition: Sendable, Equatable {
     public let localSequence: Bool
     /// `{"views":{"lib":…}}` when the design document has CommonJS modules.
     public let library: JSONValue?
+    /// Whether the view is partitioned (CouchDB's partitioned views, in a
+    /// partitioned database): its rows are kept by partition
+    /// (``PartitionKey``) and it answers partition queries only.
+    public let partitioned: Bool
 
     /// The version of this view's index: a SHA-256 over a canonical form of
     /// everything that decides the index's content. Editing anything else (other
@@ -39,8 +43,9 @@ public struct ViewDefinition: Sendable, Equatable {
     public var indexer: (any Indexer)? { swift?.indexer }
 
     package init(designDocument: String, name: String, map: String, reduce: String?, collation: CollationMode, viewOptions: JSONValue,
-         language: String, includeDesign: Bool, localSequence: Bool, library: JSONValue?) {
+         language: String, includeDesign: Bool, localSequence: Bool, library: JSONValue?, partitioned: Bool = false) {
         self.designDocument = designDocument
+        self.partitioned = partitioned
         self.name = name
         self.map = map
         self.reduce = reduce
@@ -53,7 +58,7 @@ public struct ViewDefinition: Sendable, Equatable {
         swift = nil
         reduceReadsKeys = reduce.map(Reducer.readsKeys) ?? false
         var canonical: [UInt8] = []
-        let definition: JSONValue = [
+        var definition: JSONValue = [
             "language": .string(language),
             "map": .string(map),
             "reduce": reduce.map(JSONValue.string) ?? .null,
@@ -65,8 +70,18 @@ public struct ViewDefinition: Sendable, Equatable {
             // How rows are stored: another layout is another index.
             "format": .number(Double(IndexRow.format)),
         ]
+        // Rows kept by partition: another index than the same view's global one.
+        if partitioned { definition = Self.partitionedDefinition(definition) }
         JSONWriter.write(definition.canonicalized(), into: &canonical)
         signature = SHA256.hexDigest(canonical)
+    }
+
+    /// A definition with `"partitioned": true`: the signature of a partitioned
+    /// view differs from that of the same view kept globally.
+    private static func partitionedDefinition(_ definition: JSONValue) -> JSONValue {
+        guard case .object(var members) = definition else { return definition }
+        members.append(("partitioned", true))
+        return .object(members)
     }
 
     /// A view written in Swift: a view of no design document, named
@@ -84,6 +99,7 @@ public struct ViewDefinition: Sendable, Equatable {
         includeDesign = false
         localSequence = false
         library = nil
+        partitioned = false
         reduceReadsKeys = true
         var canonical: [UInt8] = []
         let definition: JSONValue = [
@@ -100,7 +116,7 @@ public struct ViewDefinition: Sendable, Equatable {
     /// A view of a `"language": "query"` design document (one of `find`'s
     /// JSON indexes): `indexer` maps in Swift, and the index's version is a
     /// hash of `definition` (what decides its rows).
-    package init(designDocument: String, name: String, queryIndexer indexer: any Indexer, definition: JSONValue) {
+    package init(designDocument: String, name: String, queryIndexer indexer: any Indexer, definition: JSONValue, partitioned: Bool = false) {
         self.designDocument = designDocument
         self.name = name
         map = ""
@@ -111,9 +127,11 @@ public struct ViewDefinition: Sendable, Equatable {
         includeDesign = false
         localSequence = false
         library = nil
+        self.partitioned = partitioned
         reduceReadsKeys = true
         var canonical: [UInt8] = []
-        let versioned: JSONValue = ["query_index": definition, "format": .number(Double(IndexRow.format))]
+        var versioned: JSONValue = ["query_index": definition, "format": .number(Double(IndexRow.format))]
+        if partitioned { versioned = Self.partitionedDefinition(versioned) }
         JSONWriter.write(versioned.canonicalized(), into: &canonical)
         signature = SHA256.hexDigest(canonical)
         swift = SwiftIndexer(indexer: indexer, signature: signature)

@@ -13,10 +13,10 @@ package struct ViewQueryRunner {
     package var reduceChunk = 1000
     /// Whether counts and reductions read stored chunks (when current) instead of walking every row.
     package var storedReductions = true
-    /// Only the rows of the documents whose id begins with these bytes (a
-    /// partition query of a partitioned view, `partition:`); nil for every row.
-    /// Reductions then walk the rows (stored chunks hold every partition's).
-    package var idPrefix: [UInt8]?
+    /// For a partition query of a partitioned view, the partition's
+    /// ``PartitionKey/prefix(_:)``: only its rows are read, and keys are
+    /// grouped without it. Nil for a view that is not partitioned.
+    package var partitionPrefix: [UInt8]?
 
     package init(store: DocumentStore, indexes: ViewIndexStore, workers: any FunctionWorkers) {
         self.store = store
@@ -63,7 +63,7 @@ package struct ViewQueryRunner {
             // No state in this snapshot: the index has no rows here, and its tables are
             // not read (a removal may have closed the handles: see ViewIndexStore.drop).
             let scanner = IndexScanner(transaction: transaction, rows: snapshot == nil ? nil : tables.rows,
-                                       chunks: snapshot != nil && storedReductions && idPrefix == nil && state.chunksCurrent ? tables.chunks : nil)
+                                       chunks: snapshot != nil && storedReductions && state.chunksCurrent ? tables.chunks : nil)
             let updateSequence = options.updateSeq ? indexes.currentSequence(view.signature, committed: state.sequence) : nil
             if options.reduce, let reduce = view.reduce {
                 try header(ViewResultHeader(totalRows: nil, offset: nil, updateSequence: updateSequence))
@@ -91,6 +91,13 @@ package struct ViewQueryRunner {
     /// bounded by the doc ids and `inclusive_end` as a `startkey`…`endkey` range
     /// of that key is (`couch_mrview_util:key_opts/2`); otherwise the one range.
     package func ranges(_ options: ValidatedViewQuery, collation: CollationMode) -> [IndexRange] {
+        let ranges = keyRanges(options, collation: collation)
+        guard let partitionPrefix else { return ranges }
+        return ranges.map { PartitionKey.range($0, within: partitionPrefix) }
+    }
+
+    /// ``ranges(_:collation:)`` over the collation keys alone.
+    private func keyRanges(_ options: ValidatedViewQuery, collation: CollationMode) -> [IndexRange] {
         if let keys = options.keys {
             let ordered = options.descending ? Array(keys.reversed()) : keys
             return ordered.map { key in
@@ -158,9 +165,7 @@ package struct ViewQueryRunner {
             try includedDocument(for: $0, transaction: transaction, conflicts: options.conflicts, scratch: &scratch)
         } : nil
         // Takes a row of the result; false once `limit` rows are taken.
-        let idPrefix = idPrefix
         func take(_ row: IndexRow, _ progress: inout (skip: Int, taken: Int)) throws -> Bool {
-            if let idPrefix, !row.withID({ $0.starts(with: idPrefix) }) { return true }
             if progress.skip > 0 {
                 progress.skip -= 1
                 return true
@@ -307,6 +312,12 @@ package struct ViewQueryRunner {
             done = taken >= limit
         }
 
+        // A partitioned view's keys are grouped without their partition (the
+        // range holds one partition's rows: chunks inside it hold no other's).
+        let partitioned = partitionPrefix != nil
+        func groupedKey(_ encodedKey: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+            partitioned ? PartitionKey.strip(encodedKey) : encodedKey
+        }
         // Whole stored chunks stand in for their rows where they lie inside one group.
         let acceptChunk: (StoredChunk) -> Bool = { chunk in
             guard chunk.reduction != nil else { return false }
@@ -314,13 +325,14 @@ package struct ViewQueryRunner {
             case .none: return true
             case .exact: return chunk.firstEncodedKey.elementsEqual(chunk.lastEncodedKey)
             case .level(let level):
-                return CollationKey.prefix(ofEncodedArray: chunk.firstEncodedKey, level: level)
-                    == CollationKey.prefix(ofEncodedArray: chunk.lastEncodedKey, level: level)
+                return CollationKey.prefix(ofEncodedArray: groupedKey(chunk.firstEncodedKey), level: level)
+                    == CollationKey.prefix(ofEncodedArray: groupedKey(chunk.lastEncodedKey), level: level)
             }
         }
 
         /// Starts a new group when `encodedKey` is not in the current one.
         func enterGroup(_ encodedKey: UnsafeRawBufferPointer, keyJSON: () throws -> UnsafeRawBufferPointer) throws {
+            let encodedKey = groupedKey(encodedKey)
             switch grouping {
             case .none:
                 break
@@ -349,7 +361,6 @@ package struct ViewQueryRunner {
             try scanner.fold(range, descending: options.descending, chunksWhere: acceptChunk) { item in
                 switch item {
                 case .row(let row):
-                    if let idPrefix, !row.withID({ $0.starts(with: idPrefix) }) { return true }
                     try enterGroup(row.encodedKey) { row.keyJSON }
                     if done { return false }
                     try reducer.add(row: row, to: &accumulator)
