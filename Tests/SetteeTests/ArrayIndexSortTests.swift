@@ -158,7 +158,10 @@ struct ArrayIndexSortTests {
                 var request = FindRequest(selector: selector)
                 request.sort = [FindRequest.SortField("_id", descending: descending)]
                 request.limit = 1000
-                #expect(try db.explain(request)["index"]?["type"] == "array", "\(text)")
+                let plan = try db.explain(request)
+                #expect(plan["index"]?["type"] == "array", "\(text)")
+                #expect(plan["mrargs"]?["direction"] == "fwd", "the entries are read forwards, the documents then sorted")
+                #expect(plan["mrargs"]?["array"]?["order"] == (descending ? "_id desc" : "_id"))
                 #expect(ids(try db.find(request)) == expected, "\(text) descending: \(descending)")
                 #expect(try paged(db, request, limit: 7) == expected, "\(text) descending: \(descending), by bookmark")
                 request.skip = 2
