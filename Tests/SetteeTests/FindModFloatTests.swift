@@ -6,7 +6,7 @@ private func ids(_ result: FindResult) -> [String] {
     result.documents.compactMap { $0["_id"]?.stringValue }
 }
 
-@Suite("$mod on stored numbers as CouchDB reads them: 26.0 is a float")
+@Suite("$mod and $all on stored numbers as CouchDB reads them: 26.0 is a float")
 struct FindModFloatTests {
     static let documents = [
         #"{"_id": "a", "n": 26}"#,
@@ -29,7 +29,7 @@ struct FindModFloatTests {
         return db
     }
 
-    @Test("$mod matches integers only: not 26.0 nor 2.6e1, wherever it is in the selector; $eq and $in still compare by value")
+    @Test("$mod matches integers only: not 26.0 nor 2.6e1, wherever it is in the selector; $all's members match exactly; $eq and $in still compare by value")
     func modOnFloats() throws {
         let directory = TemporaryDirectory()
         let db = try database(directory)
@@ -43,6 +43,11 @@ struct FindModFloatTests {
             (#"{"ns": {"$allMatch": {"$gt": 20}}}"#, ["e", "f"]),
             (#"{"$or": [{"n": {"$mod": [5, 1]}}, {"o.n": {"$mod": [10, 1]}}]}"#, ["a", "f"]),
             (#"{"o": {"$and": [{"n": {"$mod": [10, 1]}}]}, "_id": {"$gt": null}}"#, ["f"]),
+            // $all finds its arguments by Erlang's exact match: 26 is not 26.0; one array argument equal to the whole array compares by value.
+            (#"{"ns": {"$all": [26]}}"#, ["f"]),
+            (#"{"ns": {"$all": [31.5]}}"#, ["e"]),
+            (#"{"ns": {"$all": [26, 31]}}"#, ["f"]),
+            (#"{"ns": {"$all": [[26, 31.5]]}}"#, ["e"]),
             (#"{"n": {"$eq": 26}}"#, ["a", "b", "c"]),
             (#"{"n": {"$in": [26, -4]}}"#, ["a", "b", "c", "d"]),
             (#"{"ns": {"$elemMatch": {"$eq": 26}}}"#, ["e", "f"]),

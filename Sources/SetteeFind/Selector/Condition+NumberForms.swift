@@ -7,14 +7,17 @@ import SetteeCore
 /// `$mod`, the value's text is read once more for how each number is written
 /// (its *form*: the value with each number replaced by `true` when written
 /// as a float, `false` when written as an integer), and `$mod` consults it.
-/// Every other operator compares numbers by value, as CouchDB's collation
-/// does (`26 == 26.0`), so only `$mod` pays for this, and only on the
-/// values it may test.
+/// So does `$all` with numbers among its arguments: CouchDB looks them up
+/// with Erlang's exact match, where `1` is not `1.0`. Every other operator
+/// compares numbers by value, as CouchDB's collation does (`26 == 26.0`), so
+/// only these pay for this, and only on the values they may test.
 extension Condition {
     /// Whether a `$mod` is among these conditions.
     var readsNumberForms: Bool {
         switch self {
         case .mod: true
+        // `$all`'s members are found by Erlang's exact match (`lists:member/2`): `1` is not `1.0`.
+        case .all(let arguments): arguments.contains(where: Self.holdsNumbers)
         case .and(let conditions), .or(let conditions): conditions.contains { $0.readsNumberForms }
         case .not(let condition), .elemMatch(let condition), .allMatch(let condition), .keyMapMatch(let condition),
              .field(_, let condition, _): condition.readsNumberForms
@@ -48,8 +51,43 @@ extension Condition {
         case .mod:
             if case .number = value, form == .bool(true) { return false }
             return matches(value, mode: mode)
+        case .all(let arguments):
+            guard !arguments.isEmpty, case .array(let elements) = value, case .array(let forms) = form, forms.count == elements.count else { return false }
+            let hasAll = arguments.allSatisfy { argument in
+                zip(elements, forms).contains { Self.isExactly(argument, $0, form: $1) }
+            }
+            // `[A] when is_list(A) -> A == Values`: arithmetic equality, where `1 == 1.0`.
+            if hasAll { return true }
+            if arguments.count == 1, case .array(let only) = arguments[0] { return only == elements }
+            return false
         default:
             return matches(value, mode: mode)
+        }
+    }
+
+    /// Whether a value holds a number (at any depth).
+    private static func holdsNumbers(_ value: JSONValue) -> Bool {
+        switch value {
+        case .number: true
+        case .array(let elements): elements.contains(where: holdsNumbers)
+        case .object(let members): members.contains { holdsNumbers($0.value) }
+        default: false
+        }
+    }
+
+    /// Erlang's `=:=` between an argument (its integral numbers integers, as
+    /// the request's JSON is read) and a stored value of that form.
+    private static func isExactly(_ argument: JSONValue, _ value: JSONValue, form: JSONValue) -> Bool {
+        switch (argument, value, form) {
+        case (.number(let a), .number(let b), .bool(let isFloat)):
+            return a == b && isFloat == (a.rounded(.towardZero) != a)
+        case (.array(let a), .array(let b), .array(let forms)):
+            return a.count == b.count && forms.count == b.count && zip(a, zip(b, forms)).allSatisfy { isExactly($0, $1.0, form: $1.1) }
+        case (.object(let a), .object(let b), .object(let forms)):
+            return a.count == b.count && forms.count == b.count
+                && zip(a, zip(b, forms)).allSatisfy { $0.key == $1.0.key && isExactly($0.value, $1.0.value, form: $1.1.value) }
+        default:
+            return argument == value
         }
     }
 
