@@ -19,7 +19,7 @@ struct SetteeCommand: AsyncParsableCommand {
         version: SetteeVersion.current,
         subcommands: [
             CreateCommand.self, ImportCommand.self, PutCommand.self, GetCommand.self, DeleteCommand.self,
-            ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self, FindCommand.self, ExplainCommand.self,
+            ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self, FindCommand.self, ExplainCommand.self, UnnestCommand.self,
             CreateIndexCommand.self, ListIndexesCommand.self, DeleteIndexCommand.self,
             VerifyCommand.self, WatchCommand.self, CouchJSCommand.self, AttachmentCommand.self,
             PurgeCommand.self, ExpireCommand.self, ExpiringCommand.self, ServeCommand.self,

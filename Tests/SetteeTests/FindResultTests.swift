@@ -78,7 +78,7 @@ struct FindResultTests {
         #expect(try db.find(FindRequest(selector: ["type": "book"]), as: Book.self).count == 3)
     }
 
-    @Test("A bookmark is [key, id] as JSON in base64url without padding; padded or standard-alphabet forms are read too")
+    @Test("A bookmark is CouchDB's term of [{startkey_docid, Id}, {startkey, Key}] in base64url without padding; padded, standard-alphabet and Settee's earlier [key, id] JSON forms are read too")
     func bookmarks() throws {
         let directory = TemporaryDirectory()
         let db = try openDatabase(directory)
@@ -89,13 +89,19 @@ struct FindResultTests {
             var request = FindRequest(selector: ["_id": .string(id)])
             request.limit = 1
             let bookmark = try db.find(request).bookmark
-            let json = JSONValue.array([.string(id), .string(id)]).jsonText
-            let expected = Data(json.utf8).base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-            #expect(bookmark == expected)
+            // _all_docs keys a row by its id: both are the id's binary.
+            let binary: [UInt8] = [109, 0, 0, 0, UInt8(id.utf8.count)] + Array(id.utf8)
+            let term: [UInt8] = [131, 108, 0, 0, 0, 2, 104, 2, 100, 0, 14] + Array("startkey_docid".utf8) + binary
+                + [104, 2, 100, 0, 8] + Array("startkey".utf8) + binary + [106]
+            func base64URL(_ bytes: [UInt8]) -> String {
+                Data(bytes).base64EncodedString()
+                    .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            }
+            #expect(bookmark == base64URL(term))
             let padded = bookmark + String(repeating: "=", count: (4 - bookmark.count % 4) % 4)
             let standard = padded.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            for form in [bookmark, padded, standard] {
+            let earlier = base64URL(Array(JSONValue.array([.string(id), .string(id)]).jsonText.utf8))
+            for form in [bookmark, padded, standard, earlier] {
                 var next = FindRequest(selector: ["type": "t"])
                 next.bookmark = form
                 next.limit = 100

@@ -120,8 +120,11 @@ struct QueryPlannerTests {
         #expect(nothing.ranges == [.empty], "an empty $in matches nothing: nothing is read")
         let sorted = try QueryPlanner.plan(try normalized(#"{"tags": {"$in": ["a"]}, "_id": {"$gt": null}}"#), sort: [.init("_id")],
                                            useIndex: [], allowFallback: true, indexes: indexes)
-        #expect(sorted.index == .allDocuments)
-        #expect(sorted.unusable.first { $0.index == tags }?.reasons == ["sort_order_mismatch"])
+        #expect(sorted.index == tags, "its documents are read in _id order")
+        let byN = try QueryPlanner.plan(try normalized(#"{"tags": {"$in": ["a"]}, "n": {"$gt": 0}}"#), sort: [.init("n")],
+                                        useIndex: [], allowFallback: true, indexes: indexes)
+        #expect(byN.index.name == "n")
+        #expect(byN.unusable.first { $0.index == tags }?.reasons == ["sort_order_mismatch"])
         let partial = MangoIndex.array(designDocument: "_design/q", name: "q", path: "tags", expressions: [], partialFilterSelector: ["n": 1])
         #expect(try QueryPlanner.plan(try normalized(#"{"tags": {"$in": ["a"]}}"#), sort: [], useIndex: [], allowFallback: true,
                                       indexes: [.allDocuments, partial]).index == .allDocuments, "a partial index serves only a query that names it")

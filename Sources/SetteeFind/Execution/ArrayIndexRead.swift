@@ -6,11 +6,14 @@ import SetteeStorage
 /// the lookup allows (each document once, however many of its elements
 /// match), then those documents in `_id` order, each matched against the
 /// whole selector, skipped, taken and projected, as a scan of `_all_docs`
-/// would return them. A bookmark resumes after the document it names.
+/// would return them (or in the reverse order for a descending sort on
+/// `_id`). A bookmark resumes after the document it names.
 struct ArrayIndexRead {
     let index: MangoIndex
     let lookup: ArrayLookup
     let update: Bool
+    /// Whether the documents are read in descending `_id` order (`"sort": [{"_id": "desc"}]`).
+    var descending = false
 
     /// The ids of the documents with an entry the lookup allows, sorted by bytes, each once.
     func candidates(reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> [String] {
@@ -72,12 +75,16 @@ struct ArrayIndexRead {
     func run(store: DocumentStore, selector: MangoSelector, projection: FieldProjection, request: FindRequest, after bookmark: Bookmark?,
              reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [FoundDocument], last: String?) {
         guard request.limit > 0 else { return ([], nil) }
-        let ids = try candidates(reader: reader, stats: &stats)
+        var ids = try candidates(reader: reader, stats: &stats)
+        if descending {
+            ids.reverse()
+            if let after = bookmark?.id { ids.removeAll { JSONValue.compareBytes($0, after) >= 0 } }
+        }
         var documents: [FoundDocument] = []
         var last: String?
         var skip = request.skip
         var examined = 0
-        try DocumentsByID(store: store).forEach(of: ids, after: bookmark?.id) { id, json in
+        try DocumentsByID(store: store).forEach(of: ids, after: descending ? nil : bookmark?.id) { id, json in
             examined += 1
             guard try json.withUnsafeBytes({ try selector.matches(json: $0) }) else { return true }
             if skip > 0 {

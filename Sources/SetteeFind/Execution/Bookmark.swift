@@ -1,24 +1,31 @@
 import SetteeCore
 
 /// Where a page of `find` results ended: the last result's index key and
-/// document id, as an opaque base64url string.
+/// document id, as an opaque base64url string: CouchDB's own form
+/// (``BookmarkTerm``), so that a bookmark from CouchDB resumes in Settee and
+/// one from Settee in CouchDB, for the same index.
 struct Bookmark: Equatable {
     var key: JSONValue
     var id: String
 
-    /// The string a result hands out: `[key, id]` as JSON, in base64url without padding.
+    /// The string a result hands out: CouchDB's `[{startkey_docid, Id}, {startkey, Key}]`
+    /// term, in base64url without padding.
     var encoded: String {
-        var json: [UInt8] = []
-        JSONWriter.write(.array([key, .string(id)]), into: &json)
-        return Self.base64URL(json)
+        Self.base64URL(BookmarkTerm.encode(key: key, id: id))
     }
 
-    /// Decodes a bookmark handed out by ``encoded``.
+    /// Decodes a bookmark: CouchDB's form, or Settee's earlier one (`[key, id]`
+    /// as JSON in base64url), which clients may still hold.
     /// - Throws: CouchDB's `invalid_bookmark` for anything else.
     init(decoding text: String) throws(MangoError) {
-        guard let bytes = Self.bytes(base64: text),
-              case .array(let pair)? = try? JSONParser.parse(bytes), pair.count == 2, case .string(let id) = pair[1]
-        else { throw MangoError(error: "invalid_bookmark", reason: "Invalid bookmark value: \(JSONValue.string(text).jsonText)") }
+        let invalid = MangoError(error: "invalid_bookmark", reason: "Invalid bookmark value: \(JSONValue.string(text).jsonText)")
+        guard let bytes = Self.bytes(base64: text) else { throw invalid }
+        if let (key, id) = BookmarkTerm.decode(bytes) {
+            self.key = key
+            self.id = id
+            return
+        }
+        guard case .array(let pair)? = try? JSONParser.parse(bytes), pair.count == 2, case .string(let id) = pair[1] else { throw invalid }
         key = pair[0]
         self.id = id
     }

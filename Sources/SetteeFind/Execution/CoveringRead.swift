@@ -20,7 +20,8 @@ struct CoveringRead {
     /// A covering read for `read`, or nil when its index does not cover the
     /// request (whole documents asked for, or a field outside the index).
     init?(_ read: IndexRead) {
-        guard read.index.type == "json",
+        // A key's numbers no longer say whether they were written as floats, which `$mod` needs.
+        guard read.index.type == "json", !read.selector.readsNumberForms,
               Explanation.covers(read.index, request: read.request, selector: read.selector.normalized),
               let columns = try? read.index.fields.map({ field throws(MangoError) in try FieldPath(field.field) })
         else { return nil }

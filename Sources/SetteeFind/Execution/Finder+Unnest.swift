@@ -5,8 +5,9 @@ extension Finder {
     /// Runs an ``UnnestRequest``: the documents with a matching element, from
     /// the array index on the path that narrows them most (else every
     /// document), in `_id` order; in each, the elements at the path matched
-    /// one by one.
-    /// - Throws: ``MangoError`` for a bad path or selector; storage errors.
+    /// one by one; `skip`, `limit` and `bookmark` count elements, and a
+    /// bookmark resumes after the element it names, within its document.
+    /// - Throws: ``MangoError`` for a bad path, selector or bookmark; storage errors.
     package func findElements(_ request: UnnestRequest, indexes: [MangoIndex], reader: IndexReader?) throws -> UnnestResult {
         let started = ContinuousClock.now
         let path = try ArrayPath(request.path)
@@ -37,21 +38,39 @@ extension Finder {
             chosen = (index, lookup, ranges.count)
         }
 
+        // Where the previous page ended: an element (its document and position), not a document.
+        let resume = try request.bookmark.map { text throws(MangoError) in try ElementBookmark(decoding: text) }
         var stats = FindResult.ExecutionStats()
         var results: [UnnestedElement] = []
+        var last: ElementBookmark?
         let limit = request.limit ?? .max
         var skip = request.skip
         func visit(_ id: String, _ json: [UInt8]) throws -> Bool {
             stats.totalDocsExamined += 1
             guard try json.withUnsafeBytes({ try documentSelector.matches(json: $0) }) else { return true }
             let document = try JSONParser.parse(json)
+            // How each number is written, for a `$mod` among the element's conditions.
+            var forms: [JSONValue]?
+            if let element, element.readsNumberForms {
+                forms = path.elements(in: try json.withUnsafeBytes { try MangoSelector.numberForms($0) })
+            }
             for (position, value) in path.elements(in: document).enumerated() {
-                if let element, !element.matches(.object([(key: "element", value: .array([value]))])) { continue }
+                if let resume, resume.documentID == id, position <= resume.position { continue }
+                if let element {
+                    let wrapped: JSONValue = .object([(key: "element", value: .array([value]))])
+                    let matched = if let forms, position < forms.count {
+                        element.matches(wrapped, form: .object([(key: "element", value: .array([forms[position]]))]))
+                    } else {
+                        element.matches(wrapped)
+                    }
+                    if !matched { continue }
+                }
                 if skip > 0 {
                     skip -= 1
                     continue
                 }
                 results.append(UnnestedElement(documentID: id, position: position, element: value, document: document))
+                last = ElementBookmark(documentID: id, position: position)
                 if results.count >= limit { return false }
             }
             return true
@@ -61,14 +80,23 @@ extension Finder {
             if let chosen, let reader {
                 if !chosen.lookup.isEmpty {
                     let read = ArrayIndexRead(index: chosen.index, lookup: chosen.lookup, update: request.update)
-                    try documents.forEach(of: try read.candidates(reader: reader, stats: &stats), after: nil, visit)
+                    var ids = try read.candidates(reader: reader, stats: &stats)
+                    // The bookmarked document's later elements, then the documents after it.
+                    if let resume { ids.removeAll { JSONValue.compareBytes($0, resume.documentID) < 0 } }
+                    try documents.forEach(of: ids, after: nil, visit)
                 }
             } else {
-                try documents.forEach(after: nil, visit)
+                var more = true
+                if let resume { try documents.forEach(of: [resume.documentID], after: nil) { id, json in
+                    more = try visit(id, json)
+                    return more
+                } }
+                if more { try documents.forEach(after: resume?.documentID, visit) }
             }
         }
         stats.resultsReturned = results.count
         stats.executionTimeMilliseconds = Double((ContinuousClock.now - started) / .microseconds(1)) / 1000
-        return UnnestResult(elements: results, index: chosen?.index ?? .allDocuments, executionStats: stats)
+        return UnnestResult(elements: results, index: chosen?.index ?? .allDocuments, executionStats: stats,
+                            bookmark: last?.encoded ?? request.bookmark ?? "nil")
     }
 }

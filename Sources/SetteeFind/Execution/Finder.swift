@@ -50,7 +50,7 @@ package struct Finder {
             documents = found
             last = lastID.map { Bookmark(key: .string($0), id: $0) }
         } else if plan.index.type == "array", let lookup = plan.arrayLookup, let reader {
-            let read = ArrayIndexRead(index: plan.index, lookup: lookup, update: request.updatesIndex)
+            let read = ArrayIndexRead(index: plan.index, lookup: lookup, update: request.updatesIndex, descending: descending)
             let (found, lastID) = try read.run(store: store, selector: selector, projection: projection, request: request,
                                                after: bookmark, reader: reader, stats: &stats)
             documents = found

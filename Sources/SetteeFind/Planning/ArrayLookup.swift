@@ -10,6 +10,10 @@ import SetteeCore
 /// - `{"P": {"$elemMatch": {...}}}` when the element's conditions require
 ///   every expression (the element itself, `""`, without expressions): the
 ///   range of the leading expressions' values they allow;
+/// - `{"P": {"$allMatch": {...}}}` likewise: as in CouchDB, `$allMatch`
+///   holds only for a non-empty array, so a document it matches has an
+///   element meeting the conditions, and so an entry in that range (an
+///   array on the way to P's end may be walked by `$allMatch` too);
 /// - `{"P": {"$in": [...]}}` without expressions: the entries of each value;
 /// - `{"P": {"$all": [...]}}` without expressions: the documents with an
 ///   entry of every value.
@@ -32,7 +36,7 @@ package struct ArrayLookup: Sendable, Equatable {
 
     /// The keys read.
     package var keys: Keys
-    /// The operator served: `$elemMatch`, `$in` or `$all`.
+    /// The operator served: `$elemMatch`, `$allMatch`, `$in` or `$all`.
     package var operation: String
 
     /// How `index` (an array index) would serve a normalized selector; nil when it cannot.
@@ -58,19 +62,22 @@ package struct ArrayLookup: Sendable, Equatable {
         guard !key.hasPrefix("$"), (try? FieldPath(key))?.parts == segment.parts,
               case .object(let condition) = argument, condition.count == 1 else { return nil }
         if segments.count > 1 {
-            guard condition[0].key == "$elemMatch" else { return nil }
+            // Either holds only when some element of the array holds the rest (`$allMatch` is false for `[]`).
+            guard condition[0].key == "$elemMatch" || condition[0].key == "$allMatch" else { return nil }
             return find(segments.dropFirst(), columns: columns, in: condition[0].value)
         }
         return lastSegment(argument, columns: columns)
     }
 
     /// The lookup for the condition on the arrays at the path's end
-    /// (`{"$elemMatch": {...}}`, `{"$in": [...]}`, `{"$all": [...]}`), normalized.
+    /// (`{"$elemMatch": {...}}`, `{"$allMatch": {...}}`, `{"$in": [...]}`, `{"$all": [...]}`), normalized.
     static func lastSegment(_ condition: JSONValue, columns: [String]) -> ArrayLookup? {
         guard case .object(let members) = condition, members.count == 1 else { return nil }
         let (operation, argument) = members[0]
         switch operation {
-        case "$elemMatch":
+        case "$elemMatch", "$allMatch":
+            // `$allMatch` needs a non-empty array whose every element meets the
+            // conditions: its documents are among those of `$elemMatch`'s entries.
             guard QueryPlanner.hasRequiredFields(argument, columns) else { return nil }
             let ranges = QueryPlanner.compositePrefix(columns, QueryPlanner.fieldRanges(argument))
             return ArrayLookup(keys: .ranges(ranges), operation: operation)
@@ -93,5 +100,18 @@ package struct ArrayLookup: Sendable, Equatable {
         case .ranges(let ranges): ranges.contains(.empty)
         case .anyOf(let values), .allOf(let values): values.isEmpty
         }
+    }
+}
+
+extension ArrayLookup {
+    /// Whether an array index's read returns its documents in the order of a
+    /// sort on `fields`: only `_id` (either way). Its entries are per element,
+    /// so a document is at as many keys as it has elements, and no Mango sort
+    /// field orders documents as their elements' keys do (a sort on the array
+    /// field compares whole arrays, first elements first; a sort on a path
+    /// through the array, `items.sku`, finds no value in an array). The
+    /// documents it finds are read in `_id` order, as `_all_docs` holds them.
+    package static func canSort(by fields: [String]) -> Bool {
+        fields.isEmpty || fields == ["_id"]
     }
 }

@@ -102,7 +102,9 @@ enum Explanation {
             (start, end) = keyRange(plan.ranges)
         }
         let descending = request.sort.first?.descending ?? false
-        if descending { swap(&start, &end) }
+        // An array index's entries are read forwards whichever the order: its documents are sorted after.
+        let backwards = descending && plan.index.type != "array"
+        if backwards { swap(&start, &end) }
         var members: [(key: String, value: JSONValue)] = [
             ("include_docs", .bool(!covering)),
             ("view_type", "map"),
@@ -110,7 +112,7 @@ enum Explanation {
             ("partition", request.partition.map(JSONValue.string) ?? .null),
             ("start_key", start),
             ("end_key", end),
-            ("direction", descending ? "rev" : "fwd"),
+            ("direction", backwards ? "rev" : "fwd"),
             ("stable", .bool(request.readsStable)),
             ("update", .bool(request.updatesIndex)),
             ("conflicts", request.conflicts ? true : "undefined"),
@@ -119,7 +121,8 @@ enum Explanation {
         if plan.index.type == "array", let lookup = plan.arrayLookup {
             // Settee's own: what the array index serves, and that documents are read once each, in _id order.
             members.append(("array", ["path": .string(plan.index.arrayPath ?? ""), "operator": .string(lookup.operation),
-                                      "combine": lookup.keys.isAllOf ? "intersection" : "union", "order": "_id"]))
+                                      "combine": lookup.keys.isAllOf ? "intersection" : "union",
+                                      "order": descending ? "_id desc" : "_id"]))
         }
         return .object(members)
     }

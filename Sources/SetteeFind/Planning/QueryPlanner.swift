@@ -105,10 +105,9 @@ package enum QueryPlanner {
             return reasons
         }
         if index.type == "array" {
-            // Entries are per element, in the elements' order: no document order to sort by.
             var reasons: [String] = []
             if ArrayLookup.of(index, in: selector) == nil { reasons.append("field_mismatch") }
-            if !sortFields.isEmpty { reasons.append("sort_order_mismatch") }
+            if !ArrayLookup.canSort(by: sortFields) { reasons.append("sort_order_mismatch") }
             return reasons
         }
         let required = Set(columns).subtracting(sortFields).subtracting(["_id", "_rev"])

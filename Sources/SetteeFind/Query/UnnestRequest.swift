@@ -17,6 +17,8 @@ import SetteeCore
 /// the element selector requires its expressions (or is empty: every element);
 /// otherwise every document is read. Either way the results are the same: in
 /// document `_id` order, then in the elements' order within the document.
+/// A page ends with a bookmark that the next request passes to go on from
+/// the element after it, even within the same document.
 public struct UnnestRequest: Sendable {
     /// The path of the arrays whose elements are results (`tags`, `contacts[].phones`: see ``ArrayIndex``).
     public var path: String
@@ -28,8 +30,12 @@ public struct UnnestRequest: Sendable {
     public var parentSelector: JSONValue
     /// The most results (elements) returned; nil for all of them.
     public var limit: Int?
-    /// Matching elements to skip before the first returned.
+    /// Matching elements to skip before the first returned (after the bookmark's, with one).
     public var skip = 0
+    /// The ``UnnestResult/bookmark`` of the previous page: the results
+    /// resume after the element it names (the next one of the same
+    /// document, or the first of the next); nil to start at the first.
+    public var bookmark: String?
     /// Whether to bring the index up to date before reading it.
     public var update = true
 

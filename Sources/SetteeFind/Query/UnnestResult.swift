@@ -8,4 +8,9 @@ public struct UnnestResult: Sendable {
     public var index: MangoIndex
     /// How much work the query took (entries of the index read, documents read).
     public var executionStats: FindResult.ExecutionStats
+    /// Where this page ended: pass it as the next request's
+    /// ``UnnestRequest/bookmark`` for the elements after the last one
+    /// returned. With no element returned, the request's own bookmark (or
+    /// `"nil"`), as `find` hands it back.
+    public var bookmark: String
 }

@@ -230,7 +230,11 @@ indirect enum Condition: @unchecked Sendable {
         case .field(let path?, let condition, let utf8Path):
             switch try JSONMemberLocator.locate(utf8Path, in: document) {
             case .found(let range):
-                let value = try JSONParser.parse(UnsafeRawBufferPointer(rebasing: document[range]))
+                let text = UnsafeRawBufferPointer(rebasing: document[range])
+                let value = try JSONParser.parse(text)
+                if condition.readsNumberForms {
+                    return condition.matches(value, form: try Condition.numberForms(text), mode: path.isID ? .raw : .unicode)
+                }
                 return condition.matches(value, mode: path.isID ? .raw : .unicode)
             case .notFound:
                 if case .exists(false) = condition { return true }
@@ -239,6 +243,7 @@ indirect enum Condition: @unchecked Sendable {
                 return false
             }
         default:
+            if readsNumberForms { return matches(try JSONParser.parse(document), form: try Condition.numberForms(document), mode: .unicode) }
             return matches(try JSONParser.parse(document), mode: .unicode)
         }
     }
