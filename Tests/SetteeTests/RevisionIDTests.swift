@@ -55,6 +55,16 @@ struct RevisionIDTests {
         #expect(big.description == "1-ab32069d8df3425bd31ea50900296738")
     }
 
+    @Test("an array of integers 0-255 is an Erlang string (STRING_EXT) in the hashed term, as term_to_binary writes it")
+    func smallIntegerArrays() throws {
+        let db = try open()
+        #expect(try db.put(#"{"_id":"s","a":[1,2,3]}"#).revision.description == "1-308048961a84beb0c9e99e07facf0f5f")
+        // One element outside 0-255: a list.
+        #expect(try db.put(#"{"_id":"l","a":[1,256,3]}"#).revision.description == "1-6ee55de4c0c786213c20992a07ea7ea6")
+        // Nested, beside other values.
+        #expect(try db.put(#"{"_id":"n","a":[[0,255],"s",[7]]}"#).revision.description == "1-ff4d9680f191645b62ea869c510178b4")
+    }
+
     @Test("the term of random documents is the plain writer's, byte for byte, and so is the revision id")
     func randomDocuments() throws {
         var random = SplitMix64(seed: 0x5E77EE)
@@ -152,6 +162,10 @@ private struct RandomJSON {
         case 6: return object(depth: depth)
         default:
             let count = below(6)
+            if below(3) == 0 {
+                // Integers 0-255 only (an Erlang string), now and then one just outside or written -0.
+                return "[" + (0...count).map { _ in below(20) == 0 ? ["256", "-1", "-0", "1.0"][below(4)] : String(below(256)) }.joined(separator: ",") + "]"
+            }
             return "[" + space() + (0..<count).map { _ in value(depth: depth + 1) }.joined(separator: "," + space()) + space() + "]"
         }
     }
@@ -336,12 +350,19 @@ private enum PlainTerm {
         func list(_ elements: [[UInt8]]) -> [UInt8] {
             elements.isEmpty ? [106] : [108] + length(elements.count) + elements.flatMap { $0 } + [106]
         }
+        /// term_to_binary writes a list of integers 0-255 (fewer than 65,536) as a string.
+        func string(_ elements: [[UInt8]]) -> [UInt8]? {
+            guard !elements.isEmpty, elements.count < 65536, elements.allSatisfy({ $0.count == 2 && $0[0] == 97 }) else { return nil }
+            return [107, UInt8(elements.count >> 8), UInt8(elements.count & 0xFF)] + elements.map { $0[1] }
+        }
         switch node {
         case .integer(let text): return integer(text)
         case .float(let value): return [70] + withUnsafeBytes(of: value.bitPattern.bigEndian) { Array($0) }
         case .atom(let name): return [100, 0, UInt8(name.utf8.count)] + Array(name.utf8)
         case .binary(let bytes): return [109] + length(bytes.count) + bytes
-        case .list(let elements): return list(elements.map(encode))
+        case .list(let elements):
+            let encoded = elements.map(encode)
+            return string(encoded) ?? list(encoded)
         case .object(let members):
             return [104, 1] + list(members.map { [104, 2, 109] + length($0.key.count) + $0.key + encode($0.value) })
         }

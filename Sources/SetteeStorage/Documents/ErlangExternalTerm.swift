@@ -13,7 +13,7 @@ import SetteeCore
 package enum ErlangExternalTerm {
     static let version: UInt8 = 131
     static let smallInteger: UInt8 = 97, integer: UInt8 = 98, float: UInt8 = 70, atom: UInt8 = 100
-    static let smallTuple: UInt8 = 104, nil_: UInt8 = 106, list: UInt8 = 108, binary: UInt8 = 109
+    static let smallTuple: UInt8 = 104, nil_: UInt8 = 106, string: UInt8 = 107, list: UInt8 = 108, binary: UInt8 = 109
     static let smallBig: UInt8 = 110, largeBig: UInt8 = 111
 
     /// The term of a JSON value's text (valid JSON: Settee checked it), or
@@ -154,6 +154,17 @@ struct TermBuffer: ~Copyable {
 
     /// Drops the bytes from `offset` on.
     mutating func truncate(to offset: Int) { count = offset }
+
+    /// Whether the bytes from `offset` to the end are small integers
+    /// (SMALL_INTEGER_EXT, two bytes each) and nothing else.
+    func holdsSmallIntegers(from offset: Int) -> Bool {
+        var index = offset
+        while index < count {
+            if base[index] != ErlangExternalTerm.smallInteger { return false }
+            index += 2
+        }
+        return true
+    }
 
     /// Counts `byteCount` more bytes as written: they were stored at ``base`` + ``count``.
     @inline(__always)
@@ -308,6 +319,13 @@ struct JSONTermWriter {
             out.truncate(to: head)
             out.reserve(1)
             out.append(ErlangExternalTerm.nil_)
+        } else if !ofMembers, count < 65536, out.count - (head + 5) == 2 * Int(count), out.holdsSmallIntegers(from: head + 5) {
+            // term_to_binary writes a list of integers 0-255 as a string: STRING_EXT, a 16-bit length, the bytes.
+            out.base[head] = ErlangExternalTerm.string
+            out.base[head + 1] = UInt8(count >> 8)
+            out.base[head + 2] = UInt8(count & 0xFF)
+            for index in 0..<Int(count) { out.base[head + 3 + index] = out.base[head + 6 + 2 * index] }
+            out.truncate(to: head + 3 + Int(count))
         } else {
             out.setUInt32(count, at: head + 1)
             out.reserve(1)
