@@ -3,7 +3,7 @@ import SetteeStorage
 extension Database {
     /// The document's current revision, deleted or not, as
     /// `documentIncludingDeleted(_:)` reads it, with `"_conflicts"` in its
-    /// body when it has live losing leaves (see ``revisions(of:)``): the
+    /// body when it has live losing leaves (see ``revisions(of:)-686sp``): the
     /// document as CouchDB's changes feed shows it with `include_docs=true`
     /// and `conflicts=true`. The record is read once; a document without
     /// conflicts costs nothing more.

@@ -9,7 +9,7 @@ import SetteeStorage
 /// at ``revisionsLimit()``), as CouchDB does: `_revisions`, `_revs_diff`
 /// and replicated writes that continue it use them. A replicated write can give it several leaves
 /// (conflicts); it then reads as the winning leaf everywhere — reads,
-/// views, `find`, the changes feed — and ``revisions(of:)`` lists them all.
+/// views, `find`, the changes feed — and ``revisions(of:)-686sp`` lists them all.
 /// A normal write may name any leaf's `_rev`: it extends that branch;
 /// deleting the losing leaves resolves the conflict.
 extension Database {

@@ -6,7 +6,7 @@ import SetteeStorage
 /// drops the oldest beyond the limit as it is next written. Bodies are kept
 /// for leaves only, as in CouchDB after compaction.
 extension Database {
-    /// The database's `_revs_limit`: 1000 unless ``setRevisionsLimit(_:)`` set another.
+    /// The database's `_revs_limit`: 1000 unless ``setRevisionsLimit(_:)-4264j`` set another.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func revisionsLimit() throws -> Int {
         let store = try store

@@ -56,7 +56,7 @@ extension Database {
 extension Database {
     /// A view query of `view` as it runs: a partition query of a partitioned
     /// view reads the partition's rows only (the partition's key prefix
-    /// returned, ``PartitionKey``), its `limit` within the partition query
+    /// returned, `PartitionKey`), its `limit` within the partition query
     /// limit; a view that is not partitioned refuses `partition` as before.
     /// - Throws: `query_parse_error` for a global query of a partitioned view
     ///   (`couch_mrview_util:validate_args/2`), or a `limit` over the limit.

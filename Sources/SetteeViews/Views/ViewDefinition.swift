@@ -26,7 +26,7 @@ public struct ViewDefinition: Sendable, Equatable {
     public let library: JSONValue?
     /// Whether the view is partitioned (CouchDB's partitioned views, in a
     /// partitioned database): its rows are kept by partition
-    /// (``PartitionKey``) and it answers partition queries only.
+    /// (`PartitionKey`) and it answers partition queries only.
     public let partitioned: Bool
 
     /// The version of this view's index: a SHA-256 over a canonical form of
