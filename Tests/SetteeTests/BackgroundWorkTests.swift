@@ -89,25 +89,4 @@ struct ElasticThreadPoolTests {
         pool.run { again.signal() }
         #expect(again.wait(timeout: .now() + 5) == .success)
     }
-
-    @Test("A job given to a thread looking for work never waits behind another job")
-    func spinningThreadTakesOneJob() throws {
-        // Threads look for work for a long while after a job: the one thread is surely looking.
-        let pool = ElasticThreadPool(name: "test", maximumThreads: 4, idleTimeout: 5, spinYields: 10_000_000)
-        let first = DispatchSemaphore(value: 0)
-        pool.run { first.signal() }
-        #expect(first.wait(timeout: .now() + 5) == .success)
-        Thread.sleep(forTimeInterval: 0.05)
-        // A long job, then a short one: the short one runs while the long one holds its thread.
-        let release = DispatchSemaphore(value: 0), longFinished = DispatchSemaphore(value: 0), short = DispatchSemaphore(value: 0)
-        pool.run {
-            release.wait()
-            longFinished.signal()
-        }
-        pool.run { short.signal() }
-        #expect(short.wait(timeout: .now() + 5) == .success)
-        release.signal()
-        #expect(longFinished.wait(timeout: .now() + 5) == .success)
-    }
 }
-

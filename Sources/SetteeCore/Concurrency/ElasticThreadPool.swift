@@ -1,16 +1,10 @@
 import Foundation
-import Synchronization
 
 /// Threads for blocking work (LMDB reads and writes, index builds, full
 /// scans, waits on other processes), which Swift's cooperative threads must
 /// not do: a job starts at once on an idle thread, or on a new one when every
 /// thread is busy (up to ``maximumThreads``); a thread idle for
-/// ``idleTimeout`` ends. One thread at a time that finished a job first
-/// looks for the next one for a while (``spinYields``), yielding its core
-/// meanwhile: a stream of short calls (a server's document reads) is then
-/// taken up without waking a sleeping thread for each. (Every thread
-/// looking, as many as 30 under a server's load, took the cores from the
-/// threads at work: `_find` answered half as many requests.)
+/// ``idleTimeout`` ends.
 ///
 /// A concurrent `DispatchQueue` is not enough: it runs about as many
 /// CPU-bound jobs at once as the machine has cores, so two long queries on a
@@ -32,13 +26,6 @@ package final class ElasticThreadPool: @unchecked Sendable {
     /// Threads waiting for a job, the most recently idle last (it is handed
     /// the next job: its stack and caches are the warmest).
     private var idle: [Worker] = []
-    /// How many times a thread that finished a job yields its core, looking
-    /// for the next job, before it sleeps.
-    package let spinYields: Int
-    /// Threads that finished a job and look for the next one before they sleep.
-    private var spinning = 0
-    /// Jobs queued, read by spinning threads without the lock.
-    private let queued = Atomic<Int>(0)
 
     /// One thread's mailbox: the job handed to it, and the semaphore it sleeps on.
     private final class Worker: @unchecked Sendable {
@@ -50,15 +37,8 @@ package final class ElasticThreadPool: @unchecked Sendable {
     ///   - name: The threads' name (seen in debuggers and crash reports).
     ///   - stackSize: Each thread's stack, in bytes (8 MiB: JavaScript and
     ///     deep JSON run on these threads as on a main thread).
-    ///   - spinYields: How many times a thread that finished a job yields its
-    ///     core before it sleeps, taking a job queued meanwhile (0: it sleeps
-    ///     at once). A server's short calls come about as fast as a sleeping
-    ///     thread wakes, and waking one for each costs a futex call and two
-    ///     context switches.
-    package init(name: String, maximumThreads: Int = 64, idleTimeout: TimeInterval = 10, stackSize: Int = 8 << 20,
-                 spinYields: Int = 300) {
+    package init(name: String, maximumThreads: Int = 64, idleTimeout: TimeInterval = 10, stackSize: Int = 8 << 20) {
         self.name = name
-        self.spinYields = spinYields
         self.maximumThreads = maximumThreads
         self.idleTimeout = idleTimeout
         self.stackSize = stackSize
@@ -73,13 +53,6 @@ package final class ElasticThreadPool: @unchecked Sendable {
             worker.wake.signal()
             return
         }
-        if spinning > jobs.count - head {
-            // A thread looking for work takes it (one each: a job never waits behind another).
-            jobs.append(job)
-            queued.add(1, ordering: .releasing)
-            lock.unlock()
-            return
-        }
         if threads < maximumThreads {
             threads += 1
             lock.unlock()
@@ -89,7 +62,6 @@ package final class ElasticThreadPool: @unchecked Sendable {
             return
         }
         jobs.append(job)
-        queued.add(1, ordering: .releasing)
         lock.unlock()
     }
 
@@ -114,22 +86,10 @@ package final class ElasticThreadPool: @unchecked Sendable {
             // Taken out before it runs: a job's closure (and what it holds) goes when it ends.
             if let job = next.take() { job() }
             lock.lock()
-            if head == jobs.count, spinYields > 0, spinning == 0 {
-                spinning += 1
-                lock.unlock()
-                var spins = 0
-                while spins < spinYields, queued.load(ordering: .acquiring) == 0 {
-                    sched_yield()
-                    spins += 1
-                }
-                lock.lock()
-                spinning -= 1
-            }
             if head < jobs.count {
                 next = jobs[head]
                 jobs[head] = {}
                 head += 1
-                queued.subtract(1, ordering: .relaxed)
                 if head == jobs.count {
                     jobs.removeAll(keepingCapacity: true)
                     head = 0
