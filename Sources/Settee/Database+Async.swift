@@ -37,25 +37,39 @@ extension Database {
     /// task is cancelled, and it then throws `CancellationError`.
     func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let cancellation = Cancellation()
+        if let host = BlockingWork.currentHost {
+            // A thread that may block (a server's request thread): the work runs here.
+            return try await withTaskCancellationHandler {
+                try host.runBlocking { try Self.run(body, cancellation: cancellation) }
+            } onCancel: {
+                cancellation.cancel()
+            }
+        }
         // The writer, carried to the queue (task-locals stay with the task).
         let validationContext = Database.validationContext
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 Self.backgroundThreads.run {
                     continuation.resume(with: Result {
-                        do {
-                            return try Database.$validationContext.withValue(validationContext) {
-                                try cancellation.makeCurrent(body)
-                            }
-                        } catch let error as JavaScriptError where error.kind == .interrupted && cancellation.isCancelled {
-                            // A function interrupted for the cancellation, its error not yet turned into one.
-                            throw CancellationError()
+                        try Database.$validationContext.withValue(validationContext) {
+                            try Self.run(body, cancellation: cancellation)
                         }
                     })
                 }
             }
         } onCancel: {
             cancellation.cancel()
+        }
+    }
+
+    /// Runs `body` with `cancellation` current; a JavaScript function
+    /// interrupted for the cancellation throws `CancellationError`.
+    private static func run<T>(_ body: () throws -> T, cancellation: Cancellation) throws -> T {
+        do {
+            return try cancellation.makeCurrent(body)
+        } catch let error as JavaScriptError where error.kind == .interrupted && cancellation.isCancelled {
+            // A function interrupted for the cancellation, its error not yet turned into one.
+            throw CancellationError()
         }
     }
 

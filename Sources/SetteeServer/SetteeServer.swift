@@ -52,8 +52,14 @@ public struct SetteeServer: Sendable {
         /// slowly, or only part of one, does not hold a connection for long.
         public var headerTimeout: Duration = .seconds(30)
         /// How many threads of the server's own run its connections and
-        /// request handlers (at least 4, or one per processor core); 0 runs
-        /// them on Swift's cooperative pool instead.
+        /// request handlers when none is held by a long database call (at
+        /// least 2, or one per processor core); 0 runs them on Swift's
+        /// cooperative pool instead.
+        ///
+        /// A handler's database calls run on its own thread (no hand-off to
+        /// another thread and back); a call that runs for more than a few
+        /// milliseconds (an index build, a full scan) has its thread replaced
+        /// while requests wait, so that long calls never hold short ones.
         ///
         /// With threads of its own, a server keeps answering while the
         /// process's other tasks hold every thread of the cooperative pool
@@ -61,7 +67,7 @@ public struct SetteeServer: Sendable {
         /// in a test process, is not starved by the app's synchronous work.
         /// Tasks a handler creates with `Task {}` or `Task.detached` run on
         /// the cooperative pool as usual.
-        public var requestThreads = max(4, ProcessInfo.processInfo.activeProcessorCount)
+        public var requestThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
         /// Limits on requests.
         public var limits = ServerLimits()
         /// Options for every database opened.
