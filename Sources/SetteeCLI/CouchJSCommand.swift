@@ -36,11 +36,7 @@ struct CouchJSCommand: ParsableCommand {
             print("settee couchjs: Apache CouchDB's query-server protocol on SpiderMonkey 102")
             return
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .warning
-            return handler
-        }
+        LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: .warning) }
         var configuration = JavaScriptConfiguration()
         configuration.heapLimitBytes = heapBytes
         configuration.allowsCodeGeneration = allowsEval

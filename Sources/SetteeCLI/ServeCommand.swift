@@ -46,11 +46,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let verbose = verbose
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .info : .notice
-            return handler
-        }
+        LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: verbose ? .info : .notice) }
         do {
             var configuration = SetteeServer.Configuration(dataDirectory: URL(fileURLWithPath: data))
             configuration.host = bind

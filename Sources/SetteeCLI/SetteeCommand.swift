@@ -108,11 +108,7 @@ struct DatabaseOptions: ParsableArguments {
     /// Opens the database; `creating: false` (commands that only read) fails
     /// when there is none rather than creating an empty one.
     func open(creating: Bool = true) throws -> Database {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .info : .warning
-            return handler
-        }
+        LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: verbose ? .info : .warning) }
         var options = Database.Options()
         if let maximumDocumentBytes { options.maximumDocumentBytes = maximumDocumentBytes }
         if let maximumDesignDocumentBytes { options.maximumDesignDocumentBytes = maximumDesignDocumentBytes }

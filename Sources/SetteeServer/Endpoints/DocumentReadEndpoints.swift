@@ -164,7 +164,7 @@ extension CouchResponder {
             }
             targetRevision = rev
         }
-        targetID = targetID.removingPercentEncoding ?? targetID
+        targetID = PercentDecoding.decode(targetID[...]) ?? targetID
         let sourceRevision = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch))
         guard let source = try await db.document(id, attachments: true) else {
             let deleted = try await db.documentIncludingDeleted(id)

@@ -33,7 +33,7 @@ struct CouchRequest: Sendable {
         let path = request.uri.path
         var segments: [String] = []
         for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let decoded = String(raw).removingPercentEncoding else {
+            guard let decoded = PercentDecoding.decode(raw) else {
                 throw CouchError.badRequest("invalid URL encoding in \(path)")
             }
             segments.append(decoded)
@@ -52,8 +52,7 @@ struct CouchRequest: Sendable {
         query.split(whereSeparator: { $0 == "&" || $0 == ";" }).map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             func decode(_ text: Substring) -> String {
-                let spaced = text.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
+                PercentDecoding.decode(text, plusIsSpace: true) ?? text.replacingOccurrences(of: "+", with: " ")
             }
             return (decode(parts[0]), parts.count > 1 ? decode(parts[1]) : "")
         }
