@@ -109,4 +109,28 @@ struct FindIntegerArgumentTests {
         }
         await server.stop()
     }
+
+    @Test("_index refuses w, and $size or $mod in partial_filter_selector, written as floats; integers are accepted")
+    func indexRequest() async throws {
+        let server = try await RunningServer()
+        _ = try await server.request("PUT", "/db")
+        let refused: [(String, JSONValue)] = [
+            (#"{"index": {"fields": ["n"], "partial_filter_selector": {"tags": {"$size": 2.0}}}}"#,
+             ["error": "bad_arg", "reason": "Bad argument for operator $size: 2.0"]),
+            (#"{"index": {"fields": ["n"], "partial_filter_selector": {"$or": [{"n": {"$mod": [2.0, 0]}}]}}}"#,
+             ["error": "bad_arg", "reason": "Bad argument for operator $mod: [2.0,0]"]),
+            (#"{"index": {"fields": ["n"]}, "w": 2.0}"#, ["error": "invalid_pos_integer", "reason": "2.0 is not an integer greater than zero"]),
+            (#"{"index": {"fields": ["n"], "partial_filter_selector": {"tags": {"$size": 1e0}}}, "w": 3.0}"#,
+             ["error": "invalid_pos_integer", "reason": "3.0 is not an integer greater than zero"]),
+        ]
+        for (body, expected) in refused {
+            let reply = try await server.request("POST", "/db/_index", body: Data(body.utf8))
+            #expect(reply.status == 400, "\(body)")
+            #expect(reply.json == expected, "\(body)")
+        }
+        let accepted = #"{"index": {"fields": ["n"], "partial_filter_selector": {"tags": {"$size": 2}, "n": {"$mod": [2, 0], "$gt": 1.5}}}, "w": 2}"#
+        let reply = try await server.request("POST", "/db/_index", body: Data(accepted.utf8))
+        #expect(reply.status == 200, "\(reply.json)")
+        await server.stop()
+    }
 }

@@ -21,23 +21,33 @@ extension FindRequest {
     ///   `invalid_pos_integer` for `r`.
     package static func refuseIntegersWrittenAsFloats(jsonText text: [UInt8], selectorKeys: [String] = ["selector"]) throws(MangoError) {
         try refuseFractionalModArguments(jsonText: text)
+        try refuseFloats(jsonText: text, selectorPaths: selectorKeys.map { [$0] }, nonNegative: ["limit", "skip"], positive: ["r"])
+    }
+
+    /// Throws for a `$size` written as a float in the selectors at
+    /// `selectorPaths` (member names from the top), then for a member of the
+    /// top object named in `nonNegative` (`invalid_non_neg_integer`) or
+    /// `positive` (`invalid_pos_integer`) written as a float.
+    static func refuseFloats(jsonText text: [UInt8], selectorPaths: [[String]], nonNegative: Set<String> = [],
+                             positive: Set<String> = []) throws(MangoError) {
         // Most requests write no number with a fraction or an exponent: one pass over the bytes says so.
         guard writesAFloat(text), let body = try? JSONParser.parse(text),
               let forms = try? text.withUnsafeBytes({ try Condition.numberForms($0) }) else { return }
-        let members = lastOfEach(body, forms)
-        for (key, value, form) in members where selectorKeys.contains(key) {
-            try refuseFloatSize(value, form: form)
+        for path in selectorPaths {
+            var found: (value: JSONValue, form: JSONValue)? = (body, forms)
+            for key in path {
+                found = found.flatMap { found in lastOfEach(found.value, found.form).last { $0.key == key }.map { ($0.value, $0.form) } }
+            }
+            if let found { try refuseFloatSize(found.value, form: found.form) }
         }
-        for (key, value, form) in members where form == .bool(true) {
+        for (key, value, form) in lastOfEach(body, forms) where form == .bool(true) {
             guard case .number(let number) = value else { continue }
             let written = String(decoding: ErlangFormat.floatText(number), as: UTF8.self)
-            switch key {
-            case "limit", "skip":
+            if nonNegative.contains(key) {
                 throw MangoError(error: "invalid_non_neg_integer", reason: "\(written) is not an integer greater than or equal to zero")
-            case "r":
+            }
+            if positive.contains(key) {
                 throw MangoError(error: "invalid_pos_integer", reason: "\(written) is not an integer greater than zero")
-            default:
-                continue
             }
         }
     }
