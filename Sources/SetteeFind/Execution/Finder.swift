@@ -57,7 +57,7 @@ package struct Finder {
             last = lastID.map { Bookmark(key: .string($0), id: $0) }
         } else if let reader {
             (documents, last) = try IndexRead(index: plan.index, ranges: plan.ranges, selector: selector, projection: projection,
-                                              request: request, descending: descending).run(after: bookmark, reader: reader, stats: &stats)
+                                              request: request, descending: descending, store: store).run(after: bookmark, reader: reader, stats: &stats)
         } else {
             throw MangoError(status: 500, error: "unknown_error", reason: "no reader for the index \(plan.index.name)")
         }

@@ -1,4 +1,5 @@
 import SetteeCore
+import SetteeStorage
 import SetteeViews
 
 /// Reads the rows of a `find` JSON index: one view query, with the documents.
@@ -16,6 +17,9 @@ struct IndexRead {
     let projection: FieldProjection
     let request: FindRequest
     let descending: Bool
+    /// The documents' store, for a covering read (which reads no document)
+    /// to leave out the documents past their expiration time; nil for none.
+    var store: DocumentStore? = nil
 
     /// An end key's last element that sorts after every JSON value, non-empty
     /// objects included (`{}` sorts before them): an object whose one member's

@@ -79,7 +79,7 @@ public struct FindRequest: Sendable {
     /// - Throws: ``MangoError`` as CouchDB words it, or a JSON parse error.
     public init(json: String) throws {
         let value = try JSONValue(parsing: json)
-        try Self.refuseFractionalModArguments(jsonText: Array(json.utf8))
+        try Self.refuseIntegersWrittenAsFloats(jsonText: Array(json.utf8))
         try self.init(json: value)
     }
 

@@ -13,7 +13,7 @@ extension UnnestRequest {
     ///   floats…), or a JSON parse error.
     public init(json: String) throws {
         let value = try JSONValue(parsing: json)
-        try FindRequest.refuseFractionalModArguments(jsonText: Array(json.utf8))
+        try FindRequest.refuseIntegersWrittenAsFloats(jsonText: Array(json.utf8), selectorKeys: ["selector", "element"])
         try self.init(json: value)
     }
 

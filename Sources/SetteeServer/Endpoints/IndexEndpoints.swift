@@ -14,7 +14,9 @@ extension CouchResponder {
             case .get, .head: return try await listIndexes(db, request)
             case .post:
                 try request.requireContentType()
-                let created = try await db.createIndex(try IndexRequest(json: try await request.jsonObjectBody()))
+                let body = try await request.jsonObjectBody()
+                try IndexRequest.refuseIntegersWrittenAsFloats(jsonText: try await request.bodyBytes())
+                let created = try await db.createIndex(try IndexRequest(json: body))
                 return CouchResponse.json(.ok, created.json)
             default: throw CouchError.methodNotAllowed("GET,POST")
             }
