@@ -17,6 +17,7 @@ struct Benchmark {
         var attachmentMegabytes: Int?
         var arguments = CommandLine.arguments.dropFirst()
         var wakeUpOnly = false
+        var findOnly = false
         var queryOnlyDirectory: URL?
         var queryOnlyKind: String?
         var importOnlyDirectory: URL?
@@ -28,6 +29,7 @@ struct Benchmark {
                 // The other process of the wake-up figures.
                 return try WakeUpBenchmark.putAndReport(database: arguments.popFirst() ?? "", id: arguments.popFirst() ?? "")
             case "--wake-up": wakeUpOnly = true
+            case "--find-only": findOnly = true
             case "--docs": documentCount = Int(arguments.popFirst() ?? "") ?? documentCount
             case "--workers": workerCount = Int(arguments.popFirst() ?? "") ?? workerCount
             case "--query-runs": queryRuns = Int(arguments.popFirst() ?? "") ?? queryRuns
@@ -38,7 +40,7 @@ struct Benchmark {
             case "--import-only": importOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-import-bench")
             case "--runs": importRuns = Int(arguments.popFirst() ?? "") ?? importRuns
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--updates N (only: N documents updated five times)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--find-only (only: the find figures, no JavaScript)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--updates N (only: N documents updated five times)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-again|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)]")
                 return
             }
         }
@@ -52,6 +54,7 @@ struct Benchmark {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         if let updateCount { return try UpdateBenchmark.run(count: updateCount, in: directory) }
+        if findOnly { return try FindOnlyBenchmark.run(in: directory, documentCount: documentCount, queryRuns: min(queryRuns, 2000)) }
         if let attachmentMegabytes {
             try AttachmentBenchmark.run(megabytes: attachmentMegabytes, in: directory)
             return
@@ -392,6 +395,14 @@ struct Benchmark {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return usage.ru_majflt
+    }
+
+    /// Page faults of this process that found the page in memory (a page of
+    /// the map touched for the first time, or again after it was released).
+    static func minorFaults() -> Int {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_minflt
     }
 
     static func cpuSeconds() -> Double {

@@ -142,6 +142,36 @@ struct FindResultTests {
         result.found = [FoundDocument(["_id": "z"])]
         #expect(result.documents == [["_id": "z"]], "the parsed documents follow a change of what was found")
     }
+
+    @Test("The response text is the bytes writeJSON writes: stored texts with characters beyond ASCII, values, warning and statistics")
+    func responseTextIsTheWrittenBytes() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try db.write { batch in
+            try batch.put(#"{"_id": "z1", "city": "Zürich", "note": "日本語 🙂", "n": 1}"#)
+            try batch.put(#"{"_id": "z2", "city": "Kraków", "n": 2}"#)
+            try batch.put(#"{"_id": "z3", "city": "Oslo", "n": 3}"#)
+        }
+        func expectSameText(_ result: FindResult, _ comment: Comment) {
+            var bytes: [UInt8] = []
+            result.writeJSON(into: &bytes)
+            #expect(Array(result.jsonText.utf8) == bytes, comment)
+            #expect((try? JSONValue(parsing: result.jsonText)) == result.json, comment)
+        }
+        // Scanned (a warning), with statistics; then through an index (none); with fields (values).
+        let scanned = try db.find(FindRequest(json: #"{"selector": {"n": {"$gt": 0}}, "execution_stats": true}"#))
+        #expect(scanned.warning != nil && scanned.found.count == 3)
+        #expect(scanned.jsonText.contains("日本語 🙂"))
+        expectSameText(scanned, "scanned")
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["n"]}, "name": "n"}"#))
+        let indexed = try db.find(FindRequest(json: #"{"selector": {"n": {"$gt": 0}}, "limit": 2}"#))
+        #expect(indexed.warning == nil && indexed.found.count == 2)
+        expectSameText(indexed, "indexed")
+        let fields = try db.find(FindRequest(json: #"{"selector": {"n": {"$gt": 0}}, "fields": ["city"]}"#))
+        #expect(fields.jsonText.hasPrefix(#"{"docs":[{"city":"Zürich"},{"city":"Kraków"},{"city":"Oslo"}],"bookmark":""#))
+        expectSameText(fields, "fields")
+        expectSameText(try db.find(FindRequest(selector: ["n": 4])), "nothing found")
+    }
 }
 
 @Suite("find's index list: read once per change of the design documents")

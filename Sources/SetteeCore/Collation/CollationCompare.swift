@@ -1,3 +1,4 @@
+import Foundation
 import CSetteeCollation
 
 extension CollationKey {
@@ -8,6 +9,8 @@ extension CollationKey {
     /// Used to check the encoding and to validate queries (e.g. `startkey` after
     /// `endkey`). Iterative, so any nesting depth is fine.
     package static func compare(_ a: JSONValue, _ b: JSONValue, mode: CollationMode) -> Int {
+        // Two strings, the common case (a selector's condition on a document's value): compared directly.
+        if case .string(let x) = a, case .string(let y) = b { return compareStrings(x, y, mode: mode) }
         let tags = Tags(mode)
         var stack: [CompareFrame] = []
         var left = a
@@ -92,6 +95,11 @@ extension CollationKey {
         var y = y
         return x.withUTF8 { xBytes in
             y.withUTF8 { yBytes in
+                // The same bytes are the same string in either order (a selector's
+                // equality on the value an index found): no collator needed.
+                if xBytes.count == yBytes.count && (xBytes.count == 0 || memcmp(xBytes.baseAddress!, yBytes.baseAddress!, xBytes.count) == 0) {
+                    return 0
+                }
                 switch mode {
                 case .unicode:
                     let result = settee_collation_compare(

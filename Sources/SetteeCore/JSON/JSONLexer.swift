@@ -456,6 +456,13 @@ package struct JSONLexer {
     /// Iterative, with a bit per open container, so arbitrarily deep input ends in
     /// the depth error rather than a stack overflow.
     package mutating func skipValue(depth: Int, maximumDepth: Int) throws(JSONParseError) {
+        skipWhitespace()
+        // A string, the most common value skipped (a member before the one looked
+        // for): passed without setting up the containers' stack.
+        if position < count && byte(at: position) == UInt8(ascii: "\"") {
+            _ = try skipString()
+            return
+        }
         var open = ContainerStack()
         nextValue: while true {
             skipWhitespace()

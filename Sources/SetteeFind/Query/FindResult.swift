@@ -89,9 +89,18 @@ public struct FindResult: Sendable {
     /// The response body as CouchDB writes it (``json``, as compact text),
     /// each document's stored text copied into it.
     public var jsonText: String {
-        var out: [UInt8] = []
-        writeJSON(into: &out)
-        return String(decoding: out, as: UTF8.self)
+        // Made by appending the documents' own strings: text already known to be
+        // UTF-8 is copied as it is, not checked again as bytes turned into a string would be.
+        var text = #"{"docs":["#
+        text.reserveCapacity(found.reduce(64 + bookmark.utf8.count) { $0 + $1.utf8Count + 1 })
+        for (position, document) in found.enumerated() {
+            if position > 0 { text += "," }
+            document.appendJSON(to: &text)
+        }
+        var tail: [UInt8] = []
+        writeTail(into: &tail)
+        text += String(decoding: tail, as: UTF8.self)
+        return text
     }
 
     /// Appends the response body (see ``jsonText``) to `out`: what a server
@@ -103,6 +112,11 @@ public struct FindResult: Sendable {
             if position > 0 { out.append(UInt8(ascii: ",")) }
             document.writeJSON(into: &out)
         }
+        writeTail(into: &out)
+    }
+
+    /// What follows the documents: the bookmark, warning and statistics, and the closing brace.
+    private func writeTail(into out: inout [UInt8]) {
         out.append(contentsOf: #"],"bookmark":"#.utf8)
         JSONWriter.writeString(bookmark, into: &out)
         if let warning {

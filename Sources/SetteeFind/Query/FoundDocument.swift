@@ -69,6 +69,14 @@ public struct FoundDocument: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Appends the document's JSON text to `text`.
+    func appendJSON(to text: inout String) {
+        switch content {
+        case .text(let json): text += json
+        case .value(let value): text += value.jsonText
+        }
+    }
+
     /// The text's length in bytes, or a guess for a value (to reserve room).
     var utf8Count: Int {
         if case .text(let text) = content { return text.utf8.count }
