@@ -24,6 +24,12 @@ struct RequestThreadsTests {
         let elsewhere = try await db.write { _ in Self.isRequestThread(threads) }
         #expect(onRequestThread)
         #expect(!elsewhere)
+        // Named as the system shows them (top -H, debuggers).
+        let names = try await Task(executorPreference: threads) {
+            try await db.write { _ in NamedThread.currentSystemName }
+        }.value
+        #expect(names == "test.request")
+        #expect(try await db.write { _ in NamedThread.currentSystemName } == "settee.database")
     }
 
     @Test("A call that blocks a request thread is replaced while jobs wait; the extra thread ends once it returns")

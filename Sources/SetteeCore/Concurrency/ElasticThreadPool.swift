@@ -73,10 +73,7 @@ package final class ElasticThreadPool: @unchecked Sendable {
     /// Starts a thread for `worker`, whose first job is in its mailbox (a
     /// thread's closure lives as long as the thread: it must not hold the job).
     private func start(_ worker: Worker) {
-        let thread = Thread { [self] in work(worker) }
-        thread.name = name
-        thread.stackSize = stackSize
-        thread.start()
+        NamedThread.start(name: name, stackSize: stackSize) { [self] in work(worker) }
     }
 
     /// A thread's life: runs its jobs until none comes for `idleTimeout`.

@@ -62,9 +62,7 @@ final class RequestThreads: TaskExecutor, BlockingWorkHost, @unchecked Sendable 
         condition.lock()
         for _ in 0..<target { startThread() }
         condition.unlock()
-        let watcher = Thread { [self] in watch() }
-        watcher.name = "\(name).watcher"
-        watcher.start()
+        NamedThread.start(name: String("\(name).watch".prefix(15)), stackSize: 1 << 20) { [self] in watch() }
     }
 
     /// Queues a job for the next free thread.
@@ -150,10 +148,8 @@ final class RequestThreads: TaskExecutor, BlockingWorkHost, @unchecked Sendable 
         threads += 1
         let slot = Slot()
         slots.append(slot)
-        let thread = Thread { [self] in work(slot) }
-        thread.name = name
-        thread.stackSize = 8 << 20   // as the main thread: request handlers may recurse deeply (JSON, selectors)
-        thread.start()
+        // 8 MiB, as the main thread's: request handlers may recurse deeply (JSON, selectors).
+        NamedThread.start(name: name) { [self] in work(slot) }
     }
 
     /// A thread's loop: takes the oldest job and runs it, until shut down
