@@ -97,7 +97,7 @@ extension DocumentStore {
         }
         let revision = edit.revision(following: parent, attachmentsTerm: attached?.term ?? deletionTerm)
         tree.extend(parent, with: revision, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
-        tree.prune(to: try revisionsLimit(in: transaction))
+        tree.prune(to: try revisionsLimit(inWrite: transaction))
         try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)
         return WriteResult(id: id, revision: revision, sequence: sequence)
     }
@@ -158,7 +158,7 @@ extension DocumentStore {
                 try withLeafRecord(extended, leaf, key: key) { try releaseAttachments(of: $0, in: transaction) }
             }
             _ = tree.merge(path: path, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
-            tree.prune(to: try revisionsLimit ?? self.revisionsLimit(in: transaction))
+            tree.prune(to: try revisionsLimit ?? self.revisionsLimit(inWrite: transaction))
             try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)
             return WriteResult(id: id, revision: revision, sequence: sequence)
         }
