@@ -16,4 +16,20 @@ extension Database {
     public func documentIncludingDeletedWithConflicts(_ id: String) async throws -> Document? {
         try await background { try self.documentIncludingDeletedWithConflicts(id) }
     }
+
+    /// The live document with the bytes of its attachments inline (as
+    /// `document(_:attachments:since:)` reads it with `attachments`
+    /// true) and `"_conflicts"` in its body when it has live losing leaves,
+    /// read in one snapshot: the document as CouchDB's changes feed shows it
+    /// with `include_docs=true`, `attachments=true` and `conflicts=true`.
+    /// - Returns: nil when the document does not exist or was deleted.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
+    public func documentWithAttachmentsAndConflicts(_ id: String) throws -> Document? {
+        try store.documentWithAttachments(id, conflicts: true)
+    }
+
+    /// The document with its attachments and `_conflicts` (see `documentWithAttachmentsAndConflicts(_:)`).
+    public func documentWithAttachmentsAndConflicts(_ id: String) async throws -> Document? {
+        try await background { try self.documentWithAttachmentsAndConflicts(id) }
+    }
 }

@@ -86,11 +86,12 @@ extension Database {
     /// refuses only the one).
     ///
     /// A design document that could not be used is refused too (see
-    /// ``DocumentEdit/checkDesignDocument()``).
+    /// ``DocumentEdit/checkDesignDocument(databaseIsPartitioned:)``).
     func refuseOverIndexLimit(_ edit: DocumentEdit, in transaction: LMDBTransaction) throws {
         let written: DesignDocument?
+        let partitioned = try edit.id?.hasPrefix("_design/") == true && DatabaseProperties.isPartitioned(store, in: transaction)
         do {
-            written = try edit.checkDesignDocument()
+            written = try edit.checkDesignDocument(databaseIsPartitioned: partitioned)
         } catch {
             throw DocumentError(.invalidDesignDocument, error.description, id: edit.id)
         }

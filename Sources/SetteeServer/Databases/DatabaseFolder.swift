@@ -91,6 +91,7 @@ public final class DatabaseFolder: Sendable {
         options.createIfMissing = creating
         // Opening outside the lock: two first requests may both open; the first kept wins.
         let database = try Database(at: directory, options: options, logger: logger)
+        if !options.readOnly { try DatabaseLimits(directory: directory).moveRevisionsLimit(into: database) }
         return open.withLock { open in
             if let kept = open[name] { database.close(); return kept }
             open[name] = database

@@ -35,9 +35,27 @@ struct DatabaseLimits {
         try Self.lock.withLock { _ in
             var values = stored()
             values[key] = value
-            let json = JSONValue.object(values.sorted { $0.key < $1.key }.map { ($0.key, .number(Double($0.value))) })
-            try Data(json.jsonText.utf8).write(to: file, options: .atomic)
+            try save(values)
         }
+    }
+
+    /// Moves a `_revs_limit` that older Settee versions kept in this file
+    /// into `database` (`Database.setRevisionsLimit(_:)`), then drops it from
+    /// the file (and the file once nothing is left in it). The database is
+    /// set first, so that a move cut short is made again at the next open.
+    func moveRevisionsLimit(into database: Database) throws {
+        try Self.lock.withLock { _ in
+            var values = stored()
+            guard let limit = values.removeValue(forKey: "revs_limit") else { return }
+            // A value no version could have set is dropped, not moved.
+            if limit >= 1, limit <= Int(Int32.max) { try database.setRevisionsLimit(limit) }
+            if values.isEmpty { try FileManager.default.removeItem(at: file) } else { try save(values) }
+        }
+    }
+
+    private func save(_ values: [String: Int]) throws {
+        let json = JSONValue.object(values.sorted { $0.key < $1.key }.map { ($0.key, .number(Double($0.value))) })
+        try Data(json.jsonText.utf8).write(to: file, options: .atomic)
     }
 
     private func stored() -> [String: Int] {

@@ -214,7 +214,8 @@ struct ChangesStream: Sendable {
         var documents: [Document?] = []
         documents.reserveCapacity(changes.count)
         for change in changes {
-            if query.attachments, !change.isDeleted, let document = try await db.document(change.id, attachments: true) {
+            if query.attachments, !change.isDeleted, let document = query.conflicts && query.includeDocs
+                ? try await db.documentWithAttachmentsAndConflicts(change.id) : try await db.document(change.id, attachments: true) {
                 documents.append(document)
             } else if query.conflicts && query.includeDocs {
                 documents.append(try await db.documentIncludingDeletedWithConflicts(change.id))

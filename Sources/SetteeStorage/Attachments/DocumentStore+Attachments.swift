@@ -132,32 +132,48 @@ extension DocumentStore {
     /// revision of `since` counts as one the document had when its
     /// generation is not past the current one's.
     package func documentWithAttachments(_ id: String, since: [Revision]? = nil) throws -> Document? {
+        try environment.read { try documentWithAttachments(id, since: since, in: $0) }
+    }
+
+    /// The live document `id` with the bytes of its attachments and, with
+    /// `conflicts`, `"_conflicts"` when it has live losing leaves, read in one
+    /// snapshot (CouchDB's changes feed with `attachments=true` and `conflicts=true`).
+    package func documentWithAttachments(_ id: String, conflicts: Bool) throws -> Document? {
         try environment.read { transaction in
-            guard let document = try record(id, in: transaction), !document.isDeleted else { return nil }
-            let stubs = try document.body.withUnsafeBytes { try AttachmentStub.stubs(inBody: $0) }
-            if stubs.isEmpty { return document }
-            let after = since?.map(\.generation).filter { $0 <= document.revision.generation }.max().map(Int.init) ?? 0
-            var body = document.body.withUnsafeBytes { AttachmentStub.bodyWithoutAttachments($0) }
-            body.removeLast()
-            if body.count > 1 { body.append(UInt8(ascii: ",")) }
-            body.append(contentsOf: #""_attachments":{"#.utf8)
-            for (index, stub) in stubs.enumerated() {
-                if index > 0 { body.append(UInt8(ascii: ",")) }
-                guard stub.revpos > after else {
-                    stub.appendJSON(into: &body)
-                    continue
-                }
-                var data: [UInt8] = []
-                data.reserveCapacity(stub.length)
-                guard let bodies = attachmentBodies,
-                      try bodies.forEachChunk(stub.digest, in: transaction, { data.append(contentsOf: $0) }) else {
-                    throw Self.missingBody(stub, id: id, path: environment.path)
-                }
-                stub.appendJSON(data: data, into: &body)
-            }
-            body.append(contentsOf: "}}".utf8)
-            return Document(id: document.id, revision: document.revision, sequence: document.sequence, isDeleted: false, body: body)
+            guard let document = try documentWithAttachments(id, in: transaction) else { return nil }
+            guard conflicts else { return document }
+            let body = try addingConflicts(to: String(decoding: document.body, as: UTF8.self), id: id, deleted: false, in: transaction)
+            return Document(id: document.id, revision: document.revision, sequence: document.sequence, isDeleted: false, body: Array(body.utf8))
         }
+    }
+
+    /// The live document `id` with its attachments' bytes, as `transaction`
+    /// sees it (see ``documentWithAttachments(_:since:)``).
+    package func documentWithAttachments(_ id: String, since: [Revision]? = nil, in transaction: LMDBTransaction) throws -> Document? {
+        guard let document = try record(id, in: transaction), !document.isDeleted else { return nil }
+        let stubs = try document.body.withUnsafeBytes { try AttachmentStub.stubs(inBody: $0) }
+        if stubs.isEmpty { return document }
+        let after = since?.map(\.generation).filter { $0 <= document.revision.generation }.max().map(Int.init) ?? 0
+        var body = document.body.withUnsafeBytes { AttachmentStub.bodyWithoutAttachments($0) }
+        body.removeLast()
+        if body.count > 1 { body.append(UInt8(ascii: ",")) }
+        body.append(contentsOf: #""_attachments":{"#.utf8)
+        for (index, stub) in stubs.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            guard stub.revpos > after else {
+                stub.appendJSON(into: &body)
+                continue
+            }
+            var data: [UInt8] = []
+            data.reserveCapacity(stub.length)
+            guard let bodies = attachmentBodies,
+                  try bodies.forEachChunk(stub.digest, in: transaction, { data.append(contentsOf: $0) }) else {
+                throw Self.missingBody(stub, id: id, path: environment.path)
+            }
+            stub.appendJSON(data: data, into: &body)
+        }
+        body.append(contentsOf: "}}".utf8)
+        return Document(id: document.id, revision: document.revision, sequence: document.sequence, isDeleted: false, body: body)
     }
 }
 

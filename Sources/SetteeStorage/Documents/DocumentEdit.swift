@@ -18,6 +18,9 @@ package struct DocumentEdit: Sendable {
     /// The `_attachments` member (new bytes and stubs), or nil when the
     /// document has none: `body` never holds it.
     package var attachments: [AttachmentEdit]?
+    /// The `_attachments` a deletion carries: its tombstone keeps none, but
+    /// they are hashed into its revision id (``DocumentStore/deletionAttachmentsTerm(of:id:current:)``).
+    package var deletionAttachments: [AttachmentEdit]?
     /// `_revisions` as given (`{"start": N, "ids": [...]}`): the revision and
     /// its ancestors, newest first. Only a replicated write uses it.
     package var revisionHistory: [Revision]?
@@ -93,6 +96,7 @@ package struct DocumentEdit: Sendable {
         self.revision = revision
         self.deleted = deleted
         self.attachments = deleted ? nil : attachments
+        self.deletionAttachments = deleted ? attachments : nil
         self.revisionHistory = revisionHistory
         if let hash = RevisionHash.ofUniqueKeys(deleted: deleted, previous: revision, body: body, attachmentsTerm: nil) {
             self.body = body

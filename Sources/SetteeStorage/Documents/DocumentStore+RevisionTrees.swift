@@ -86,14 +86,18 @@ extension DocumentStore {
         if let validation { try validation.validate(edit, id: id, current: record) }
         let parentLeaf = tree.leaves[parent]!
         var attached: (body: [UInt8], term: [UInt8])?
+        var deletionTerm: [UInt8]?
         if edit.attachments != nil || parentLeaf.hasAttachments {
             attached = try withLeafRecord(parent, parentLeaf, key: key) { current in
-                try writeAttachments(of: edit, id: id, current: current, generation: Int(parent.generation) + 1, in: transaction)
+                deletionTerm = try deletionAttachmentsTerm(of: edit, id: id, current: current)
+                return try writeAttachments(of: edit, id: id, current: current, generation: Int(parent.generation) + 1, in: transaction)
             }
+        } else {
+            deletionTerm = try deletionAttachmentsTerm(of: edit, id: id, current: nil)
         }
-        let revision = edit.revision(following: parent, attachmentsTerm: attached?.term)
+        let revision = edit.revision(following: parent, attachmentsTerm: attached?.term ?? deletionTerm)
         tree.extend(parent, with: revision, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
-        tree.prune(to: try revisionsLimit(in: transaction))
+        tree.prune(to: try revisionsLimit(inWrite: transaction))
         try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)
         return WriteResult(id: id, revision: revision, sequence: sequence)
     }
@@ -154,7 +158,7 @@ extension DocumentStore {
                 try withLeafRecord(extended, leaf, key: key) { try releaseAttachments(of: $0, in: transaction) }
             }
             _ = tree.merge(path: path, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
-            tree.prune(to: try revisionsLimit ?? self.revisionsLimit(in: transaction))
+            tree.prune(to: try revisionsLimit ?? self.revisionsLimit(inWrite: transaction))
             try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)
             return WriteResult(id: id, revision: revision, sequence: sequence)
         }

@@ -2,6 +2,7 @@ import CSetteeLMDB
 import Foundation
 import Logging
 import SetteeCore
+import Synchronization
 
 /// Documents in LMDB: the current revision of each document, and the changes
 /// feed (one entry per document, at the sequence number of its latest write).
@@ -36,6 +37,9 @@ package final class DocumentStore: Sendable {
     package let expirationTimes: LMDBTable?
     /// Revision trees of the documents that have one (``RevisionTree``).
     package let revisionTrees: LMDBTable?
+    /// `_revs_limit` as the latest write transaction read it, by that
+    /// transaction's id (``revisionsLimit(inWrite:)``).
+    let writtenRevisionsLimit = Mutex<(transaction: Int, limit: Int)?>(nil)
 
     package init(environment: LMDBEnvironment, logger: Logger, validation: (any DocumentWriteValidation)? = nil, sizeLimits: DocumentSizeLimits) throws {
         self.environment = environment
@@ -208,16 +212,17 @@ package final class DocumentStore: Sendable {
             let wasDeleted = current?.isDeleted
             // Attachments: only an edit that names some, or replaces a revision that had some, pays for them.
             var attached: (body: [UInt8], term: [UInt8])?
+            let deletionTerm = try deletionAttachmentsTerm(of: edit, id: id, current: current)
             if edit.attachments != nil || current?.hasAttachments == true {
                 attached = try writeAttachments(of: edit, id: id, current: current, generation: Int((previous?.generation ?? 0) + 1), in: transaction)
             }
-            let revision = edit.revision(following: previous, attachmentsTerm: attached?.term)
+            let revision = edit.revision(following: previous, attachmentsTerm: attached?.term ?? deletionTerm)
             (attached?.body ?? edit.body).withUnsafeBytes {
                 DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch,
                                       hasAttachments: attached != nil)
             }
             try scratch.withUnsafeBytes { try transaction.put(docs, key, $0) }
-            if let previous { try keepAncestors(key, parent: previous, limit: try revisionsLimit(in: transaction), in: transaction, scratch: &scratch) }
+            if let previous { try keepAncestors(key, parent: previous, limit: try revisionsLimit(inWrite: transaction), in: transaction, scratch: &scratch) }
             if let previousSequence {
                 try withUnsafeBytes(of: previousSequence.bigEndian) { _ = try transaction.delete(seqs, $0) }
             }

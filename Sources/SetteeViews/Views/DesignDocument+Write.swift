@@ -12,10 +12,13 @@ extension DocumentEdit {
     /// stored unchecked, as CouchDB stores one for a query server it does not
     /// have; a deletion is not checked.
     ///
+    /// - Parameter databaseIsPartitioned: Whether the database is
+    ///   partitioned: its views are then partitioned unless the design
+    ///   document says otherwise, each another index than the same view kept globally.
     /// - Returns: The design document written, or nil when the edit writes
     ///   none that is checked.
     @discardableResult
-    package func checkDesignDocument() throws(DesignDocumentError) -> DesignDocument? {
+    package func checkDesignDocument(databaseIsPartitioned: Bool = false) throws(DesignDocumentError) -> DesignDocument? {
         guard let id, id.hasPrefix("_design/"), !deleted,
               case .object(let members)? = try? body.withUnsafeBytes({ try JSONParser.parse($0) }) else { return nil }
         let json = JSONValue.object([(key: "_id", value: .string(id))] + members)
@@ -23,6 +26,6 @@ extension DocumentEdit {
             try DesignDocumentFieldTypes.check(json)
             return nil
         }
-        return try DesignDocument(json: json)
+        return try DesignDocument(json: json, databaseIsPartitioned: databaseIsPartitioned)
     }
 }
