@@ -28,10 +28,13 @@ struct JSONMemberLocatorValidTextTests {
         #"{}"#,
         #"{"customer":"first","customer":"second"}"#,
         #"{"list":[{"a":1},{"customer":"in an array"}],"n":0}"#,
+        #"{"cust\"omer":1,"a\\b":2,"\u0063ustomer":3,"customer":4," spaced ":5}"#,
+        "{ \"a\" \n : 1 ,\t\"customer\"\r\n:\n\"ws\" }",
     ]
 
     static let paths = [["customer"], ["customer", "name"], ["customer", "1", "y"], ["customer", "0"], ["list", "1", "customer"],
-                        ["list", "5"], ["b", "1", "1", "1", "x"], ["a"], ["after"], ["missing"], ["n"], ["d"]]
+                        ["list", "5"], ["b", "1", "1", "1", "x"], ["a"], ["after"], ["missing"], ["n"], ["d"],
+                        ["cust\"omer"], ["a\\b"], [" spaced "]]
 
     @Test("finds what the validating lookup finds", arguments: documents)
     func sameLookups(document: String) throws {
