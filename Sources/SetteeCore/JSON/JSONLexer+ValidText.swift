@@ -41,22 +41,6 @@ extension JSONLexer {
         }
     }
 
-    /// Reads an object key with its colon in valid JSON text, as
-    /// ``skipKey()`` reads it (the key's quote-to-quote range and whether it
-    /// has escapes) without validating it.
-    @inline(__always)
-    package mutating func skipValidKey() -> (range: Range<Int>, hasEscapes: Bool) {
-        skipWhitespace()
-        let start = position
-        skipValidString()
-        let end = position
-        let hasEscapes = end &- start > 2 && memchr(base + (start &+ 1), Int32(UInt8(ascii: "\\")), end &- start &- 2) != nil
-        skipWhitespace()
-        // The colon.
-        if position < count { position &+= 1 }
-        return (start..<end, hasEscapes)
-    }
-
     /// Moves past the string whose opening quote is at `position`, in valid
     /// JSON text: to just after the first quote not escaped by a backslash.
     @inline(__always)

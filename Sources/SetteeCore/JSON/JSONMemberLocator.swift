@@ -36,7 +36,7 @@ package enum JSONMemberLocator {
                 if lexer.next(is: UInt8(ascii: "}")) { return .notFound }
                 var found = false
                 repeat {
-                    let key = assumingValid ? lexer.skipValidKey() : try lexer.skipKey()
+                    let key = try lexer.skipKey()
                     lexer.skipWhitespace()
                     if keyEquals(key, part, in: &lexer) {
                         found = true

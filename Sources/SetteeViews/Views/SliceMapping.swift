@@ -195,9 +195,7 @@ struct SliceMapping {
         let sequence = documents.sequences[document]
         let emitter = emitter
         var indexed: IndexedDocument?
-        // By position: an element is not copied (nor its indexer retained) per document.
-        for index in indexers.indices where sequences[indexers[index].target] < sequence {
-            let target = indexers[index].target
+        for (target, indexer) in indexers where sequences[target] < sequence {
             let firstRow = output.rows.count
             defer { output.orderEqualKeysByValue(fromRow: firstRow, scratch: &equalKeyScratch) }
             if indexed == nil {
@@ -209,7 +207,7 @@ struct SliceMapping {
             }
             emitter.reset()
             do {
-                try indexers[index].indexer.map(indexed!, emitter)
+                try indexer.map(indexed!, emitter)
             } catch {
                 // As a JavaScript map function that throws: no rows, the error logged and counted.
                 output.errors.append((document, target, JavaScriptError(kind: .runtime, message: "\(error)")))
