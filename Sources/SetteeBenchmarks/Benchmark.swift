@@ -22,6 +22,7 @@ struct Benchmark {
         var queryOnlyKind: String?
         var importOnlyDirectory: URL?
         var importRuns = 1
+        var buildOnlyDirectory: URL?
         var updateCount: Int?
         while let argument = arguments.popFirst() {
             switch argument {
@@ -39,13 +40,17 @@ struct Benchmark {
             case "--only": queryOnlyKind = arguments.popFirst()
             case "--import-only": importOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-import-bench")
             case "--runs": importRuns = Int(arguments.popFirst() ?? "") ?? importRuns
+            case "--build-only": buildOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-build-bench")
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--find-only (only: the find figures, no JavaScript)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--updates N (only: N documents updated five times)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-again|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--find-only (only: the find figures, no JavaScript)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--updates N (only: N documents updated five times)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-again|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)] [--build-only DIR [--only js|json] (only: the one-view JavaScript build and the one-field JSON index build, on copies of a database kept in DIR)]")
                 return
             }
         }
         if let importOnlyDirectory {
             return try ImportOnlyBenchmark.run(in: importOnlyDirectory, documentCount: documentCount, runs: importRuns)
+        }
+        if let buildOnlyDirectory {
+            return try BuildOnlyBenchmark.run(in: buildOnlyDirectory, documentCount: documentCount, only: queryOnlyKind)
         }
         if let queryOnlyDirectory {
             return try QueryOnlyBenchmark.run(in: queryOnlyDirectory, documentCount: documentCount, queryRuns: queryRuns, only: queryOnlyKind)

@@ -16,8 +16,14 @@ package enum JSONMemberLocator {
 
     /// The value at `path` in `bytes` (one JSON value), the first member of
     /// each name as CouchDB's `get_field` takes it.
+    ///
+    /// `assumingValid`: the text is known to be valid JSON (a stored
+    /// document's), so the values passed on the way are skipped without
+    /// being validated (``JSONLexer/skipValidValue()``), at a fraction of
+    /// the cost; the lookup is the same.
     /// - Throws: When the text is not valid JSON on the way.
-    package static func locate(_ path: [[UInt8]], in bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> Lookup {
+    package static func locate(_ path: [[UInt8]], in bytes: UnsafeRawBufferPointer,
+                               assumingValid: Bool = false) throws(JSONParseError) -> Lookup {
         var lexer = JSONLexer(bytes)
         lexer.skipWhitespace()
         var valueStart = lexer.position
@@ -36,7 +42,11 @@ package enum JSONMemberLocator {
                         found = true
                         break
                     }
-                    try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
+                    if assumingValid {
+                        lexer.skipValidValue()
+                    } else {
+                        try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
+                    }
                 } while try lexer.skipElementSeparator(closing: UInt8(ascii: "}"))
                 if !found { return .notFound }
             case UInt8(ascii: "["):
@@ -46,7 +56,11 @@ package enum JSONMemberLocator {
                 if lexer.next(is: UInt8(ascii: "]")) { return .badPath }
                 var current = 0
                 while current < index {
-                    try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
+                    if assumingValid {
+                        lexer.skipValidValue()
+                    } else {
+                        try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
+                    }
                     guard try lexer.skipElementSeparator(closing: UInt8(ascii: "]")) else { return .badPath }
                     current += 1
                 }
@@ -56,7 +70,11 @@ package enum JSONMemberLocator {
             }
             valueStart = lexer.position
         }
-        try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
+        if assumingValid {
+            lexer.skipValidValue()
+        } else {
+            try lexer.skipValue(depth: 1, maximumDepth: JSONParser.defaultMaximumDepth)
+        }
         return .found(valueStart..<lexer.position)
     }
 

@@ -27,7 +27,8 @@ struct MangoIndexer: RawJSONIndexer {
             try emit.emit { key in
                 key.append(UInt8(ascii: "["))
                 for (position, path) in paths.enumerated() {
-                    guard case .found(let range) = try JSONMemberLocator.locate(path, in: json) else { return false }
+                    // A stored document is valid JSON: the members before the field are passed unvalidated.
+                    guard case .found(let range) = try JSONMemberLocator.locate(path, in: json, assumingValid: true) else { return false }
                     if position > 0 { key.append(UInt8(ascii: ",")) }
                     let value = UnsafeRawBufferPointer(rebasing: json[range])
                     if Self.isWrittenAsJSONWriterWrites(value) {

@@ -61,7 +61,53 @@ package struct DocumentRecord {
     /// Appends the document as map functions see it — `{"_id":…,"_rev":…` and the
     /// body's members — without building strings on the way.
     package func appendFullJSON(id: UnsafeRawBufferPointer, into out: inout [UInt8]) {
-        Self.appendFullJSON(id: id, generation: generation, hash: bytes[12..<28], deleted: isDeleted, body: body, into: &out)
+        let generation = generation
+        guard generation > 0 else {
+            return Self.appendFullJSON(id: id, generation: generation, hash: bytes[12..<28], deleted: isDeleted, body: body, into: &out)
+        }
+        // What the generic path below writes, with no per-byte appends: index
+        // builds read every changed document so (`"_rev":"N-hash"` into a
+        // buffer on the stack, the rest copied in runs).
+        let members = UnsafeRawBufferPointer(rebasing: bytes[(Self.headerSize + 1)...])
+        let needed = out.count + id.count + members.count + 96
+        if needed > out.capacity { out.reserveCapacity(max(needed, out.capacity * 2)) }
+        Self.appendStatic(#"{"_id":"#, to: &out)
+        JSONWriter.writeString(utf8: id.assumingMemoryBound(to: UInt8.self), into: &out)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
+            let revision: StaticString = #","_rev":""#
+            UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: revision.utf8Start, byteCount: revision.utf8CodeUnitCount)
+            var length = revision.utf8CodeUnitCount
+            // The generation's digits, written backwards then turned round.
+            let digitsStart = length
+            var rest = generation
+            repeat {
+                buffer[length] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                length &+= 1
+                rest /= 10
+            } while rest > 0
+            var generationDigits = UnsafeMutableBufferPointer(rebasing: buffer[digitsStart..<length])
+            generationDigits.reverse()
+            buffer[length] = UInt8(ascii: "-")
+            length &+= 1
+            let digits: StaticString = "0123456789abcdef"
+            for offset in 12..<28 {
+                let byte = bytes[offset]
+                buffer[length] = digits.utf8Start[Int(byte >> 4)]
+                buffer[length &+ 1] = digits.utf8Start[Int(byte & 15)]
+                length &+= 2
+            }
+            buffer[length] = UInt8(ascii: "\"")
+            length &+= 1
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<length]))
+        }
+        if isDeleted { Self.appendStatic(#","_deleted":true"#, to: &out) }
+        // The body is `{…}`: its opening brace gives way to the members.
+        if members.first != UInt8(ascii: "}") { out.append(UInt8(ascii: ",")) }
+        out.append(contentsOf: members)
+    }
+
+    private static func appendStatic(_ text: StaticString, to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// `{"_id":…,"_rev":…` + the body's members (+ `"_deleted":true` for a tombstone).

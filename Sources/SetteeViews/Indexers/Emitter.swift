@@ -3,10 +3,14 @@ import SetteeCore
 /// What an ``Indexer``'s map function emits rows with: `emit(key, value)`.
 /// Valid only during the ``Indexer/map(_:_:)`` call it is given to.
 public final class Emitter {
+    // Not checked for exclusivity at run time (a check costs more than
+    // the appends of a short row): an emitter serves one map call on one
+    // thread, and nothing it calls while it appends emits again.
+
     /// The rows emitted so far, as JSON text: key, then value, each row's ends in `ends`.
-    private(set) var text: [UInt8] = []
+    @exclusivity(unchecked) private(set) var text: [UInt8] = []
     /// Per row: where its key ends and where its value ends in `text`.
-    private(set) var ends: [(key: Int, value: Int)] = []
+    @exclusivity(unchecked) private(set) var ends: [(key: Int, value: Int)] = []
 
     package init() {}
 
