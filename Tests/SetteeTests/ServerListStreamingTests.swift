@@ -36,6 +36,7 @@ struct ServerListStreamingTests {
                 }
                 """,
             "failsFirstRow": "function (head, req) { start({code: 201, headers: {'Content-Type': 'text/plain'}}); getRow(); throw new Error('early'); }",
+            "failsAfterRows": "function (head, req) { start({headers: {'Content-Type': 'text/plain'}}); while (getRow()) {} throw new Error('late'); }",
             "failsAtOnce": "function (head, req) { throw new Error('before rows'); }",
             "fatalMidway": "function (head, req) { send('a\\n'); getRow(); send('b\\n'); getRow(); throw ['fatal', 'gave_up', 'no more']; }",
             "rows": "function (head, req) { var row, out = []; while ((row = getRow())) { out.push(row); } return JSON.stringify({head: head, rows: out}); }",
@@ -181,6 +182,12 @@ struct ServerListStreamingTests {
         #expect(atOnce.status == 500)
         #expect(atOnce.json["error"] == "render_error")
         #expect(atOnce.json["reason"]?.stringValue?.hasPrefix("function raised error: Error: before rows") == true)
+
+        // After the rows ended, nothing sent: the usual error too (CouchDB's list_cb(complete) does not catch it).
+        let afterRows = try await server.request("GET", "/errors/_design/app/_list/failsAfterRows/n")
+        #expect(afterRows.status == 500)
+        #expect(afterRows.json["error"] == "render_error")
+        #expect(afterRows.json["reason"]?.stringValue?.hasPrefix("function raised error: Error: late") == true)
 
         // A fatal error mid-list: appended, and the next call gets a new query server.
         let fatal = try await server.request("GET", "/errors/_design/app/_list/fatalMidway/n")

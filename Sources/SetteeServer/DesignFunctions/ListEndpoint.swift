@@ -12,9 +12,10 @@ import Settee
 /// function sends (its `start()` headers and code with it) or at its end;
 /// each later batch of text (what it sent between two `getRow()` calls) is
 /// a chunk of a chunked response. An error of the function before it asked
-/// for a row answers with the error's status and JSON; after that, CouchDB's
-/// `send_chunked_error`: `\n{"code":…,"error":…,"reason":…}\n` after what was
-/// sent (with the error's status, when nothing was).
+/// for a row (or after its rows ended, nothing sent) answers with the error's
+/// status and JSON; otherwise CouchDB's `send_chunked_error`:
+/// `\n{"code":…,"error":…,"reason":…}\n` after what was sent (with the
+/// error's status, when nothing was).
 extension CouchResponder {
     func list(_ design: DesignFunctionCall, rest: [String], _ request: inout CouchRequest) async throws -> Response {
         try allow(request, "GET,POST,HEAD")
@@ -126,7 +127,9 @@ extension CouchResponder {
             case .finished(let result):
                 start.error = listFailure(result)
             }
-            if let error = start.error, !start.askedForRows { throw error }
+            // Before the function asked for a row, or after its rows ended with
+            // nothing sent (CouchDB's list_cb(complete) lets the error through): the usual error.
+            if let error = start.error, !start.askedForRows || pipe.functionSawEnd { throw error }
         }
         if start.ended, let error = pipe.readError {
             start.ended = false

@@ -53,6 +53,7 @@ final class ListPipe: @unchecked Sendable {
     private var eventWaiter: CheckedContinuation<Event?, Never>?
     private var closed = false
     private var rowsHandedOver = 0
+    private var endHandedOver = false
     private var peakBytes = 0
 
     /// A pipe for one `_list` response of the database `database`.
@@ -133,7 +134,10 @@ final class ListPipe: @unchecked Sendable {
         while !closed, eventBytes >= Self.outputBudget || (rowsStart == rows.count && !rowsEnded) {
             condition.wait()
         }
-        guard !closed, rowsStart < rows.count else { return Self.listEnd }
+        guard !closed, rowsStart < rows.count else {
+            endHandedOver = true
+            return Self.listEnd
+        }
         let line = rows[rowsStart]
         rows[rowsStart] = []
         rowsStart += 1
@@ -219,6 +223,13 @@ final class ListPipe: @unchecked Sendable {
         eventBytes -= bytes
         condition.broadcast()
         return event
+    }
+
+    /// Whether the function was told its rows ended (`["list_end"]`).
+    var functionSawEnd: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return endHandedOver
     }
 
     /// The view read's error, when it ended with one (the function then saw its rows end there).
