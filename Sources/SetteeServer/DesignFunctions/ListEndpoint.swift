@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import ServiceLifecycle
 import Settee
 
 /// `/{db}/_design/{ddoc}/_list/{list}/{view}` (and `…/{list}/{other ddoc}/{view}`,
@@ -149,49 +150,60 @@ extension CouchResponder {
         let closer = PipeCloser(pipe)
         response.body = ResponseBody { writer in
             defer { closer.close() }
-            if !start.text.isEmpty { try await writer.write(ByteBuffer(string: start.text)) }
-            var error = start.error
-            var ended = start.ended
-            // What the function sent while the last write went out leaves in one chunk.
-            var buffer = ByteBuffer()
-            while !ended, error == nil {
-                let event: ListPipe.Event
-                if let ready = pipe.ready() {
-                    event = ready
-                } else {
-                    if buffer.readableBytes > 0 {
+            // A graceful shutdown waits for the requests under way: a list whose client stopped reading ends then.
+            try await withGracefulShutdownHandler {
+                try await writeRest(start, pipe: pipe, to: &writer)
+            } onGracefulShutdown: {
+                pipe.close()
+            }
+        }
+        return response
+    }
+
+    /// Writes what follows `start`: the function's text as it comes, then
+    /// the end of the response (with the error that ended the list, if one did).
+    private static func writeRest(_ start: ListStart, pipe: ListPipe, to writer: inout any ResponseBodyWriter) async throws {
+        if !start.text.isEmpty { try await writer.write(ByteBuffer(string: start.text)) }
+        var error = start.error
+        var ended = start.ended
+        // What the function sent while the last write went out leaves in one chunk.
+        var buffer = ByteBuffer()
+        while !ended, error == nil {
+            let event: ListPipe.Event
+            if let ready = pipe.ready() {
+                event = ready
+            } else {
+                if buffer.readableBytes > 0 {
+                    try await writer.write(buffer)
+                    buffer = ByteBuffer()
+                }
+                guard let next = await pipe.next() else { throw CancellationError() }
+                event = next
+            }
+            switch event {
+            case .answer(let answer):
+                guard case .array(let parts) = answer, let kind = parts.first?.stringValue else { continue }
+                switch kind {
+                case "chunks", "end":
+                    buffer.writeString(listText(parts))
+                    if buffer.readableBytes >= 1 << 16 {
                         try await writer.write(buffer)
                         buffer = ByteBuffer()
                     }
-                    guard let next = await pipe.next() else { throw CancellationError() }
-                    event = next
+                    ended = kind == "end"
+                case "error" where parts.count == 3:
+                    error = DesignFunctionRunner.error(type: parts[1], reason: parts[2])
+                default:
+                    continue
                 }
-                switch event {
-                case .answer(let answer):
-                    guard case .array(let parts) = answer, let kind = parts.first?.stringValue else { continue }
-                    switch kind {
-                    case "chunks", "end":
-                        buffer.writeString(listText(parts))
-                        if buffer.readableBytes >= 1 << 16 {
-                            try await writer.write(buffer)
-                            buffer = ByteBuffer()
-                        }
-                        ended = kind == "end"
-                    case "error" where parts.count == 3:
-                        error = DesignFunctionRunner.error(type: parts[1], reason: parts[2])
-                    default:
-                        continue
-                    }
-                case .finished(let result):
-                    error = listFailure(result)
-                }
-                if ended, let readError = pipe.readError { error = CouchError(from: readError) }
+            case .finished(let result):
+                error = listFailure(result)
             }
-            if let error { buffer.writeString(chunkedError(error)) }
-            if buffer.readableBytes > 0 { try await writer.write(buffer) }
-            try await writer.finish(nil)
+            if ended, let readError = pipe.readError { error = CouchError(from: readError) }
         }
-        return response
+        if let error { buffer.writeString(chunkedError(error)) }
+        if buffer.readableBytes > 0 { try await writer.write(buffer) }
+        try await writer.finish(nil)
     }
 
     /// The text of a `start`, `chunks` or `end` answer.
