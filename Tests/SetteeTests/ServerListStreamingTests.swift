@@ -5,6 +5,7 @@ import Glibc
 import Testing
 import Settee
 @testable import SetteeServer
+import Synchronization
 
 @Suite("settee serve: _list streams its output as the function produces it, as CouchDB does")
 struct ServerListStreamingTests {
@@ -138,6 +139,24 @@ struct ServerListStreamingTests {
         }
         #expect(answered)
         await server.stop()
+    }
+
+    @Test("Stopping the server ends a list whose client stopped reading")
+    func shutdownEndsStalledList() async throws {
+        let database = "stopping"
+        let server = try await Self.start(database: database, rows: 20_000)
+        let client = try StreamingClient(port: server.port)
+        client.send("GET /\(database)/_design/app/_list/big/n HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(await client.read(until: { Self.contains($0, "MARKER") }, timeout: 60))
+        try await Task.sleep(for: .milliseconds(500))
+        let stopped = Mutex(false)
+        Task {
+            await server.stop()
+            stopped.withLock { $0 = true }
+        }
+        for _ in 0 ..< 300 where !stopped.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(stopped.withLock { $0 })
+        #expect(!client.text.contains("END "))
     }
 
     @Test("A list that stops asking for rows ends with them unread")

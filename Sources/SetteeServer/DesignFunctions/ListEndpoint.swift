@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import ServiceLifecycle
 import Settee
 
@@ -53,7 +54,7 @@ extension CouchResponder {
             throw error
         }
         if let connection = request.connection { ConnectionWatch.whenClientGone(connection) { [weak pipe] in pipe?.close() } }
-        return try Self.listResponse(started, pipe: pipe)
+        return try Self.listResponse(started, pipe: pipe, connection: request.connection)
     }
 
     /// Reads the rows of `view` (`DDOC/VIEW`; nil: `_all_docs`) into `pipe`,
@@ -141,7 +142,7 @@ extension CouchResponder {
 
     /// The response: `start`'s status and headers, its text, then the
     /// function's further text as it comes.
-    private static func listResponse(_ start: ListStart, pipe: ListPipe) throws -> Response {
+    private static func listResponse(_ start: ListStart, pipe: ListPipe, connection: (any Channel)?) throws -> Response {
         var response = try externalResponse(start.response, defaultContentType: "application/json", csp: false)
         response.headers[.contentLength] = nil
         if let error = start.error, start.text.isEmpty {
@@ -150,11 +151,13 @@ extension CouchResponder {
         let closer = PipeCloser(pipe)
         response.body = ResponseBody { writer in
             defer { closer.close() }
-            // A graceful shutdown waits for the requests under way: a list whose client stopped reading ends then.
+            // A graceful shutdown waits for the requests under way: a list ends then, its
+            // connection closed so that a write waiting for a client that stopped reading ends too.
             try await withGracefulShutdownHandler {
                 try await writeRest(start, pipe: pipe, to: &writer)
             } onGracefulShutdown: {
                 pipe.close()
+                connection?.close(promise: nil)
             }
         }
         return response
