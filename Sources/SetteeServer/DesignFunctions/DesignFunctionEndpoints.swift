@@ -55,52 +55,6 @@ extension CouchResponder {
         return "\"" + digest.map { String(format: "%02x", $0) }.joined() + "\""
     }
 
-    // MARK: _list
-
-    private func list(_ design: DesignFunctionCall, rest: [String], _ request: inout CouchRequest) async throws -> Response {
-        try allow(request, "GET,POST,HEAD")
-        guard rest.count == 3 || rest.count == 4 else { throw CouchError(.notFound, "list_error", "Invalid path.") }
-        let function = rest[1]
-        try design.requireFunction("lists", function)
-        let viewDesign = rest.count == 4 ? rest[2] : String(design.document.id.dropFirst("_design/".count))
-        let view = rest[rest.count - 1]
-        var body: JSONValue?
-        if request.method == .post {
-            // couch_httpd:validate_ctype
-            guard request.header(.contentType)?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces) == "application/json" else {
-                throw CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
-            }
-            body = try await request.jsonObjectBody()
-        }
-        let options = try Self.viewOptions(request.parameters, body: body)
-        let resultText = view == "_all_docs"
-            ? try await design.db.allDocuments(options: options).json
-            : try await design.db.query(designDocument: viewDesign, view: view, options: options).json
-        guard case .object(let members) = try JSONValue(parsing: resultText) else { throw Self.badAnswer([], from: "view") }
-        let head = JSONValue.object(members.filter { $0.key != "rows" })
-        var input: [String] = []
-        if case .array(let rows)? = members.first(where: { $0.key == "rows" })?.value {
-            input = rows.map { JSONValue.array(["list_row", $0]).jsonText }
-        }
-        input.append(#"["list_end"]"#)
-        let req = try await designRequestObject(&request, design, id: nil, body: body.map { Array($0.jsonText.utf8) })
-        let answers = try await design.call(["lists", function], arguments: [head, req], input: input)
-        var start: JSONValue = [:]
-        var text = ""
-        for case .array(let parts) in answers {
-            guard let kind = parts.first?.stringValue, ["start", "chunks", "end"].contains(kind) else { continue }
-            if case .array(let chunks)? = parts.dropFirst().first {
-                for chunk in chunks { text += chunk.stringValue ?? chunk.jsonText }
-            }
-            if kind == "start", parts.count > 2 { start = parts[2] }
-        }
-        guard answers.contains(where: { $0.arrayValue?.first == "end" }) else { throw Self.badAnswer(answers, from: "list") }
-        var response = try Self.externalResponse(start, defaultContentType: "application/json", csp: false)
-        response.body = ResponseBody(byteBuffer: ByteBuffer(string: text))
-        response.headers[.contentLength] = String(text.utf8.count)
-        return response
-    }
-
     // MARK: _update
 
     private func update(_ design: DesignFunctionCall, rest: [String], _ request: inout CouchRequest) async throws -> Response {

@@ -17,6 +17,9 @@ import Synchronization
 final class DesignFunctionRunner: Sendable {
     /// The runner every server in the process shares, started on first use.
     static let shared = DesignFunctionRunner(count: 2)
+    /// The runner of streamed lists, which hold their worker while their
+    /// client reads: a slow client does not hold up shows, updates or filters.
+    static let lists = DesignFunctionRunner(count: 2)
 
     private let slots: [Slot]
     private let turn = Atomic<Int>(0)
@@ -28,6 +31,8 @@ final class DesignFunctionRunner: Sendable {
     /// The query server's answers (log lines left out) to one `ddoc` call of
     /// `path` (e.g. `["shows", "detail"]`) with `arguments`, after the lines
     /// of `input` the function may read (a list's rows and `["list_end"]`).
+    /// With `pipe`, the function reads its lines from the pipe instead and
+    /// its answers go there as it writes them (a streamed list).
     ///
     /// - Parameters:
     ///   - key: Names the design document in this revision (and database).
@@ -35,9 +40,15 @@ final class DesignFunctionRunner: Sendable {
     /// - Throws: ``CouchError`` for an `["error", type, reason]` answer, or when
     ///   the JavaScript engine cannot start.
     func call(key: String, designDocument: String, path: [String], arguments: JSONValue,
-              input: [String] = []) async throws -> [JSONValue] {
-        let slot = slots[turn.add(1, ordering: .relaxed).newValue % slots.count]
-        let answers = try await slot.call(key: key, designDocument: designDocument, path: path, arguments: arguments, input: input)
+              input: [String] = [], pipe: ListPipe? = nil) async throws -> [JSONValue] {
+        // The slot with the fewest calls under way (or queued), the next in turn among equals.
+        let first = turn.add(1, ordering: .relaxed).newValue
+        var slot = slots[first % slots.count]
+        for offset in 1 ..< slots.count {
+            let other = slots[(first + offset) % slots.count]
+            if other.calls.load(ordering: .relaxed) < slot.calls.load(ordering: .relaxed) { slot = other }
+        }
+        let answers = try await slot.call(key: key, designDocument: designDocument, path: path, arguments: arguments, input: input, pipe: pipe)
         if case .array(let parts)? = answers.last, parts.count == 3, parts[0] == "error" {
             throw Self.error(type: parts[1], reason: parts[2])
         }
@@ -64,6 +75,8 @@ final class DesignFunctionRunner: Sendable {
     /// One place for a worker: the worker running now, replaced after a fatal error.
     private final class Slot: Sendable {
         private let current = Mutex<(state: WorkerState?, retired: [WorkerState])>((nil, []))
+        /// Calls under way or queued on this slot.
+        let calls = Atomic<Int>(0)
 
         /// The worker to use, started when there is none.
         ///
@@ -82,13 +95,15 @@ final class DesignFunctionRunner: Sendable {
         }
 
         func call(key: String, designDocument: String, path: [String], arguments: JSONValue,
-                  input: [String]) async throws -> [JSONValue] {
+                  input: [String], pipe: ListPipe?) async throws -> [JSONValue] {
+            calls.add(1, ordering: .relaxed)
+            defer { calls.subtract(1, ordering: .relaxed) }
             // A call queued on a worker that a fatal error ended meanwhile goes to its successor.
             for _ in 0 ..< 3 {
                 let state = try state()
                 do {
                     return try await state.worker.run { context in
-                        try state.call(context, key: key, designDocument: designDocument, path: path, arguments: arguments, input: input)
+                        try state.call(context, key: key, designDocument: designDocument, path: path, arguments: arguments, input: input, pipe: pipe)
                     }
                 } catch is StaleWorker {
                     continue
@@ -115,7 +130,7 @@ final class DesignFunctionRunner: Sendable {
         var isBroken: Bool { broken.load(ordering: .acquiring) }
 
         func call(_ context: JavaScriptContext, key: String, designDocument: String, path: [String],
-                  arguments: JSONValue, input: [String]) throws -> [JSONValue] {
+                  arguments: JSONValue, input: [String], pipe: ListPipe?) throws -> [JSONValue] {
             if server == nil {
                 server = try QueryServer(context: context, transport: transport)
             }
@@ -133,6 +148,7 @@ final class DesignFunctionRunner: Sendable {
                 transport.reset()
             }
             transport.input = input
+            transport.pipe = pipe
             let command: JSONValue = ["ddoc", .string(key), .array(path.map(JSONValue.string)), arguments]
             let status = transport.send(command.jsonText, to: server)
             let answers = transport.answers()
@@ -149,6 +165,8 @@ private struct StaleWorker: Error {}
 /// output lines collected during it.
 private final class MemoryTransport: QueryServerTransport {
     var input: [String] = []
+    /// Where a streamed list's rows come from and its answers go, instead of `input` and `output`.
+    var pipe: ListPipe?
     private var nextInput = 0
     private var output: [[UInt8]] = []
     private var current: UnsafeMutableRawBufferPointer?
@@ -172,15 +190,21 @@ private final class MemoryTransport: QueryServerTransport {
 
     func reset() {
         input = []
+        pipe = nil
         nextInput = 0
         output = []
     }
 
     func readLine() -> UnsafeRawBufferPointer? {
-        guard nextInput < input.count else { return nil }
+        let bytes: [UInt8]
+        if let pipe {
+            bytes = pipe.nextRowLine()
+        } else {
+            guard nextInput < input.count else { return nil }
+            bytes = Array(input[nextInput].utf8)
+            nextInput += 1
+        }
         current?.deallocate()
-        let bytes = Array(input[nextInput].utf8)
-        nextInput += 1
         let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
         copy.copyBytes(from: bytes)
         current = copy
@@ -188,6 +212,7 @@ private final class MemoryTransport: QueryServerTransport {
     }
 
     func writeLine(_ line: UnsafeRawBufferPointer) {
+        if let pipe { return pipe.emit(line) }
         output.append(Array(line))
     }
 }
