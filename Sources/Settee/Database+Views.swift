@@ -483,10 +483,17 @@ extension Database {
     private func update(_ views: [ViewDefinition], progress: (IndexProgress) -> Void = { _ in }) throws {
         // Expired documents leave the indexes before a query reads them.
         try purgeExpiredIfDue()
+        // Nothing committed since these indexes were last found up to date: they still are.
+        let committed = try environment.lastCommittedTransaction
+        let signatures = views.map(\.signature)
+        if freshIndexes.areFresh(signatures, at: committed) { return }
         let indexer = try makeIndexer()
         let started = try whileIndexing {
             let stale = try indexer.staleSignatures(views)
-            guard !stale.isEmpty else { return false }
+            guard !stale.isEmpty else {
+                freshIndexes.record(signatures, at: committed)
+                return false
+            }
             // While another process builds one of these indexes, wait for it: the
             // update then reads what it committed and maps only what is left.
             return try buildLocks.withLocks(stale) { try indexer.update(views, progress: progress) }

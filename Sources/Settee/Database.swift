@@ -136,6 +136,8 @@ public final class Database: Sendable {
     let findIndexes = FindIndexCache()
     /// `find` requests as prepared for those indexes, by request.
     let findPlans = FindPlanCache()
+    /// The view indexes last found up to date, to skip reading their states while nothing is committed.
+    let freshIndexes = FreshIndexes()
     /// Whether the database is partitioned, as read after the last commit (views and `find` ask on every query).
     let partitionedProperty = Mutex<(transaction: Int, partitioned: Bool)?>(nil)
     let logger: Logger

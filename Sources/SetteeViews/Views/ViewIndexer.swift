@@ -100,9 +100,9 @@ package struct ViewIndexer {
     /// The signatures of the indexes of `views` that an update would write:
     /// behind the database's latest sequence, or without their chunks.
     package func staleSignatures(_ views: [ViewDefinition]) throws -> Set<String> {
-        let latest = try store.lastSequence()
-        return try store.environment.read { transaction in
-            try Set(views.map(\.signature)).filter { signature in
+        try store.environment.read { transaction in
+            let latest = try store.lastSequence(in: transaction)
+            return try Set(views.map(\.signature)).filter { signature in
                 let state = try indexes.state(signature, in: transaction) ?? ViewIndexState(designDocument: "", view: "")
                 return state.sequence < latest || !state.chunksCurrent
             }
