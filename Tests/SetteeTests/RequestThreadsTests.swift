@@ -29,7 +29,8 @@ struct RequestThreadsTests {
             try await db.write { _ in NamedThread.currentSystemName }
         }.value
         #expect(names == "test.request")
-        #expect(try await db.write { _ in NamedThread.currentSystemName } == "settee.database")
+        let poolName = try await db.write { _ in NamedThread.currentSystemName }
+        #expect(poolName == "settee.database")
     }
 
     @Test("A call that blocks a request thread is replaced while jobs wait; the extra thread ends once it returns")

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import SetteeCore
 import Synchronization
 import Testing
 
@@ -91,5 +92,36 @@ struct ServerThreadsTests {
         #expect(finishedBefore < 4, "the views were built before the document was read: the test proves nothing")
         let elapsed = try #require(seconds, "the server did not answer")
         #expect(elapsed < 1, "answered after \(elapsed) s")
+    }
+
+    @Test("A password check (PBKDF2) that keeps a request thread for long does not hold a short request back")
+    func passwordChecksDoNotHoldShortRequests() async throws {
+        // Iterations for about 1.5 s of hashing on this machine and build.
+        let probe = 20_000
+        let started = ContinuousClock.now
+        _ = PBKDF2SHA256.derive(password: Array("x".utf8), salt: Array("salt".utf8), iterations: probe)
+        let perIteration = (ContinuousClock.now - started) / probe
+        let iterations = max(probe, Int(Duration.milliseconds(1500) / perIteration))
+        let server = try await RunningServer { configuration in
+            configuration.requestThreads = 1
+            configuration.passwordIterations = iterations
+            configuration.administrators = ["admin": "s3cret"]
+        }
+        let login = Task {
+            let began = ContinuousClock.now
+            let reply = try await server.request("POST", "/_session", json: ["name": "admin", "password": "wrong"])
+            return (reply.status, ContinuousClock.now - began)
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let url = URL(string: server.base + "/_up")!
+        let seconds = await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: Self.timeRequest(url)) }
+        }
+        let (status, loginTook) = try await login.value
+        await server.stop()
+        #expect(status == 401)
+        #expect(loginTook > .milliseconds(700), "the password check took \(loginTook): the test proves nothing")
+        let elapsed = try #require(seconds, "the server did not answer")
+        #expect(elapsed < 0.4, "answered after \(elapsed) s while the password check took \(loginTook)")
     }
 }

@@ -44,4 +44,12 @@ package enum BlockingWork {
         guard let pointer = pthread_getspecific(key) else { return nil }
         return Unmanaged<Box>.fromOpaque(pointer).takeUnretainedValue().host
     }
+
+    /// Runs `body`, which may keep the thread for long (a password hash, a
+    /// large parse), where the calling thread's host can see it: on a host's
+    /// thread inside ``BlockingWorkHost/runBlocking(_:)``, elsewhere as it is.
+    package static func run<T>(_ body: () throws -> T) rethrows -> T {
+        if let host = currentHost { return try host.runBlocking(body) }
+        return try body()
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SetteeCore
 import Settee
 import Synchronization
 
@@ -74,7 +75,8 @@ final class ServerCredentials: Sendable {
         if let known = verified.withLock({ $0[cacheKey] }) {
             return HMACSHA256.constantTimeEqual(known, fast)
         }
-        guard hash.verifies(password) else { return false }
+        // PBKDF2 takes a long while (600,000 rounds): the request thread's host may replace the thread meanwhile.
+        guard BlockingWork.run({ hash.verifies(password) }) else { return false }
         verified.withLock { cache in
             if cache.count > 1000 { cache.removeAll() }
             cache[cacheKey] = fast

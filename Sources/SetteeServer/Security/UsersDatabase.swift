@@ -1,4 +1,5 @@
 import Foundation
+import SetteeCore
 import HTTPTypes
 import Settee
 
@@ -97,7 +98,7 @@ extension CouchResponder {
         guard case .object(let members) = document, let password = document["password"]?.stringValue else { return document }
         let passwordFields: Set<String> = ["derived_key", "iterations", "password", "password_scheme", "password_sha",
                                            "preserve_salt", "pbkdf2_prf", "salt"]
-        let hash = PasswordHash(hashing: password, iterations: iterations)
+        let hash = BlockingWork.run { PasswordHash(hashing: password, iterations: iterations) }
         let special = members.filter { $0.key == "_id" || $0.key == "_rev" }
         let rest = members.filter { !passwordFields.contains($0.key) && $0.key != "_id" && $0.key != "_rev" }
         return .object(special + hash.userDocumentMembers + rest)
