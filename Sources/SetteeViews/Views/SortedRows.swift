@@ -6,8 +6,8 @@ import SetteeCore
 /// batch's arrays per comparison: each entry carries eight bytes of its key
 /// (taken after the prefix every key shares), so most comparisons are one
 /// integer compare and the rest one `memcmp`.
-package struct SortedRows {
-    package struct Entry {
+package struct SortedRows: Sendable {
+    package struct Entry: Sendable {
         package var prefix: UInt64
         package var keyStart: Int32
         package var keyLength: Int32

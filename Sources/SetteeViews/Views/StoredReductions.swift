@@ -97,6 +97,22 @@ package struct StoredReductions {
     /// the scan, on a thread of its own, so that the scan and the JavaScript
     /// calls overlap.
     package func computeChunks(from transaction: LMDBTransaction, _ emit: (_ key: [UInt8], _ value: [UInt8]) throws -> Void) throws {
+        var count = 0
+        try transaction.withCursor(rows) { cursor in
+            var started = false
+            try computeChunks(nextRow: {
+                count += 1
+                if count & 0x3FFF == 0 { transaction.environment.releaseMappedPages() }
+                defer { started = true }
+                return try started ? cursor.next() : cursor.first()
+            }, emit)
+        }
+    }
+
+    /// Computes every chunk from the rows `nextRow` returns, one per call
+    /// (nil after the last), in stored-key order: the index's rows, wherever
+    /// they come from.
+    package func computeChunks(nextRow: () throws -> LMDBCursor.Entry?, _ emit: (_ key: [UInt8], _ value: [UInt8]) throws -> Void) throws {
         var rowChunk = ChunkBuilder(reducer: reducer)
         var closed: [ClosedChunk] = []
         var levels = UpperLevels(reducer: reducer)
@@ -125,20 +141,13 @@ package struct StoredReductions {
             }
             if last { try emitFinished() }
         }
-        var count = 0
-        try transaction.withCursor(rows) { cursor in
-            var entry = try cursor.first()
-            while let (key, value) = entry {
-                count += 1
-                if count & 0x3FFF == 0 { transaction.environment.releaseMappedPages() }
-                try rowChunk.add(row: try IndexRow(storedKey: key, value: value))
-                let height = Self.height(of: key)
-                if height > 0 {
-                    closed.append(ClosedChunk(builder: rowChunk, part: Array(key), height: height))
-                    rowChunk = ChunkBuilder(reducer: reducer)
-                    if closed.count >= Self.closedBatch { try hand(last: false) }
-                }
-                entry = try cursor.next()
+        while let (key, value) = try nextRow() {
+            try rowChunk.add(row: try IndexRow(storedKey: key, value: value))
+            let height = Self.height(of: key)
+            if height > 0 {
+                closed.append(ClosedChunk(builder: rowChunk, part: Array(key), height: height))
+                rowChunk = ChunkBuilder(reducer: reducer)
+                if closed.count >= Self.closedBatch { try hand(last: false) }
             }
         }
         closed.append(ClosedChunk(builder: rowChunk, part: Self.tailKey, height: StoredChunk.tailHeight))

@@ -30,7 +30,10 @@ public struct IndexProgress: Sendable {
 /// them in key order: appended where they follow the index's last key,
 /// merged with the index's rows into its table afresh where they fall all
 /// over it (see ``SortedRows/write(to:bytes:in:mayRewrite:changed:)``);
-/// then compute the chunks once, from the committed rows. Rows that go in
+/// then compute the chunks once, from the committed rows — a new index's
+/// (without a JavaScript reduce) on a thread of their own while its last
+/// rows are written, from the rows before that write merged with them
+/// (``StoredReductions/computeChunks(merging:bytes:withRowsOf:_:)``). Rows that go in
 /// in order (appended, or in a few long runs) are written an eighth of
 /// ``flushBytes`` at a time, as writing them costs what they take however
 /// many go together; once a write finds rows scattered, they gather up to
@@ -140,14 +143,15 @@ package struct ViewIndexer {
         }
         // Steady targets whose chunk partials wait for the end of the update.
         let deferred = DeferredChunks()
+        let alongside = ComputedChunks()
         if states.contains(where: { $0.purgeSequence < purgeSequence }) {
             try removePurgedRows(targets: targets, states: &states, upTo: purgeSequence, deferred: deferred)
         }
-        try mapAndWrite(targets: targets, states: &states, since: since, latest: latest, deferred: deferred, cpu: cpu) { documents in
+        try mapAndWrite(targets: targets, states: &states, since: since, latest: latest, deferred: deferred, alongside: alongside, cpu: cpu) { documents in
             processed += documents
             progress(IndexProgress(processed: processed, total: total))
         }
-        try finish(targets: targets, states: &states, latest: latest, deferred: deferred, releasesMemory: total >= Self.releaseThreshold, cpu: cpu)
+        try finish(targets: targets, states: &states, latest: latest, deferred: deferred, alongside: alongside, releasesMemory: total >= Self.releaseThreshold, cpu: cpu)
         logIndexed()
         return started
     }
@@ -159,7 +163,7 @@ package struct ViewIndexer {
     /// have gathered — on a writer thread while the next batch maps.
     /// `mapped` is told how many documents each batch held.
     private func mapAndWrite(targets: [Target], states: inout [ViewIndexState], since: UInt64, latest: UInt64,
-                             deferred: DeferredChunks, cpu: IndexingCPU, mapped: (Int) -> Void) throws {
+                             deferred: DeferredChunks, alongside: ComputedChunks, cpu: IndexingCPU, mapped: (Int) -> Void) throws {
         let total = Int(latest - since)
         // Targets kept up batch by batch (chunks and all), and bulk targets whose
         // rows gather in `pending` until a flush.
@@ -217,7 +221,9 @@ package struct ViewIndexer {
             if writer.isBusy { states = try writer.wait() }
             if last >= latest {
                 // The last batch: nothing left to overlap its writing with.
-                states = try cpu.measure(.writing) { [states] in try write(jobs, targets: targets, states: states, scattered: scattered, deferred: deferred) }
+                states = try cpu.measure(.writing) { [states] in
+                    try write(jobs, targets: targets, states: states, scattered: scattered, deferred: deferred, final: alongside, cpu: cpu)
+                }
             } else {
                 let before = states
                 writer.start { [self, targets, jobs] in
@@ -230,7 +236,7 @@ package struct ViewIndexer {
         // was read have moved past it): what is gathered still goes in.
         if pending.documentCount > 0 {
             states = try cpu.measure(.writing) { [states] in
-                try write([(pending, bulk)], targets: targets, states: states, scattered: scattered, deferred: deferred)
+                try write([(pending, bulk)], targets: targets, states: states, scattered: scattered, deferred: deferred, final: alongside, cpu: cpu)
             }
         }
     }
@@ -241,11 +247,14 @@ package struct ViewIndexer {
     /// current, their chunks from all their rows in one pass (bulk builds)
     /// and their checkpoint at `latest`, in one transaction.
     private func finish(targets: [Target], states: inout [ViewIndexState], latest: UInt64, deferred: DeferredChunks,
-                        releasesMemory: Bool, cpu: IndexingCPU) throws {
+                        alongside: ComputedChunks, releasesMemory: Bool, cpu: IndexingCPU) throws {
         try cpu.measure(.writing) { try updateDeferredChunks(deferred, targets: targets, states: &states) }
         // Nothing changed past the last document read: the indexes are current.
         guard states.contains(where: { $0.sequence < latest || !$0.chunksCurrent }) else { return }
-        let chunks = try computeChunks(of: targets.indices.filter { !states[$0].chunksCurrent }.map { targets[$0] }, cpu: cpu)
+        // Those computed alongside the last write of their rows need no pass over the rows.
+        var chunks = alongside.taken()
+        let remaining = targets.indices.filter { !states[$0].chunksCurrent && chunks[targets[$0].tables.signature] == nil }
+        chunks.merge(try computeChunks(of: remaining.map { targets[$0] }, cpu: cpu)) { $1 }
         try cpu.measure(.writing) { [states] in try store.environment.write(durable: false) { transaction in
             for (target, var state) in zip(targets, states) where state.sequence < latest || !state.chunksCurrent {
                 try checkStillThere(target, state: state, in: transaction)
@@ -462,7 +471,7 @@ package struct ViewIndexer {
     /// every target's state; sets `scattered` when a bulk target's rows went
     /// in scattered.
     private func write(_ jobs: [(batch: MappedBatch, targets: [Int])], targets: [Target], states: [ViewIndexState],
-                       scattered: Flag, deferred: DeferredChunks) throws -> [ViewIndexState] {
+                       scattered: Flag, deferred: DeferredChunks, final: ComputedChunks? = nil, cpu: IndexingCPU? = nil) throws -> [ViewIndexState] {
         let written = jobs.flatMap(\.targets)
         let result: [ViewIndexState]
         var deferredKeys: [Int: [[UInt8]]] = [:]
@@ -474,7 +483,8 @@ package struct ViewIndexer {
                 for (batch, selected) in jobs {
                     for index in selected {
                         try checkStillThere(targets[index], state: states[index], in: transaction)
-                        let outcome = try write(batch, to: targets[index], index: index, state: states[index], in: transaction)
+                        let outcome = try write(batch, to: targets[index], index: index, state: states[index], in: transaction,
+                                                alongside: final, cpu: cpu)
                         result[index] = outcome.state
                         if let keys = outcome.deferred { deferredKeys[index, default: []].append(contentsOf: keys) }
                         wroteRows = wroteRows || outcome.wroteRows
@@ -535,18 +545,32 @@ package struct ViewIndexer {
     /// out, the back index in id order, the new rows in key order (appended
     /// past the table's last key), chunks kept up (unless bulk), the state.
     private func write(_ batch: MappedBatch, to target: Target, index: Int, state before: ViewIndexState,
-                       in transaction: LMDBTransaction) throws -> (state: ViewIndexState, wroteRows: Bool, placement: SortedRows.Placement,
+                       in transaction: LMDBTransaction, alongside: ComputedChunks?, cpu: IndexingCPU?) throws -> (state: ViewIndexState, wroteRows: Bool, placement: SortedRows.Placement,
                                                                    deferred: [[UInt8]]?) {
         var state = before
         var changed: [[UInt8]]? = target.bulk ? nil : []
         var rows = SortedRows(capacity: batch.rows.count)
         let placement = try batch.bytes.withUnsafeBytes { bytes in
+            var chunks: BackgroundJob<[StoredReductions.Entry]>?
+            defer { if let chunks, chunks.isBusy { _ = try? chunks.wait() } }
             try batch.ids.bytes.withUnsafeBytes { idBytes in
                 func id(_ document: Int) -> UnsafeRawBufferPointer {
                     UnsafeRawBufferPointer(rebasing: idBytes[batch.ids.range(document)])
                 }
                 var documents = batch.sequences.indices.filter { batch.sequences[$0] > before.sequence }
                 documents.sort { compareBytes(id($0), id($1)) < 0 }
+                if target.fresh {
+                    // A new index takes all its documents' rows: sorted first, so
+                    // that on the update's last write its chunks are computed
+                    // meanwhile (from a snapshot of the rows before it).
+                    for document in documents {
+                        for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == index {
+                            rows.add(row)
+                        }
+                    }
+                    rows.sort(in: bytes)
+                    if alongside != nil && target.bulk { chunks = startChunks(rows, of: batch, target: target, cpu: cpu) }
+                }
                 let appendsBack = try target.fresh && documents.first.map { try transaction.isAfterLastKey(target.tables.back, id($0)) } ?? false
                 var documentRows: [MappedRow] = []
                 var keys: [UnsafeRawBufferPointer] = []
@@ -554,6 +578,11 @@ package struct ViewIndexer {
                 var scratch: [UInt8] = []
                 // One cursor for the back index: ids in order find their pages from the last one's.
                 try transaction.withCursor(target.tables.back) { backCursor in
+                    if target.fresh {
+                        // No old rows to look for: the entries go straight in.
+                        return try indexes.setNewBackIndexes(of: documents, in: batch, target: index, bytes: bytes, idBytes: idBytes,
+                                                             cursor: backCursor, append: appendsBack)
+                    }
                     for document in documents {
                         documentRows.removeAll(keepingCapacity: true)
                         keys.removeAll(keepingCapacity: true)
@@ -563,23 +592,23 @@ package struct ViewIndexer {
                             keys.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)]))
                             values.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.valueStart)..<Int(row.valueStart + row.valueLength)]))
                         }
-                        if !target.fresh {
-                            // A change the view doesn't see (same rows as before) writes nothing.
-                            if try indexes.holdsRows(of: id(document), keys: keys, values: values, in: target.tables, transaction: transaction, scratch: &scratch) {
-                                continue
-                            }
-                            state.rowCount -= try indexes.removeRows(of: id(document), in: target.tables, transaction: transaction, removed: &changed)
+                        // A change the view doesn't see (same rows as before) writes nothing.
+                        if try indexes.holdsRows(of: id(document), keys: keys, values: values, in: target.tables, transaction: transaction, scratch: &scratch) {
+                            continue
                         }
+                        state.rowCount -= try indexes.removeRows(of: id(document), in: target.tables, transaction: transaction, removed: &changed)
                         for row in documentRows { rows.add(row) }
                         guard !keys.isEmpty else { continue }
                         try indexes.setBackIndex(of: id(document), keys: keys, values: values, cursor: backCursor, scratch: &scratch, append: appendsBack)
                     }
                 }
             }
-            rows.sort(in: bytes)
+            if !target.fresh { rows.sort(in: bytes) }
             // A fresh index has no old rows to remove: this is the
             // transaction's first write to its rows table.
-            return try rows.write(to: target.tables.rows, bytes: bytes, in: transaction, mayRewrite: target.fresh, changed: &changed)
+            let placement = try rows.write(to: target.tables.rows, bytes: bytes, in: transaction, mayRewrite: target.fresh, changed: &changed)
+            if let chunks { alongside?.keep(try chunks.wait(), for: target.tables.signature) }
+            return placement
         }
         state.mapErrors += batch.errors.count { $0.target == index && batch.sequences[$0.document] > before.sequence }
         state.rowCount += rows.entries.count
@@ -601,6 +630,50 @@ package struct ViewIndexer {
         state.sequence = max(state.sequence, batch.sequences.last!)
         try indexes.setState(state, for: target.tables.signature, in: transaction)
         return (state, changed.map { !$0.isEmpty } ?? true, placement, deferred)
+    }
+
+    /// Starts computing the chunks of `target`'s rows as the write of
+    /// `rows` (sorted, from `batch`) will leave them, on a snapshot of the
+    /// rows before it (see ``StoredReductions/computeChunks(merging:bytes:withRowsOf:_:)``),
+    /// or returns nil when the reducer may not run inside a write. To be
+    /// called in the write transaction: the snapshot is then the one it began on.
+    private func startChunks(_ rows: SortedRows, of batch: MappedBatch, target: Target,
+                             cpu: IndexingCPU?) -> BackgroundJob<[StoredReductions.Entry]>? {
+        let reductions = StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
+        guard reductions.updatesInWrite else { return nil }
+        let job = BackgroundJob<[StoredReductions.Entry]>(label: "settee.index.chunks")
+        let buffer = batch.bytes
+        job.start { [store] in
+            func compute() throws -> [StoredReductions.Entry] {
+                try store.environment.read { snapshot in
+                    try buffer.withUnsafeBytes { bytes in
+                        var entries: [StoredReductions.Entry] = []
+                        try reductions.computeChunks(merging: rows, bytes: bytes, withRowsOf: snapshot) { entries.append(($0, $1)) }
+                        return entries
+                    }
+                }
+            }
+            return try cpu.map { try $0.measure(.writing, compute) } ?? compute()
+        }
+        return job
+    }
+
+    /// Chunk entries computed alongside the last write of their index's
+    /// rows in an update, by index signature, for its end to store.
+    private final class ComputedChunks: Sendable {
+        private let entries = Mutex<[String: [StoredReductions.Entry]]>([:])
+
+        func keep(_ computed: [StoredReductions.Entry], for signature: String) {
+            entries.withLock { $0[signature] = computed }
+        }
+
+        /// Everything kept, which is let go.
+        func taken() -> [String: [StoredReductions.Entry]] {
+            entries.withLock { entries in
+                defer { entries = [:] }
+                return entries
+            }
+        }
     }
 
     // MARK: Purge
