@@ -33,10 +33,10 @@ struct StandardErrorLogHandler: LogHandler {
         let pretty = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let text = "\(Self.timestamp()) \(level) \(label) :\(pretty) [\(source)] \(message)\n"
         Self.lock.withLock {
-            var bytes = Array(text.utf8)
+            let bytes = Array(text.utf8)
             var offset = 0
             while offset < bytes.count {
-                let written = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+                let written = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
                 if written <= 0 {
                     if written < 0, errno == EINTR { continue }
                     break

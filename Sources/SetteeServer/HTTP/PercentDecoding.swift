@@ -1,3 +1,5 @@
+import SetteeCore
+
 /// Percent-decoding of URL paths and query strings, byte by byte: text
 /// without `%` (most segments and parameters) is taken as it is.
 enum PercentDecoding {
@@ -18,11 +20,11 @@ enum PercentDecoding {
             utf8.formIndex(after: &index)
             switch byte {
             case UInt8(ascii: "%"):
-                guard index != utf8.endIndex, let high = hexValue(utf8[index]) else { return nil }
+                guard index != utf8.endIndex, let high = JSONLexer.hexValue(utf8[index]) else { return nil }
                 utf8.formIndex(after: &index)
-                guard index != utf8.endIndex, let low = hexValue(utf8[index]) else { return nil }
+                guard index != utf8.endIndex, let low = JSONLexer.hexValue(utf8[index]) else { return nil }
                 utf8.formIndex(after: &index)
-                bytes.append(high << 4 | low)
+                bytes.append(UInt8(high << 4 | low))
             case UInt8(ascii: "+") where plusIsSpace:
                 bytes.append(UInt8(ascii: " "))
             default:
@@ -30,14 +32,5 @@ enum PercentDecoding {
             }
         }
         return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

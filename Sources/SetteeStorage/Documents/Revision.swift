@@ -29,8 +29,8 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
         hash.reserveCapacity(16)
         var index = dash + 1
         while index < utf8.count {
-            guard let high = Self.hexValue(utf8[index]), let low = Self.hexValue(utf8[index + 1]) else { return nil }
-            hash.append(high << 4 | low)
+            guard let high = JSONLexer.hexValue(utf8[index]), let low = JSONLexer.hexValue(utf8[index + 1]) else { return nil }
+            hash.append(UInt8(high << 4 | low))
             index += 2
         }
         self.init(generation: generation, hash: hash)
@@ -65,15 +65,6 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
     package static func next(after previous: Revision?, deleted: Bool, body: [UInt8], attachmentsTerm: [UInt8]? = nil) -> Revision {
         let hash = RevisionHash.of(deleted: deleted, previous: previous, body: body, attachmentsTerm: attachmentsTerm)
         return Revision(generation: (previous?.generation ?? 0) + 1, hash: hash)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
 
