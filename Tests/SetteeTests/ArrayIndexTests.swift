@@ -103,7 +103,7 @@ private func asyncMangoError(_ body: () async throws -> Void) async -> MangoErro
     }
 }
 
-@Suite("Array indexes: one entry per array element, as Couchbase Lite's ArrayIndexConfiguration")
+@Suite("Array indexes: one entry per array element, as Couchbase Lite's ArrayIndexConfiguration", .ownThread)
 struct ArrayIndexTests {
     @Test("find served by an array index returns what a full scan returns, page by page, for random documents")
     func randomDocumentsAsFullScan() throws {

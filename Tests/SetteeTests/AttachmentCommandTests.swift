@@ -27,7 +27,7 @@ private func sameFiles(_ a: URL, _ b: URL) throws -> Bool {
     }
 }
 
-@Suite("settee attachment put/get/delete and get --attachments")
+@Suite("settee attachment put/get/delete and get --attachments", .ownThread)
 struct AttachmentCommandTests {
     @Test("The issue's document with an inline attachment is put, got as a stub, and with --attachments as data")
     func inlineThroughTheTool() throws {

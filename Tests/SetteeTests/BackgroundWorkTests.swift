@@ -4,7 +4,7 @@ import Testing
 import Settee
 import SetteeCore
 
-@Suite("Async calls do not wait behind each other's long work")
+@Suite("Async calls do not wait behind each other's long work", .ownThread)
 struct BackgroundWorkTests {
     @Test("A short async call runs while more long CPU-bound async calls run than the machine has cores")
     func shortCallBesideLongOnes() async throws {
@@ -61,7 +61,7 @@ private final class Times: Sendable {
 }
 
 
-@Suite("ElasticThreadPool")
+@Suite("ElasticThreadPool", .ownThread)
 struct ElasticThreadPoolTests {
     @Test("Jobs run together on as many threads as are busy; idle threads end")
     func growsAndShrinks() throws {

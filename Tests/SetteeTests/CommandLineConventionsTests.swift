@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Settee
 
-@Suite("The settee tool's command-line conventions")
+@Suite("The settee tool's command-line conventions", .ownThread)
 struct CommandLineConventionsTests {
     @Test("settee --version prints the version and exits 0")
     func version() throws {
@@ -14,7 +14,7 @@ struct CommandLineConventionsTests {
     }
 }
 
-@Suite("The settee tool's query options")
+@Suite("The settee tool's query options", .ownThread)
 struct CommandLineQueryOptionTests {
     // CouchDB's boolean parameters are parse_boolean/1 of
     // src/couch_mrview/src/couch_mrview_http.erl: "true" or "false" in any case.
@@ -93,7 +93,7 @@ struct CommandLineQueryOptionTests {
     }
 }
 
-@Suite("The settee tool's errors and usage")
+@Suite("The settee tool's errors and usage", .ownThread)
 struct CommandLineErrorTests {
     /// The single JSON object a failed command printed on standard error.
     private func report(_ outcome: ChildProcess.Outcome, sourceLocation: SourceLocation = #_sourceLocation) throws -> JSONValue {

@@ -45,7 +45,7 @@ private func seven() throws -> SemanticsFixture {
         documents: keys.enumerated().map { #"{"_id": "d\#($0.offset)", "k": "\#($0.element)", "n": 1}"# })
 }
 
-@Suite("Queries answer as CouchDB 3.5 does")
+@Suite("Queries answer as CouchDB 3.5 does", .ownThread)
 struct CouchDBQuerySemanticsTests {
     // couch_mrview_util:key_opts/2: each key of `keys` is a range from {K, startkey_docid} to {K, endkey_docid}.
     @Test("keys with startkey_docid and endkey_docid: per key, only the rows whose id is within the bounds")

@@ -61,7 +61,7 @@ private func runKilled(_ settee: SetteeExecutable, _ arguments: [String], within
     return outcome.signal == SIGKILL
 }
 
-@Suite("Crash safety")
+@Suite("Crash safety", .ownThread)
 struct CrashSafetyTests {
     @Test("settee killed with SIGKILL during import and index builds: acknowledged writes stay, nothing half-written shows, each index holds exactly the changes up to its recorded seq and resumes from there")
     func killedProcesses() throws {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Settee
 
-@Suite("settee design list, show and delete")
+@Suite("settee design list, show and delete", .ownThread)
 struct DesignDocumentCommandTests {
     @Test("design list shows each design document with its views; show prints it as stored; delete removes it and its views")
     func listShowDelete() throws {

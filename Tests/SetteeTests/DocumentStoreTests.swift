@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Settee
 
-@Suite("Document store")
+@Suite("Document store", .ownThread)
 struct DocumentStoreTests {
     let directory = TemporaryDirectory()
 

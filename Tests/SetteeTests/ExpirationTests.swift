@@ -4,7 +4,7 @@ import Settee
 
 /// Document expiration, as Couchbase Lite's `setDocumentExpiration`: past its
 /// time a document is purged, and reads as missing until then.
-@Suite("Document expiration")
+@Suite("Document expiration", .ownThread)
 struct ExpirationTests {
     let directory = TemporaryDirectory()
 

@@ -29,7 +29,7 @@ private func combinations(_ pool: [JSONValue], count: Int) -> [[JSONValue]] {
     return combinations(pool, count: count - 1).flatMap { rest in pool.map { rest + [$0] } }
 }
 
-@Suite("find's plans kept per selector shape: a request whose selector differs only in its strings and numbers reuses the plan")
+@Suite("find's plans kept per selector shape: a request whose selector differs only in its strings and numbers reuses the plan", .ownThread)
 struct FindPlanShapeTests {
     /// Selectors with placeholders, and the values they take (one type per
     /// placeholder: a string and a number are two shapes).

@@ -57,7 +57,7 @@ private func mutate(_ input: [UInt8], using generator: inout SplitMix64) -> [UIn
     return bytes
 }
 
-@Suite("Fuzzing")
+@Suite("Fuzzing", .ownThread)
 struct FuzzTests {
     @Test("The document parser, on mutated documents: a value that round-trips, or an error inside the input; never a crash")
     func documentParser() throws {

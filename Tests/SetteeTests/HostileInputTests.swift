@@ -41,7 +41,7 @@ private func documentError(_ body: () throws -> Void) throws -> DocumentError {
     try #require(throws: DocumentError.self) { try body() }
 }
 
-@Suite("Hostile documents and queries")
+@Suite("Hostile documents and queries", .ownThread)
 struct HostileInputTests {
     @Test("Malformed documents are refused with a reason and where; nothing is written", arguments: [
         ([0x7B, 0x22, 0x6B, 0x22, 0x3A, 0x22, 0xC3, 0x28, 0x22, 0x7D], "invalid UTF-8"),  // {"k":"\xC3("}

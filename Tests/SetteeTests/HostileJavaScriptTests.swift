@@ -57,7 +57,7 @@ private func withDatabase(_ body: (Database, TemporaryDirectory) throws -> Void)
     try body(db, directory)
 }
 
-@Suite("Hostile JavaScript")
+@Suite("Hostile JavaScript", .ownThread)
 struct HostileJavaScriptTests {
     /// Each grows memory the GC heap limit does not see (or sees too late).
     static let memoryBombs = [

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Settee
 
-@Suite("Import progress")
+@Suite("Import progress", .ownThread)
 struct ImportProgressTests {
     @Test("Import progress reports the share of the input committed, not the share read ahead")
     func committedShare() throws {

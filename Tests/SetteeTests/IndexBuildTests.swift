@@ -6,7 +6,7 @@ import Testing
 /// Large index updates gather mapped rows and write them in key order (appended
 /// where they follow the index's last key); small ones write each batch and
 /// keep chunks up as they go. Both must leave the same tables behind.
-@Suite("Index builds")
+@Suite("Index builds", .ownThread)
 struct IndexBuildTests {
     static let design = #"""
         {"_id": "_design/b", "views": {

@@ -21,7 +21,7 @@ private func rows(_ result: Result<[EmittedRow], JavaScriptError>) -> [[String]]
     (try? result.get())?.map { [$0.key, $0.value] } ?? [["failed"]]
 }
 
-@Suite("JavaScript engine")
+@Suite("JavaScript engine", .ownThread)
 struct JavaScriptEngineTests {
     @Test("Several map functions run on one document parsed once")
     func severalFunctions() throws {

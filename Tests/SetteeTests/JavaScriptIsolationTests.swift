@@ -25,7 +25,7 @@ private func failure(_ outcome: Result<[EmittedRow], JavaScriptError>) -> JavaSc
     return nil
 }
 
-@Suite("JavaScript: promises")
+@Suite("JavaScript: promises", .ownThread)
 struct JavaScriptPromiseTests {
     @Test("A map function that uses a Promise or async/await runs its reactions before the document's rows are taken", arguments: [
         "function (doc) { Promise.resolve(1).then(function () {}); emit(1, 1); }",
@@ -67,7 +67,7 @@ struct JavaScriptPromiseTests {
     }
 }
 
-@Suite("JavaScript: each function in a realm of its own")
+@Suite("JavaScript: each function in a realm of its own", .ownThread)
 struct JavaScriptIsolationTests {
     static let polluters = [
         #"function (doc) { String.prototype.toUpperCase = function () { return "PWNED"; }; }"#,
@@ -140,7 +140,7 @@ struct JavaScriptIsolationTests {
     }
 }
 
-@Suite("Design documents are isolated from each other")
+@Suite("Design documents are isolated from each other", .ownThread)
 struct DesignDocumentIsolationTests {
     @Test("A design document that changes built-ins does not change another's rows, whichever is indexed first")
     func isolatedIndexes() throws {

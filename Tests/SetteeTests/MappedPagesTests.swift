@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Settee
 
-@Suite("Memory map")
+@Suite("Memory map", .ownThread)
 struct MappedPagesTests {
     /// Kilobytes of the data file's mapping resident in this process (Linux's smaps).
     static func residentKilobytes(of directory: URL) throws -> Int? {

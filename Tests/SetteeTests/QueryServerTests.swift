@@ -76,7 +76,7 @@ private func expectConversation(
     }
 }
 
-@Suite("Query server: reset, add_fun, add_lib, map_doc")
+@Suite("Query server: reset, add_fun, add_lib, map_doc", .ownThread)
 struct QueryServerMapTests {
     @Test("map_doc answers one list of [key, value] rows per function, in order")
     func mapDocument() throws {
@@ -222,7 +222,7 @@ struct QueryServerMapTests {
     }
 }
 
-@Suite("Query server: search indexes (index_doc, nouveau_index_doc)")
+@Suite("Query server: search indexes (index_doc, nouveau_index_doc)", .ownThread)
 struct QueryServerIndexTests {
     @Test("index_doc answers each function's index(name, value, options) fields; bad fields are logged")
     func dreyfus() throws {
@@ -262,7 +262,7 @@ struct QueryServerIndexTests {
     }
 }
 
-@Suite("Query server: reduce and rereduce")
+@Suite("Query server: reduce and rereduce", .ownThread)
 struct QueryServerReduceTests {
     @Test("reduce passes keys and values; rereduce passes null keys and rereduce = true")
     func reduceAndRereduce() throws {
@@ -362,7 +362,7 @@ struct QueryServerReduceTests {
     }
 }
 
-@Suite("Query server: design documents")
+@Suite("Query server: design documents", .ownThread)
 struct QueryServerDesignDocumentTests {
     private static let ddoc = #"""
         {"_id": "_design/app", "lib": {"fmt": "exports.title = function (d) { return d.title.toUpperCase(); };"},
@@ -611,7 +611,7 @@ struct QueryServerDesignDocumentTests {
     }
 }
 
-@Suite("Query server: the protocol itself")
+@Suite("Query server: the protocol itself", .ownThread)
 struct QueryServerProtocolTests {
     @Test("An unknown command is fatal")
     func unknownCommand() throws {
@@ -697,7 +697,7 @@ struct QueryServerProtocolTests {
 
 /// CouchDB 3.5 behaviours of couchjs that `settee couchjs` matches
 /// (share/server/*.js of CouchDB 3.5.0, as built into its main.js).
-@Suite("Query server: CouchDB 3.5's couchjs")
+@Suite("Query server: CouchDB 3.5's couchjs", .ownThread)
 struct QueryServerCouchJSFidelityTests {
     /// share/server/60/rewrite_fun.js: the last function declaration, when it
     /// has no name, becomes the function; helpers and variables may come first.

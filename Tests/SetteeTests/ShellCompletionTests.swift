@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Settee
 
-@Suite("Shell completion")
+@Suite("Shell completion", .ownThread)
 struct ShellCompletionTests {
     @Test("--generate-completion-script writes a script that completes views and design documents from the database --db names")
     func completesNames() throws {

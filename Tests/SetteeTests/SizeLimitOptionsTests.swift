@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Settee
 
-@Suite("Document size limits set in Database.Options")
+@Suite("Document size limits set in Database.Options", .ownThread)
 struct SizeLimitOptionsTests {
     @Test("Limits are configurable: documents and design documents each have their own, and imports use them")
     func configuredLimits() throws {

@@ -13,7 +13,7 @@ private func document(id: String, bytes: Int) -> String {
     return head + String(repeating: "p", count: bytes - head.utf8.count - 2) + #""}"#
 }
 
-@Suite("Document size limits with CouchDB's defaults")
+@Suite("Document size limits with CouchDB's defaults", .ownThread)
 struct SizeLimitTests {
     @Test("A document over 8000000 bytes (CouchDB's max_document_size) is refused with document_too_large, through put, a write batch and Codable; at the limit it is stored")
     func documentLimit() throws {

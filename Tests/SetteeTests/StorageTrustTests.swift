@@ -133,6 +133,16 @@ private func rawWrite(at directory: URL, _ body: (OpaquePointer?) throws -> Void
 }
 
 
+/// What `body` threw, in words; nil when it threw nothing.
+private func errorText(_ body: () throws -> Void) -> String? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return "\(error)"
+    }
+}
+
 private func errorCode(_ body: () throws -> Void) -> String? {
     do {
         try body()
@@ -142,8 +152,25 @@ private func errorCode(_ body: () throws -> Void) -> String? {
     }
 }
 
-@Suite("Storage faults: dead readers, stopped writers, damaged and foreign files")
+@Suite("Storage faults: dead readers, stopped writers, damaged and foreign files", .ownThread)
 struct StorageTrustTests {
+    @Test("A data file truncated while this process has the database open is refused by the next open, which shares the open storage")
+    func truncatedWhileOpen() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        try makeDatabase(at: url, documents: 2000)
+        let first = try Database(at: url)
+        var info = MDB_envinfo()
+        var stats = MDB_stat()
+        let environment = try first.environment.environment
+        mdb_env_info(environment, &info)
+        mdb_env_stat(environment, &stats)
+        let lastPageEnd = (info.me_last_pgno + 1) * Int(stats.ms_psize)
+        #expect(truncate(url.appendingPathComponent("data.mdb").path, off_t(lastPageEnd - Int(stats.ms_psize))) == 0)
+        #expect(errorCode { _ = try Database(at: url) } == "database_damaged")
+        withExtendedLifetime(first) {}
+    }
+
     @Test("A reader process killed with SIGKILL: its reader slot is cleared when another process opens the database, and by a long-lived process before it writes")
     func deadReadersAreCleared() throws {
         let settee = try SetteeExecutable.find()
@@ -209,7 +236,8 @@ struct StorageTrustTests {
         }
         #expect(truncate(file, off_t(newSize)) == 0)
 
-        #expect(errorCode { _ = try Database(at: url) } == "database_damaged")
+        #expect(errorCode { _ = try Database(at: url) } == "database_damaged",
+                "\(size) bytes cut to \(newSize); the last page ends at \(lastPageEnd): \(errorText { _ = try Database(at: url) } ?? "opened")")
         for arguments in [["put", #"{"_id": "new"}"#], ["get", "doc1"], ["info"], ["all-docs"]] {
             let outcome = try settee.run(arguments + ["--db", url.path], in: directory.url)
             #expect(outcome.signal == nil && outcome.exitStatus == 1, "\(arguments[0]): \(outcome.signal.map { "signal \($0)" } ?? outcome.standardError)")

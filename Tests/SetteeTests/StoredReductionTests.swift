@@ -111,7 +111,7 @@ private func randomParameters(_ view: String, _ random: inout SplitMix64) -> [(S
     return parameters
 }
 
-@Suite("Stored reductions")
+@Suite("Stored reductions", .ownThread)
 struct StoredReductionTests {
     static let views = ["count", "sum", "stats", "js", "map"]
 

@@ -26,7 +26,7 @@ private func makeDatabase(_ count: Int, in directory: TemporaryDirectory, with s
     return db
 }
 
-@Suite("Large results handed over row by row")
+@Suite("Large results handed over row by row", .ownThread)
 struct StreamedResultTests {
     @Test("settee query, all-docs and changes print rows as they read them: peak memory does not grow with the rows (20k vs 200k), and the output is the whole result's JSON byte for byte")
     func commandLineMemory() throws {

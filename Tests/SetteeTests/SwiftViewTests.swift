@@ -134,7 +134,7 @@ private func expectSameResults(_ db: Database, _ javaScript: String, _ swift: St
     }
 }
 
-@Suite("Views written in Swift (Indexer)")
+@Suite("Views written in Swift (Indexer)", .ownThread)
 struct SwiftViewTests {
     @Test("A Swift view's rows equal the JavaScript view's: keys of every type in collation order, values, ids, ranges")
     func sameRowsAsJavaScript() throws {

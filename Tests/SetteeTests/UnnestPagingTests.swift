@@ -53,7 +53,7 @@ private func printed(_ output: JSONValue) -> [String] {
     }
 }
 
-@Suite("UNNEST pages by bookmark, element by element; settee unnest")
+@Suite("UNNEST pages by bookmark, element by element; settee unnest", .ownThread)
 struct UnnestPagingTests {
     static let requests: [UnnestRequest] = [
         UnnestRequest(path: "tags"),

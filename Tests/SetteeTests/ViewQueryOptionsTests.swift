@@ -71,7 +71,7 @@ private func queryParse(_ reason: String) -> QueryError {
     QueryError(error: "query_parse_error", reason: reason)
 }
 
-@Suite("ViewQueryOptions")
+@Suite("ViewQueryOptions", .ownThread)
 struct ViewQueryOptionsTests {
     // MARK: Defaults and single parameters
 

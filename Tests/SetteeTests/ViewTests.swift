@@ -550,7 +550,7 @@ struct ViewTests {
     }
 }
 
-@Suite("Database from many threads")
+@Suite("Database from many threads", .ownThread)
 struct ConcurrencyTests {
     @Test("Async queries from many tasks while another task writes")
     func concurrentQueries() async throws {

@@ -20,7 +20,7 @@ private final class PutProgress: Sendable {
     let threadPut = Mutex<Duration?>(nil)
 }
 
-@Suite("The writer lock and JavaScript")
+@Suite("The writer lock and JavaScript", .ownThread)
 struct WriterLockTests {
     @Test("Puts from another thread and another process commit at once while an index update runs a slow JavaScript reduce")
     func putsDoNotWaitForJavaScriptReduce() throws {

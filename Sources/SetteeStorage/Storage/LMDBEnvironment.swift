@@ -88,6 +88,10 @@ package final class LMDBEnvironment: @unchecked Sendable {
                 throw StorageError(code: EINVAL, operation: "opening the database at \(path) read-only",
                                    explanation: "this process already has it open for writing; share that Database instead")
             }
+            // A file cut short since the first open is refused here too, not found by a read's SIGBUS.
+            if let handle = existing.handle {
+                try checkFileLength(handle, dataFile: path + "/data.mdb", path: path)
+            }
             existing.holders += 1
             return existing
         }
