@@ -82,7 +82,7 @@ private final class EndTime: Sendable {
     var value: ContinuousClock.Instant? { instant.withLock { $0 } }
 }
 
-@Suite("Async forms and cancellation")
+@Suite("Async forms and cancellation", .ownThread)
 struct AsyncAPITests {
     @Test("Documents: put, get (a non-Sendable model), write, delete, changes, info and sequences, awaited")
     func documents() async throws {

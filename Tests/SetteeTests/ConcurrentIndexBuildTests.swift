@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Settee
 
-@Suite("Processes building the same index", .timeLimit(.minutes(3)), .ownThread)
+@Suite("Processes building the same index", .timeLimit(.minutes(10)), .ownThread)
 struct ConcurrentIndexBuildTests {
     /// As CouchDB has one indexer per index: processes querying the same
     /// stale view at once must not each map every document (N times the

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Settee
 
-@Suite("Loading a folder of design documents", .timeLimit(.minutes(2)), .ownThread)
+@Suite("Loading a folder of design documents", .timeLimit(.minutes(10)), .ownThread)
 struct DesignFolderLoadTests {
     /// One design document of a folder refused when stored (here: the index
     /// limit, checked as it is written) must leave the others as they were,
@@ -34,7 +34,7 @@ struct DesignFolderLoadTests {
     }
 }
 
-@Suite("design load killed mid-way", .timeLimit(.minutes(3)), .ownThread)
+@Suite("design load killed mid-way", .timeLimit(.minutes(10)), .ownThread)
 struct DesignFolderKillTests {
     /// A folder of design documents `d000`…, each with one view emitting `version`.
     private func writeFolder(_ folder: URL, files: Int, version: Int) throws {

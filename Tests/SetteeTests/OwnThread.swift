@@ -26,7 +26,8 @@ final class OwnThreads: TaskExecutor {
 /// large builds, JavaScript that spins). Swift Testing runs synchronous tests
 /// on the cooperative pool, two threads on a two-core machine; two such tests
 /// there held it for seconds, and every async test and async call of the
-/// suite waited that long to resume.
+/// suite waited that long to resume. A test's time limit counts its wait
+/// for a turn: give such suites minutes to spare.
 struct OwnThreadTrait: TestTrait, SuiteTrait, TestScoping {
     var isRecursive: Bool { true }
 

@@ -9,7 +9,7 @@ func manyViews(_ name: String, count: Int, from first: Int = 0) -> String {
     return #"{"_id": "_design/\#(name)", "views": {\#(views.joined(separator: ", "))}}"#
 }
 
-@Suite("Views past what the database can index", .timeLimit(.minutes(2)), .ownThread)
+@Suite("Views past what the database can index", .timeLimit(.minutes(10)), .ownThread)
 struct ViewCountLimitTests {
     private func openDatabase(_ directory: TemporaryDirectory) throws -> Database {
         var options = Database.Options()
