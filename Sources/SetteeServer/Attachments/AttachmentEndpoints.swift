@@ -27,9 +27,12 @@ extension CouchResponder {
     // MARK: GET, HEAD
 
     private func readAttachment(_ db: Database, id: String, attachment: String, _ request: CouchRequest) async throws -> Response {
-        let stored = try await db.storedAttachment(attachment, of: id)
-        // One revision per document: another one asked for is not there.
-        if let rev = request.parameter("rev"), rev != stored.revision.description { throw CouchError.missing }
+        // rev= names a leaf, deleted or not (a tombstone keeps the attachments its deletion named).
+        let stored = if let text = request.parameter("rev") {
+            try await db.storedAttachment(attachment, of: id, revision: try Self.revision(text))
+        } else {
+            try await db.storedAttachment(attachment, of: id)
+        }
         let md5 = Data(stored.md5).base64EncodedString()
         let etag = "\"\(md5)\""
         if Self.etagMatches(request.header(.ifNoneMatch), etag) {
@@ -56,6 +59,12 @@ extension CouchResponder {
         case let ranges?:
             return Self.multipartRanges(db, stored, ranges: ranges)
         }
+    }
+
+    /// A `rev` parameter's revision.
+    private static func revision(_ text: String) throws(CouchError) -> Revision {
+        guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
+        return revision
     }
 
     /// Whether an `If-None-Match` header names `etag` (weak or strong), as `chttpd:etag_match`.

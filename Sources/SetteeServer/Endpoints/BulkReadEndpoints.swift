@@ -118,8 +118,9 @@ extension CouchResponder {
             return error(idValue, other, "bad_request", "att_since value must be array of revs.")
         }
         var document = try await read(db, id: id, options: documentOptions)
-        if document == nil { document = try await db.documentIncludingDeleted(id) }
-        if let rev, let current = document, current.revision != rev, let leaf = try await leaf(db, id: id, revision: rev, current: current) {
+        if document == nil { document = try await readIncludingDeleted(db, id: id, options: documentOptions) }
+        if let rev, let current = document, current.revision != rev,
+           let leaf = try await leaf(db, id: id, revision: rev, current: current, options: documentOptions) {
             document = leaf
         }
         let revText: JSONValue = rev.map { .string($0.description) } ?? "undefined"

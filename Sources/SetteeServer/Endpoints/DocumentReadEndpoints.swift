@@ -98,11 +98,11 @@ extension CouchResponder {
         }
         var document = try await read(db, id: id, options: options)
         if document == nil, options.deleted || options.rev != nil {
-            document = try await db.documentIncludingDeleted(id)
+            document = try await readIncludingDeleted(db, id: id, options: options)
         }
         // rev= of a losing leaf (latest=true opens the winner whatever rev names).
         if let rev = options.rev, !options.latest, let current = document, current.revision != rev {
-            document = try await leaf(db, id: id, revision: rev, current: current)
+            document = try await leaf(db, id: id, revision: rev, current: current, options: options)
             if document == nil { throw CouchError.missing }
         }
         guard let document else {
@@ -127,12 +127,21 @@ extension CouchResponder {
         return try await db.document(id)
     }
 
+    /// The current revision, deleted or not, with its attachments' data when
+    /// asked (a tombstone keeps the attachments its deletion named).
+    func readIncludingDeleted(_ db: Database, id: String, options: DocumentReadOptions) async throws -> Document? {
+        if options.attachments || options.attachmentsSince != nil {
+            return try await db.documentIncludingDeleted(id, attachments: options.attachmentsSince)
+        }
+        return try await db.documentIncludingDeleted(id)
+    }
+
     /// `open_revs`: a JSON array of `{"ok": doc}` and `{"missing": rev}`,
     /// as CouchDB answers a client that does not ask for multipart.
     private func openRevisions(_ db: Database, id: String, _ open: DocumentReadOptions.OpenRevisions,
                                options: DocumentReadOptions) async throws -> Response {
         var current = try await read(db, id: id, options: options)
-        if current == nil { current = try await db.documentIncludingDeleted(id) }
+        if current == nil { current = try await readIncludingDeleted(db, id: id, options: options) }
         var results: [String] = []
         switch open {
         case .all:

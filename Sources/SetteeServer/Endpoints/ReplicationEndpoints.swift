@@ -104,10 +104,13 @@ extension CouchResponder {
     }
 
     /// The leaf `revision` of a document when it is not the one `current`
-    /// holds (a losing leaf asked for by `rev=`).
-    func leaf(_ db: Database, id: String, revision: Revision, current: Document?) async throws -> Document? {
+    /// holds (a losing leaf asked for by `rev=`), with its attachments' data
+    /// when `options` ask for it.
+    func leaf(_ db: Database, id: String, revision: Revision, current: Document?,
+              options: DocumentReadOptions = DocumentReadOptions()) async throws -> Document? {
         if let current, current.revision == revision { return current }
-        return try await db.document(id, revision: revision)
+        let attachments = options.attachments || options.attachmentsSince != nil
+        return try await db.document(id, revision: revision, attachments: attachments, since: options.attachmentsSince)
     }
 
     /// `open_revs=all`: every leaf, the winner first.
@@ -115,7 +118,7 @@ extension CouchResponder {
         let leaves = try await db.revisions(of: id)?.leaves.map(\.revision) ?? [current.revision]
         var results: [String] = []
         for revision in leaves {
-            guard let document = try await leaf(db, id: id, revision: revision, current: current) else { continue }
+            guard let document = try await leaf(db, id: id, revision: revision, current: current, options: options) else { continue }
             results.append("{\"ok\":\(String(decoding: try await documentBytes(db, document, options: options), as: UTF8.self))}")
         }
         return results
@@ -126,13 +129,13 @@ extension CouchResponder {
     func openNamedRevision(_ db: Database, id: String, _ text: String, current: Document?,
                            options: DocumentReadOptions) async throws -> [String] {
         let revision = Revision(text)!
-        if let current, let document = try await leaf(db, id: id, revision: revision, current: current) {
+        if let current, let document = try await leaf(db, id: id, revision: revision, current: current, options: options) {
             return ["{\"ok\":\(String(decoding: try await documentBytes(db, document, options: options), as: UTF8.self))}"]
         }
         if options.latest, current != nil, let revisions = try await db.revisions(of: id) {
             var results: [String] = []
             for leaf in revisions.leaves where revisions.history(of: leaf.revision).contains(revision) {
-                guard let document = try await self.leaf(db, id: id, revision: leaf.revision, current: current) else { continue }
+                guard let document = try await self.leaf(db, id: id, revision: leaf.revision, current: current, options: options) else { continue }
                 results.append("{\"ok\":\(String(decoding: try await documentBytes(db, document, options: options), as: UTF8.self))}")
             }
             if !results.isEmpty { return results }

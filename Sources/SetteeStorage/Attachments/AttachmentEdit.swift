@@ -101,11 +101,12 @@ extension DocumentEdit {
     /// The body as the revision written will hold it, for
     /// `validate_doc_update`'s `newDoc`: its `_attachments` as stubs (new bytes
     /// with the revpos of the revision being written, stubs as `current` has
-    /// them). Without attachments, the body itself.
+    /// them; a tombstone's only for an edit that names its revision). Without
+    /// attachments, the body itself.
     package func bodyWithAttachmentStubs(current: DocumentRecord?) -> [UInt8] {
         guard let attachments, !attachments.isEmpty else { return body }
         var old: [AttachmentStub] = []
-        if let current, current.hasAttachments, !current.isDeleted {
+        if let current, current.hasAttachments, !current.isDeleted || revision != nil {
             old = (try? AttachmentStub.stubs(inBody: current.body)) ?? []
         }
         let generation = Int(current?.generation ?? 0) + 1

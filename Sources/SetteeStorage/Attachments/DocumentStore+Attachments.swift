@@ -26,12 +26,18 @@ extension DocumentStore {
     /// bytes point into pages the writes may reuse). Without
     /// `releasingCurrent`, `current` only answers stubs and keeps its
     /// references (a new branch of a revision tree beside it).
+    ///
+    /// A deletion keeps the attachments it names on its tombstone, as
+    /// CouchDB's does. A deleted `current` answers stubs only when the edit
+    /// names a revision (it follows the tombstone); re-creating a deleted
+    /// document without `_rev` merges no stubs (`couch_db:prep_and_validate_update`).
     func writeAttachments(of edit: DocumentEdit, id: String, current: DocumentRecord?, generation: Int,
                           releasingCurrent: Bool = true,
                           in transaction: LMDBTransaction) throws -> (body: [UInt8], term: [UInt8])? {
-        let old: [AttachmentStub] = if let current, current.hasAttachments, !current.isDeleted {
+        let held: [AttachmentStub] = if let current, current.hasAttachments {
             try AttachmentStub.stubs(inBody: current.body)
         } else { [] }
+        let old = edit.revision == nil && current?.isDeleted == true ? [] : held
         var stubs: [AttachmentStub] = []
         var sources: [[UInt8]: (AttachmentSource, String)] = [:]
         for attachment in edit.attachments ?? [] {
@@ -49,11 +55,11 @@ extension DocumentStore {
                 sources[digest] = (source, attachment.name)
             }
         }
-        if stubs.isEmpty && (old.isEmpty || !releasingCurrent) { return nil }
+        if stubs.isEmpty && (held.isEmpty || !releasingCurrent) { return nil }
         // What each digest's reference count changes by: an edit that keeps its attachments touches no body.
         var change: [[UInt8]: Int] = [:]
         for stub in stubs { change[stub.digest, default: 0] += 1 }
-        for stub in old where releasingCurrent { change[stub.digest, default: 0] -= 1 }
+        for stub in held where releasingCurrent { change[stub.digest, default: 0] -= 1 }
         let bodies = try writableAttachmentBodies()
         for stub in stubs where (change[stub.digest] ?? 0) > 0 {
             try bodies.retain(stub.digest, count: UInt64(change[stub.digest]!), length: stub.length,
@@ -151,6 +157,15 @@ extension DocumentStore {
     /// sees it (see ``documentWithAttachments(_:since:)``).
     package func documentWithAttachments(_ id: String, since: [Revision]? = nil, in transaction: LMDBTransaction) throws -> Document? {
         guard let document = try record(id, in: transaction), !document.isDeleted else { return nil }
+        return try withAttachmentData(document, since: since, in: transaction)
+    }
+
+    /// `document` (a revision of a document, deleted or not, read in
+    /// `transaction`) with the bytes of its attachments as base64 `data`;
+    /// with `since`, only of those written after the newest of those
+    /// revisions it descends from (see ``documentWithAttachments(_:since:)``).
+    func withAttachmentData(_ document: Document, since: [Revision]?, in transaction: LMDBTransaction) throws -> Document {
+        let id = document.id
         let stubs = try document.body.withUnsafeBytes { try AttachmentStub.stubs(inBody: $0) }
         if stubs.isEmpty { return document }
         let after = since?.map(\.generation).filter { $0 <= document.revision.generation }.max().map(Int.init) ?? 0
@@ -173,7 +188,7 @@ extension DocumentStore {
             stub.appendJSON(data: data, into: &body)
         }
         body.append(contentsOf: "}}".utf8)
-        return Document(id: document.id, revision: document.revision, sequence: document.sequence, isDeleted: false, body: body)
+        return Document(id: document.id, revision: document.revision, sequence: document.sequence, isDeleted: document.isDeleted, body: body)
     }
 }
 

@@ -16,11 +16,9 @@ package struct DocumentEdit: Sendable {
     /// writer only checks that the case holds (``revision(following:attachmentsTerm:)``).
     private var expectedHash: (after: Revision?, deleted: Bool, hash: [UInt8])?
     /// The `_attachments` member (new bytes and stubs), or nil when the
-    /// document has none: `body` never holds it.
+    /// document has none: `body` never holds it. A deletion's too: its
+    /// tombstone keeps them, as CouchDB's does.
     package var attachments: [AttachmentEdit]?
-    /// The `_attachments` a deletion carries: its tombstone keeps none, but
-    /// they are hashed into its revision id (``DocumentStore/deletionAttachmentsTerm(of:id:current:)``).
-    package var deletionAttachments: [AttachmentEdit]?
     /// `_revisions` as given (`{"start": N, "ids": [...]}`): the revision and
     /// its ancestors, newest first. Only a replicated write uses it.
     package var revisionHistory: [Revision]?
@@ -95,8 +93,7 @@ package struct DocumentEdit: Sendable {
         self.id = id
         self.revision = revision
         self.deleted = deleted
-        self.attachments = deleted ? nil : attachments
-        self.deletionAttachments = deleted ? attachments : nil
+        self.attachments = attachments
         self.revisionHistory = revisionHistory
         if let hash = RevisionHash.ofUniqueKeys(deleted: deleted, previous: revision, body: body, attachmentsTerm: nil) {
             self.body = body
@@ -117,7 +114,7 @@ package struct DocumentEdit: Sendable {
         return Revision.next(after: previous, deleted: deleted, body: body, attachmentsTerm: attachmentsTerm)
     }
 
-    /// A deletion (`DELETE /db/doc`): its tombstone keeps no members.
+    /// A deletion (`DELETE /db/doc`): its tombstone keeps no members and no attachments.
     package init(deleting id: String, revision: Revision?) {
         self.id = id
         self.revision = revision

@@ -86,16 +86,12 @@ extension DocumentStore {
         if let validation { try validation.validate(edit, id: id, current: record) }
         let parentLeaf = tree.leaves[parent]!
         var attached: (body: [UInt8], term: [UInt8])?
-        var deletionTerm: [UInt8]?
         if edit.attachments != nil || parentLeaf.hasAttachments {
             attached = try withLeafRecord(parent, parentLeaf, key: key) { current in
-                deletionTerm = try deletionAttachmentsTerm(of: edit, id: id, current: current)
-                return try writeAttachments(of: edit, id: id, current: current, generation: Int(parent.generation) + 1, in: transaction)
+                try writeAttachments(of: edit, id: id, current: current, generation: Int(parent.generation) + 1, in: transaction)
             }
-        } else {
-            deletionTerm = try deletionAttachmentsTerm(of: edit, id: id, current: nil)
         }
-        let revision = edit.revision(following: parent, attachmentsTerm: attached?.term ?? deletionTerm)
+        let revision = edit.revision(following: parent, attachmentsTerm: attached?.term)
         tree.extend(parent, with: revision, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
         tree.prune(to: try revisionsLimit(inWrite: transaction))
         try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)
@@ -144,7 +140,7 @@ extension DocumentStore {
             let extended = path.first(where: tree.contains).flatMap { tree.leaves[$0] != nil ? $0 : nil }
             let stubSource = extended ?? tree.winner
             var attached: (body: [UInt8], term: [UInt8])?
-            if !edit.deleted, edit.attachments != nil || (extended.flatMap { tree.leaves[$0]?.hasAttachments } ?? false) {
+            if edit.attachments != nil || (extended.flatMap { tree.leaves[$0]?.hasAttachments } ?? false) {
                 if let stubSource, let leaf = tree.leaves[stubSource] {
                     attached = try withLeafRecord(stubSource, leaf, key: key) { record in
                         try writeAttachments(of: edit, id: id, current: record, generation: Int(revision.generation),
@@ -153,9 +149,6 @@ extension DocumentStore {
                 } else {
                     attached = try writeAttachments(of: edit, id: id, current: nil, generation: Int(revision.generation), in: transaction)
                 }
-            } else if let extended, let leaf = tree.leaves[extended], leaf.hasAttachments {
-                // A deletion extending a leaf with attachments drops that leaf's references.
-                try withLeafRecord(extended, leaf, key: key) { try releaseAttachments(of: $0, in: transaction) }
             }
             _ = tree.merge(path: path, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
             tree.prune(to: try revisionsLimit ?? self.revisionsLimit(inWrite: transaction))

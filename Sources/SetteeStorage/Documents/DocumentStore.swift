@@ -212,11 +212,10 @@ package final class DocumentStore: Sendable {
             let wasDeleted = current?.isDeleted
             // Attachments: only an edit that names some, or replaces a revision that had some, pays for them.
             var attached: (body: [UInt8], term: [UInt8])?
-            let deletionTerm = try deletionAttachmentsTerm(of: edit, id: id, current: current)
             if edit.attachments != nil || current?.hasAttachments == true {
                 attached = try writeAttachments(of: edit, id: id, current: current, generation: Int((previous?.generation ?? 0) + 1), in: transaction)
             }
-            let revision = edit.revision(following: previous, attachmentsTerm: attached?.term ?? deletionTerm)
+            let revision = edit.revision(following: previous, attachmentsTerm: attached?.term)
             (attached?.body ?? edit.body).withUnsafeBytes {
                 DocumentRecord.encode(sequence: sequence, revision: revision, deleted: edit.deleted, body: $0, into: &scratch,
                                       hasAttachments: attached != nil)
