@@ -7,7 +7,7 @@ import Settee
 @testable import SetteeServer
 import Synchronization
 
-@Suite("settee serve: _list streams its output as the function produces it, as CouchDB does")
+@Suite("settee serve: _list streams its output as the function produces it, as CouchDB does", .serialized)
 struct ServerListStreamingTests {
     static let rowCount = 100_000
 
@@ -138,6 +138,33 @@ struct ServerListStreamingTests {
             return all
         }
         #expect(answered)
+        await server.stop()
+    }
+
+    @Test("Lists whose clients stopped reading, more than the list workers, do not hold up the next list: another worker starts for it, as CouchDB starts another couchjs")
+    func stalledListsDoNotHoldOthers() async throws {
+        let database = "stalled"
+        let server = try await Self.start(database: database, rows: 20_000)
+        var stalled: [StreamingClient] = []
+        for number in 0 ..< DesignFunctionRunner.lists.steadyWorkers + 1 {
+            let client = try StreamingClient(port: server.port)
+            client.send("GET /\(database)/_design/app/_list/big/n HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            // Each list starts at once, though every steady worker runs a list whose client reads nothing.
+            #expect(await client.read(until: { Self.contains($0, "MARKER") }, timeout: 20), "list \(number + 1) started")
+            stalled.append(client)
+        }
+        let other = try StreamingClient(port: server.port)
+        other.send("GET /\(database)/_design/app/_list/fewRows/n HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        #expect(await other.read(until: { Self.contains($0, "done") }, timeout: 20), "the next list answered")
+        #expect(DesignFunctionRunner.lists.extraWorkersRunning > 0)
+        // Their clients gone, the lists end, and so do the workers started for them.
+        for client in stalled { client.close() }
+        var ended = false
+        for _ in 0 ..< 200 where !ended {
+            ended = DesignFunctionRunner.lists.extraWorkersRunning == 0
+            if !ended { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(ended)
         await server.stop()
     }
 

@@ -19,13 +19,26 @@ final class DesignFunctionRunner: Sendable {
     static let shared = DesignFunctionRunner(count: 2)
     /// The runner of streamed lists, which hold their worker while their
     /// client reads: a slow client does not hold up shows, updates or filters.
-    static let lists = DesignFunctionRunner(count: 2)
+    /// A list that finds every worker busy gets one of its own for the call
+    /// (up to 14 such), as CouchDB starts another `couchjs`: clients that
+    /// stop reading do not hold up the next list.
+    static let lists = DesignFunctionRunner(count: 2, extraWorkers: 14)
 
     private let slots: [Slot]
     private let turn = Atomic<Int>(0)
+    /// The most workers started for one call each while every slot is busy.
+    private let extraWorkers: Int
+    /// Those running now.
+    private let extraInUse = Atomic<Int>(0)
 
-    init(count: Int) {
+    /// The workers kept running between calls.
+    var steadyWorkers: Int { slots.count }
+    /// The workers started for one call each that run now.
+    var extraWorkersRunning: Int { extraInUse.load(ordering: .relaxed) }
+
+    init(count: Int, extraWorkers: Int = 0) {
         slots = (0 ..< max(1, count)).map { _ in Slot() }
+        self.extraWorkers = extraWorkers
     }
 
     /// The query server's answers (log lines left out) to one `ddoc` call of
@@ -48,11 +61,54 @@ final class DesignFunctionRunner: Sendable {
             let other = slots[(first + offset) % slots.count]
             if other.calls.load(ordering: .relaxed) < slot.calls.load(ordering: .relaxed) { slot = other }
         }
-        let answers = try await slot.call(key: key, designDocument: designDocument, path: path, arguments: arguments, input: input, pipe: pipe)
+        let answers: [JSONValue]
+        if slot.calls.load(ordering: .relaxed) > 0, let extra = takeExtraWorker() {
+            defer { extra.end() }
+            answers = try await extra.call(key: key, designDocument: designDocument, path: path, arguments: arguments, input: input, pipe: pipe)
+        } else {
+            answers = try await slot.call(key: key, designDocument: designDocument, path: path, arguments: arguments, input: input, pipe: pipe)
+        }
         if case .array(let parts)? = answers.last, parts.count == 3, parts[0] == "error" {
             throw Self.error(type: parts[1], reason: parts[2])
         }
         return answers
+    }
+
+    /// A slot of its own for one call while every slot is busy, its worker
+    /// ended when the slot is released after the call; nil when the extra
+    /// workers are all in use (the call then waits its turn on a slot).
+    private func takeExtraWorker() -> ExtraSlot? {
+        var inUse = extraInUse.load(ordering: .relaxed)
+        while inUse < extraWorkers {
+            let (exchanged, original) = extraInUse.compareExchange(expected: inUse, desired: inUse + 1, ordering: .relaxed)
+            if exchanged { return ExtraSlot(runner: self) }
+            inUse = original
+        }
+        return nil
+    }
+
+    /// A slot for one call, counted among the extra workers while it lives.
+    private final class ExtraSlot: Sendable {
+        private let slot = Slot()
+        private let runner: DesignFunctionRunner
+
+        init(runner: DesignFunctionRunner) {
+            self.runner = runner
+        }
+
+        deinit { runner.extraInUse.subtract(1, ordering: .relaxed) }
+
+        /// Ends the slot's workers, here: the last job of a worker releases
+        /// its closure on the worker's thread, which must not be the last
+        /// hold on the worker (it would wait for its own thread to end).
+        func end() {
+            slot.stopWorkers()
+        }
+
+        func call(key: String, designDocument: String, path: [String], arguments: JSONValue,
+                  input: [String], pipe: ListPipe?) async throws -> [JSONValue] {
+            try await slot.call(key: key, designDocument: designDocument, path: path, arguments: arguments, input: input, pipe: pipe)
+        }
     }
 
     /// The HTTP error for the query server's `["error", type, reason]`, by
@@ -92,6 +148,13 @@ final class DesignFunctionRunner: Sendable {
                 current.state = started
                 return started
             }
+        }
+
+        /// Stops the slot's workers, the current one and those replaced, once
+        /// their queued work is done (`JavaScriptWorker.stop()`).
+        func stopWorkers() {
+            let states = current.withLock { current in (current.state.map { [$0] } ?? []) + current.retired }
+            for state in states { state.worker.stop() }
         }
 
         func call(key: String, designDocument: String, path: [String], arguments: JSONValue,
