@@ -95,7 +95,7 @@ struct ServerListStreamingTests {
         #expect(ended)
         let body = try #require(StreamingClient.dechunk(client.text))
         let lines = body.split(separator: "\n", omittingEmptySubsequences: false)
-        try #require(lines.count == Self.rowCount + 3, "the body ends: \(body.suffix(600))")
+        try #require(lines.count == Self.rowCount + 3, "the body ends: \(body.suffix(600)); the pipe: \(pipe.statistics)")
         #expect(lines.first == "MARKER")
         #expect(lines[1] == "0" + String(repeating: "x", count: 400))
         #expect(lines[Self.rowCount] == "\(Self.rowCount - 1)" + String(repeating: "x", count: 400))

@@ -50,10 +50,10 @@ extension CouchResponder {
             }
             started = try await Self.listStart(pipe)
         } catch {
-            pipe.close()
+            pipe.close(because: "the list did not start: \(error)")
             throw error
         }
-        if let connection = request.connection { ConnectionWatch.whenClientGone(connection) { [weak pipe] in pipe?.close() } }
+        if let connection = request.connection { ConnectionWatch.whenClientGone(connection) { [weak pipe] in pipe?.close(because: "the client went") } }
         return try Self.listResponse(started, pipe: pipe, connection: request.connection)
     }
 
@@ -156,7 +156,7 @@ extension CouchResponder {
             try await withGracefulShutdownHandler {
                 try await writeRest(start, pipe: pipe, to: &writer)
             } onGracefulShutdown: {
-                pipe.close()
+                pipe.close(because: "the server is shutting down")
                 connection?.close(promise: nil)
             }
         }
@@ -241,9 +241,9 @@ private final class PipeCloser: Sendable {
         self.pipe = pipe
     }
 
-    deinit { pipe.close() }
+    deinit { pipe.close(because: "the response was released unwritten") }
 
-    func close() { pipe.close() }
+    func close() { pipe.close(because: "the response ended") }
 }
 
 extension DesignFunctionCall {

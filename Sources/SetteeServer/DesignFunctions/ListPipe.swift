@@ -15,7 +15,7 @@ import Synchronization
 /// The function waits only inside `getRow()`, where waiting does not count
 /// against its time limit.
 ///
-/// ``close()`` (the client went, the response ended) ends every wait: the
+/// ``close(because:)`` (the client went, the response ended) ends every wait: the
 /// view read stops, the function's next `getRow()` returns `null` and what
 /// it sends afterwards is dropped.
 final class ListPipe: @unchecked Sendable {
@@ -52,6 +52,7 @@ final class ListPipe: @unchecked Sendable {
     private var eventBytes = 0
     private var eventWaiter: CheckedContinuation<Event?, Never>?
     private var closed = false
+    private var closedBecause: String?
     private var rowsHandedOver = 0
     private var endHandedOver = false
     private var peakBytes = 0
@@ -200,7 +201,7 @@ final class ListPipe: @unchecked Sendable {
                 }
             }
         } onCancel: {
-            close()
+            close(because: "the response's task was cancelled")
         }
     }
 
@@ -241,8 +242,9 @@ final class ListPipe: @unchecked Sendable {
 
     /// Ends every wait: the view read stops, the function's rows end, its
     /// further answers are dropped. Safe from any thread, any number of times.
-    func close() {
+    func close(because reason: String) {
         condition.lock()
+        if !closed { closedBecause = reason }
         closed = true
         let waiter = eventWaiter
         eventWaiter = nil
@@ -268,13 +270,15 @@ final class ListPipe: @unchecked Sendable {
     struct Statistics: Sendable {
         var rowsHandedOver: Int
         var peakBytes: Int
+        /// Why the pipe was closed, nil while it is open.
+        var closedBecause: String?
     }
 
     /// The pipe's statistics now.
     var statistics: Statistics {
         condition.lock()
         defer { condition.unlock() }
-        return Statistics(rowsHandedOver: rowsHandedOver, peakBytes: peakBytes)
+        return Statistics(rowsHandedOver: rowsHandedOver, peakBytes: peakBytes, closedBecause: closedBecause)
     }
 
     private final class WeakPipe: @unchecked Sendable {
