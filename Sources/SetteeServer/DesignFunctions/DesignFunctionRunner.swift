@@ -75,8 +75,8 @@ final class DesignFunctionRunner: Sendable {
     }
 
     /// A slot of its own for one call while every slot is busy, its worker
-    /// ended when the slot is released after the call; nil when the extra
-    /// workers are all in use (the call then waits its turn on a slot).
+    /// ended after the call (`ExtraSlot.end()`); nil when the extra workers
+    /// are all in use (the call then waits its turn on a slot).
     private func takeExtraWorker() -> ExtraSlot? {
         var inUse = extraInUse.load(ordering: .relaxed)
         while inUse < extraWorkers {
