@@ -8,6 +8,9 @@ private func open(_ url: URL) throws -> Database {
     return try Database(at: url, options: options)
 }
 
+/// The index every test here makes.
+private let colourIndex = try! IndexRequest(json: #"{"index": {"fields": ["colour"]}, "ddoc": "c", "name": "colour"}"#)
+
 private func byColour(_ colour: String, update: Bool = true) -> FindRequest {
     var request = FindRequest(selector: ["colour": .string(colour)])
     request.update = update
@@ -20,7 +23,7 @@ struct FindIndexFreshnessTests {
     func writeAfterFreshCheck() throws {
         let directory = TemporaryDirectory()
         let db = try open(directory.url.appendingPathComponent("db"))
-        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["colour"]}, "ddoc": "c", "name": "colour"}"#))
+        try db.createIndex(colourIndex)
         try db.put(#"{"_id": "a", "colour": "red"}"#)
         #expect(try db.find(byColour("red")).found.count == 1)
         #expect(try db.find(byColour("red")).found.count == 1, "asked again, nothing written")
@@ -36,7 +39,7 @@ struct FindIndexFreshnessTests {
         let directory = TemporaryDirectory()
         let url = directory.url.appendingPathComponent("db")
         let reader = try open(url)
-        try reader.createIndex(IndexRequest(json: #"{"index": {"fields": ["colour"]}, "ddoc": "c", "name": "colour"}"#))
+        try reader.createIndex(colourIndex)
         try reader.put(#"{"_id": "a", "colour": "red"}"#)
         #expect(try reader.find(byColour("red")).found.count == 1)
         let writer = try open(url)
@@ -48,7 +51,7 @@ struct FindIndexFreshnessTests {
     func staleThenUpdating() throws {
         let directory = TemporaryDirectory()
         let db = try open(directory.url.appendingPathComponent("db"))
-        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["colour"]}, "ddoc": "c", "name": "colour"}"#))
+        try db.createIndex(colourIndex)
         try db.put(#"{"_id": "a", "colour": "red"}"#)
         #expect(try db.find(byColour("red")).found.count == 1)
         try db.put(#"{"_id": "b", "colour": "red"}"#)

@@ -118,12 +118,7 @@ struct ServerListStreamingTests {
             #expect(pipe != nil)
             client.close()
             // Nothing holds the pipe once the function and the view read have ended.
-            var released = false
-            for _ in 0 ..< 200 where !released {
-                released = pipe == nil
-                if !released { try await Task.sleep(for: .milliseconds(100)) }
-            }
-            #expect(released)
+            #expect(try await Self.eventually { pipe == nil })
         }
         // Lists side by side, on both workers, answer.
         let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -159,12 +154,7 @@ struct ServerListStreamingTests {
         #expect(DesignFunctionRunner.lists.extraWorkersRunning > 0)
         // Their clients gone, the lists end, and so do the workers started for them.
         for client in stalled { client.close() }
-        var ended = false
-        for _ in 0 ..< 200 where !ended {
-            ended = DesignFunctionRunner.lists.extraWorkersRunning == 0
-            if !ended { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        #expect(ended)
+        #expect(try await Self.eventually { DesignFunctionRunner.lists.extraWorkersRunning == 0 })
         await server.stop()
     }
 
@@ -193,12 +183,7 @@ struct ServerListStreamingTests {
         #expect(reply.status == 200)
         #expect(String(decoding: reply.body, as: UTF8.self) == "first\ndone")
         // The view read stopped: nothing holds the list's pipe any more.
-        var released = false
-        for _ in 0 ..< 100 where !released {
-            released = ListPipe.latest(database: "early") == nil
-            if !released { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        #expect(released)
+        #expect(try await Self.eventually(tries: 100) { ListPipe.latest(database: "early") == nil })
         await server.stop()
     }
 
@@ -278,6 +263,15 @@ struct ServerListStreamingTests {
 }
 
 extension ServerListStreamingTests {
+    /// Whether `condition` holds within `tries` checks 100 ms apart.
+    static func eventually(tries: Int = 200, _ condition: () -> Bool) async throws -> Bool {
+        for _ in 0 ..< tries {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return condition()
+    }
+
     static func contains(_ bytes: [UInt8], _ text: String) -> Bool {
         bytes.firstRange(of: Array(text.utf8)) != nil
     }

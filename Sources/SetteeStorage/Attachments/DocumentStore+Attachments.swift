@@ -125,7 +125,7 @@ extension DocumentStore {
         }
     }
 
-    private static func missingBody(_ stub: AttachmentStub, id: String, path: String) -> StorageError {
+    static func missingBody(_ stub: AttachmentStub, id: String, path: String) -> StorageError {
         .damagedRecord("document \"\(id)\"", in: path, "the document \"\(id)\": its attachment \(stub.name) (\(stub.digestText)) has no stored bytes")
     }
 

@@ -25,8 +25,7 @@ extension DocumentStore {
             let stub = try leafAttachmentStub(name, of: id, revision: revision, in: transaction)
             var data = Data(capacity: stub.length)
             guard let bodies = attachmentBodies, try bodies.forEachChunk(stub.digest, in: transaction, { data.append(contentsOf: $0) }) else {
-                throw StorageError.damagedRecord("document \"\(id)\"", in: environment.path,
-                                                 "the document \"\(id)\": its attachment \(stub.name) (\(stub.digestText)) has no stored bytes")
+                throw Self.missingBody(stub, id: id, path: environment.path)
             }
             return (stub, data)
         }
