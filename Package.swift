@@ -107,7 +107,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "SetteeBenchmarks",
-            dependencies: ["Settee", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Settee", "SetteeStorage", .product(name: "Logging", package: "swift-log")]
         ),
         // `make bench-couchjs`: `settee couchjs` driven over its line protocol.
         .executableTarget(

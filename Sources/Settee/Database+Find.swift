@@ -19,19 +19,9 @@ extension Database {
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func find(_ request: FindRequest) throws -> FindResult {
         let finder = try finder(for: request)
-        return try finder.find(request, prepared: try prepared(request, databaseIsPartitioned: finder.databaseIsPartitioned)) { index, options, row in
-            // A view query of the index's design document, stopped when `row` has had enough.
-            struct Enough: Error {}
-            var options = options
-            if index.partitioned == true {
-                options.partition = request.partition
-                options.ignoresPartitionQueryLimit = true
-            }
-            do {
-                try self.forEachRow(designDocument: index.designDocument ?? "", view: index.name, options: options) {
-                    if try !row($0) { throw Enough() }
-                }
-            } catch is Enough {}
+        return try finder.find(request, prepared: try prepared(request, databaseIsPartitioned: finder.databaseIsPartitioned)) { index, scan, entry in
+            try self.readIndexEntries(designDocument: index.designDocument ?? "", view: index.name, scan, update: request.updatesIndex,
+                                      conflicts: request.conflicts, partition: index.partitioned == true ? request.partition : nil, entry)
         }
     }
 

@@ -17,13 +17,9 @@ extension Database {
     /// - Throws: ``MangoError`` for a bad path or selector, as `find` words it; storage errors.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func findElements(_ request: UnnestRequest) throws -> UnnestResult {
-        try Finder(store: store).findElements(request, indexes: try listIndexes()) { index, options, row in
-            // A view query of the index's design document, stopped when `row` has had enough.
-            struct Enough: Error {}
-            let path = "\(MangoIndex.designDocumentName(index.designDocument ?? ""))/\(index.name)"
-            do {
-                try self.forEachRow(path, options: options) { if try !row($0) { throw Enough() } }
-            } catch is Enough {}
+        try Finder(store: store).findElements(request, indexes: try listIndexes()) { index, scan, entry in
+            try self.readIndexEntries(designDocument: index.designDocument ?? "", view: index.name, scan, update: request.update,
+                                      conflicts: false, partition: nil, entry)
         }
     }
 

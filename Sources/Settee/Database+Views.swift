@@ -359,7 +359,7 @@ extension Database {
     /// Compiles a stored design document's functions, once per revision: one
     /// written with put() was never compiled, and its errors are said with its
     /// id and view, not mid-indexing.
-    private func checkOnce(_ design: DesignDocument, revision: Revision) throws {
+    private func compileOnce(_ design: DesignDocument, revision: Revision) throws {
         guard !designDocumentCache.isChecked(design.id, revision: revision) else { return }
         try check(design, file: nil)
         designDocumentCache.markChecked(design.id, revision: revision)
@@ -370,23 +370,7 @@ extension Database {
     private func queryOnce(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                            progress: (IndexProgress) -> Void, storedReductions: Bool, streaming: Bool,
                            header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
-        let id = name.hasPrefix("_design/") ? name : "_design/" + name
-        // The revision alone tells whether the parsed design document is current,
-        // and nothing committed since it was last read leaves it so.
-        let design: DesignDocument
-        let revision: Revision
-        let committed = try environment.lastCommittedTransaction
-        if let current = designDocumentCache.unchanged(id, since: committed) {
-            (design, revision) = current
-        } else if let live = try store.liveRevision(id), let cached = designDocumentCache.cached(id, revision: live) {
-            (design, revision) = (cached, live)
-            designDocumentCache.confirm(id, revision: live, at: committed)
-        } else {
-            guard let document = try document(id) else {
-                throw DocumentError(.notFound, "missing", id: id)
-            }
-            (design, revision) = (try designDocumentCache.parsed(document, databaseIsPartitioned: isPartitioned()), document.revision)
-        }
+        let (design, revision) = try currentDesignDocument(name)
         guard let view = design.view(viewName) else {
             throw DocumentError.missingNamedView(viewName, in: design)
         }
@@ -394,11 +378,57 @@ extension Database {
         // All views of the design document share one pass over the changes.
         try answer(view, updating: design.views, options: options, progress: progress, storedReductions: storedReductions,
                    streaming: streaming, partitionPrefix: partitionPrefix, header: header, row: row) {
-            guard !designDocumentCache.isChecked(id, revision: revision) else { return }
-            // One stored under a higher limit is refused too: each process would parse and compile it whole.
-            if let bytes = designDocumentCache.bodyBytes(id, revision: revision) { try checkStoredDesignDocumentSize(bytes, id: id) }
             try checkOnce(design, revision: revision)
         }
+    }
+
+    /// Reads the rows of the view `view` of the design document
+    /// `designDocument` (its id or name) that `scan` asks for, each with its
+    /// document when asked for: a `find` index's read, without a view
+    /// query's options. With `update`, the design document's indexes are
+    /// brought up to date first; `partition` is the partition a partitioned
+    /// view's rows are read in.
+    func readIndexEntries(designDocument name: String, view viewName: String, _ scan: IndexScan, update: Bool, conflicts: Bool,
+                          partition: String?, _ body: (IndexEntry) throws -> Bool) throws {
+        try retryingWhenIndexRemoved {
+            let (design, revision) = try currentDesignDocument(name)
+            guard let view = design.view(viewName) else {
+                throw DocumentError.missingNamedView(viewName, in: design)
+            }
+            let reader = IndexEntryReader(store: try store, indexes: try indexes,
+                                          partitionPrefix: try partitionPrefix(of: view, partition: partition))
+            try checkOnce(design, revision: revision)
+            if update { try self.update(design.views) }
+            try reader.read(view, scan, conflicts: conflicts, tables: try indexes.tables(for: view.signature), requiringIndex: update, body)
+        }
+    }
+
+    /// The design document `name` (its id or name) as it is now, and its
+    /// revision: parsed once per revision, and nothing committed since it was
+    /// last read leaves it so.
+    private func currentDesignDocument(_ name: String) throws -> (design: DesignDocument, revision: Revision) {
+        let id = name.hasPrefix("_design/") ? name : "_design/" + name
+        let committed = try environment.lastCommittedTransaction
+        if let current = designDocumentCache.unchanged(id, since: committed) {
+            return current
+        }
+        if let live = try store.liveRevision(id), let cached = designDocumentCache.cached(id, revision: live) {
+            designDocumentCache.confirm(id, revision: live, at: committed)
+            return (cached, live)
+        }
+        guard let document = try document(id) else {
+            throw DocumentError(.notFound, "missing", id: id)
+        }
+        return (try designDocumentCache.parsed(document, databaseIsPartitioned: isPartitioned()), document.revision)
+    }
+
+    /// Checks a stored design document once per revision before its views
+    /// are read: its size (one stored under a higher limit is refused too:
+    /// each process would parse and compile it whole), then its functions.
+    private func checkOnce(_ design: DesignDocument, revision: Revision) throws {
+        guard !designDocumentCache.isChecked(design.id, revision: revision) else { return }
+        if let bytes = designDocumentCache.bodyBytes(design.id, revision: revision) { try checkStoredDesignDocumentSize(bytes, id: design.id) }
+        try compileOnce(design, revision: revision)
     }
 
     /// One run of a query of a view written in Swift: the registered views
@@ -455,7 +485,7 @@ extension Database {
                 do {
                     try checkStoredDesignDocumentSize(record.body.count, id: record.id)
                     let design = try designDocumentCache.parsed(record, databaseIsPartitioned: isPartitioned())
-                    try checkOnce(design, revision: record.revision)
+                    try compileOnce(design, revision: record.revision)
                     usable.append(design)
                 } catch var error as DesignDocumentError {
                     if error.designDocument == nil { error.designDocument = record.id }

@@ -27,6 +27,13 @@ final class FindPlanCache: Sendable {
     struct Key: Hashable {
         var bytes: [UInt8]
 
+        /// The bytes hashed at once (the synthesized hash combines them one at a time).
+        func hash(into hasher: inout Hasher) {
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+
+        static func == (a: Key, b: Key) -> Bool { a.bytes == b.bytes }
+
         /// The key of `request`; with `shape`, of every request like it whose selector
         /// has other strings and numbers (``shape(of:into:)``).
         init(_ request: FindRequest, databaseIsPartitioned: Bool, shape: Bool = false) {

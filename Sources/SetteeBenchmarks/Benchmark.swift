@@ -42,7 +42,7 @@ struct Benchmark {
             case "--runs": importRuns = Int(arguments.popFirst() ?? "") ?? importRuns
             case "--build-only": buildOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-build-bench")
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--find-only (only: the find figures, no JavaScript)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--updates N (only: N documents updated five times)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-again|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)] [--build-only DIR [--only js|json] (only: the one-view JavaScript build and the one-field JSON index build, on copies of a database kept in DIR)]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--find-only (only: the find figures, no JavaScript)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--updates N (only: N documents updated five times)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-again|find-raw|find-created|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)] [--build-only DIR [--only js|json] (only: the one-view JavaScript build and the one-field JSON index build, on copies of a database kept in DIR)]")
                 return
             }
         }
@@ -419,6 +419,11 @@ struct Benchmark {
     static func rate(_ count: Int, _ time: Duration, cpu: Double) -> String {
         let seconds = time / .seconds(1)
         return "\(Int(Double(count) / seconds)) docs/s  (\(String(format: "%.2f", seconds)) s, \(String(format: "%.2f", cpu)) s CPU)"
+    }
+
+    /// The median of `times` (as ``percentiles(_:)`` reports it), in seconds.
+    static func median(_ times: [Duration]) -> Double {
+        times.sorted()[times.count / 2] / .seconds(1)
     }
 
     static func percentiles(_ times: [Duration]) -> String {

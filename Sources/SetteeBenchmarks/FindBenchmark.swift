@@ -1,5 +1,6 @@
 import Foundation
 import Settee
+@_spi(LMDB) import SetteeStorage
 
 /// `find` with a JSON index, on the benchmark's documents: the index on one
 /// field (`customer`) built in the same run as the JavaScript one-view build,
@@ -11,6 +12,8 @@ import Settee
 /// Each query is timed as a consumer of it works: the `find` call and the
 /// response body it writes (``FindResult/jsonText``, what a server sends);
 /// the range once more with every document read as a ``JSONValue`` instead.
+/// The floor under an equality: the documents it returns, read by id
+/// straight from LMDB in one read transaction (no `find`, no text made).
 enum FindBenchmark {
     static let index = #"{"index": {"fields": ["customer"]}, "ddoc": "bench-find", "name": "customer"}"#
     static let createdIndex = #"{"index": {"fields": ["created"]}, "ddoc": "bench-find-created", "name": "created"}"#
@@ -59,7 +62,7 @@ enum FindBenchmark {
     }
 
     /// The queries' figures, named.
-    static func measureQueries(_ db: Database, runs: Int, kinds: Set<String> = ["equality", "repeated", "range", "parsed", "again", "created"]) throws -> [(String, String)] {
+    static func measureQueries(_ db: Database, runs: Int, kinds: Set<String> = ["equality", "repeated", "range", "parsed", "again", "raw", "created"]) throws -> [(String, String)] {
         var equality: [Duration] = []
         var repeated: [Duration] = []
         var range: [Duration] = []
@@ -95,6 +98,25 @@ enum FindBenchmark {
                 again.append(try counted("again") { try Benchmark.measure { bytes += try respond(db, equalityRequest, found: &found) } })
             }
         }
+        // The documents of the same equalities, in the same order, read by id from LMDB alone.
+        var raw: [Duration] = []
+        if kinds.contains("raw") {
+            let ids = try all.map { equalityRequest in
+                var request = equalityRequest.equality
+                request.fields = ["_id"]
+                // The index's keys alone: no document is read choosing them.
+                return try db.find(request).documents.compactMap { $0["_id"]?.stringValue }
+            }
+            if !kinds.contains("again") {
+                for (equalityRequest, _) in all { bytes += try respond(db, equalityRequest, found: &found) }
+            }
+            let environment = try LMDBEnvironment.open(directory: db.url)
+            defer { environment.release() }
+            let docs = try environment.openDatabases(["docs"])[0]
+            for documentIDs in ids {
+                raw.append(try counted("raw") { try Benchmark.measure { bytes += try readRaw(documentIDs, from: docs, in: environment) } })
+            }
+        }
         // Last: building the `created` index releases the pages the others mapped.
         var created: [Duration] = []
         var createdFound = 0
@@ -114,6 +136,11 @@ enum FindBenchmark {
         }
         if !again.isEmpty {
             figures.append(("  the same equalities again, their pages mapped", withFaults(again, "again")))
+        }
+        if !raw.isEmpty {
+            let again = again.isEmpty ? nil : Benchmark.median(again) / Benchmark.median(raw)
+            figures.append(("  their documents read by id from LMDB alone (the floor)",
+                            withFaults(raw, "raw") + (again.map { String(format: "; find with its response = %.2f × this", $0) } ?? "")))
         }
         if !repeated.isEmpty {
             figures.append(("  the same equality each time (its plan kept)", withFaults(repeated, "repeated")))
@@ -137,6 +164,22 @@ enum FindBenchmark {
         let result = try db.find(request)
         found += result.found.count
         return result.jsonText.utf8.count
+    }
+
+    /// The documents `ids` read from the `docs` table in one read transaction, each byte
+    /// line of their records touched: the bytes read.
+    @inline(never)
+    static func readRaw(_ ids: [String], from docs: LMDBTable, in environment: LMDBEnvironment) throws -> Int {
+        try environment.read { transaction in
+            var total = 0
+            for id in ids {
+                var key = id
+                guard let record = try key.withUTF8({ try transaction.get(docs, UnsafeRawBufferPointer($0)) }) else { continue }
+                for offset in stride(from: 0, to: record.count, by: 64) { total &+= Int(record[offset]) }
+                total &+= record.count
+            }
+            return total
+        }
     }
 
     /// A query whose documents are all read as values.

@@ -63,12 +63,19 @@ extension Database {
     func partitionQuery(_ options: ViewQueryOptions, view: ViewDefinition) throws -> (options: ViewQueryOptions, partitionPrefix: [UInt8]?) {
         guard view.partitioned else { return (options, nil) }
         var options = options
-        if !options.ignoresPartitionQueryLimit { try applyPartitionQueryLimit(&options) }
-        guard let partition = options.partition else {
-            throw QueryError.queryParse("`partition` parameter is mandatory for queries to this view.")
-        }
+        try applyPartitionQueryLimit(&options)
+        let prefix = try partitionPrefix(of: view, partition: options.partition)
         options.partition = nil
-        return (options, PartitionKey.prefix(partition))
+        return (options, prefix)
+    }
+
+    /// The key prefix of `partition`'s rows in `view` when it is partitioned
+    /// (``PartitionKey/prefix(_:)``); nil for a view that is not.
+    /// - Throws: `query_parse_error` for a global query of a partitioned view.
+    func partitionPrefix(of view: ViewDefinition, partition: String?) throws -> [UInt8]? {
+        guard view.partitioned else { return nil }
+        guard let partition else { throw QueryError.queryParse("`partition` parameter is mandatory for queries to this view.") }
+        return PartitionKey.prefix(partition)
     }
 
     /// `couch_mrview_util:apply_limit/2` for a partitioned view or `_all_docs`

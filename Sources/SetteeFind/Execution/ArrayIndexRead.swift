@@ -11,18 +11,17 @@ import SetteeStorage
 struct ArrayIndexRead {
     let index: MangoIndex
     let lookup: ArrayLookup
-    let update: Bool
     /// Whether the documents are read in descending `_id` order (`"sort": [{"_id": "desc"}]`).
     var descending = false
 
     /// The ids of the documents with an entry the lookup allows, sorted by bytes, each once.
     func candidates(reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> [String] {
         var keysExamined = 0
-        func ids(_ options: ViewQueryOptions) throws -> Set<String> {
+        func ids(_ scan: IndexScan) throws -> Set<String> {
             var found = Set<String>()
-            try reader(index, options) { row in
+            try reader(index, scan) { entry in
                 keysExamined += 1
-                if let id = row.id { found.insert(id) }
+                found.insert(entry.row.id)
                 return true
             }
             return found
@@ -30,13 +29,13 @@ struct ArrayIndexRead {
         var result = Set<String>()
         switch lookup.keys {
         case .ranges(let ranges):
-            result = try ids(options(ranges))
+            result = try ids(scan(ranges))
         case .anyOf(let values):
-            for value in values { result.formUnion(try ids(options(exactly: value))) }
+            for value in values { result.formUnion(try ids(scan(exactly: value))) }
         case .allOf(let values):
             var common: Set<String>?
             for value in values {
-                let found = try ids(options(exactly: value))
+                let found = try ids(scan(exactly: value))
                 common = common.map { $0.intersection(found) } ?? found
                 if common?.isEmpty == true { break }
             }
@@ -46,29 +45,17 @@ struct ArrayIndexRead {
         return result.sorted { JSONValue.compareBytes($0, $1) < 0 }
     }
 
-    private func baseOptions() -> ViewQueryOptions {
-        var options = ViewQueryOptions()
-        options.reduce = false
-        options.includeDocs = false
-        options.update = update ? .true : .false
-        return options
-    }
-
     /// The entries of the leading expressions' ranges (rows at excluded bounds are read, and their documents matched after).
-    private func options(_ ranges: [FieldRange]) -> ViewQueryOptions {
-        var options = baseOptions()
+    private func scan(_ ranges: [FieldRange]) -> IndexScan {
         let (low, high) = IndexRead.keyBounds(ranges)
-        options.startKey = .array(low)
-        options.endKey = .array(high)
-        return options
+        return IndexScan(range: .keys(from: CollationKey.encode(.array(low), mode: .unicode),
+                                      to: CollationKey.encode(.array(high), mode: .unicode), descending: false))
     }
 
     /// The entries keyed `[value]`.
-    private func options(exactly value: JSONValue) -> ViewQueryOptions {
-        var options = baseOptions()
-        options.startKey = [value]
-        options.endKey = [value]
-        return options
+    private func scan(exactly value: JSONValue) -> IndexScan {
+        let key = CollationKey.encode([value], mode: .unicode)
+        return IndexScan(range: .keys(from: key, to: key, descending: false))
     }
 
     /// Runs the read: the page of results and the id of the last one.

@@ -42,22 +42,31 @@ struct Bookmark: Equatable {
 
     /// `bytes` in base64url, without padding.
     static func base64URL(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var index = 0
-        func append(_ group: UInt32, characters: Int) {
-            for position in 0..<characters { out.append(alphabet[Int(group >> (18 - 6 * UInt32(position)) & 63)]) }
+        let length = (bytes.count * 4 + 2) / 3
+        return bytes.withUnsafeBufferPointer { bytes in
+            alphabet.withUnsafeBufferPointer { alphabet in
+                String(unsafeUninitializedCapacity: length) { out in
+                    var position = 0
+                    func append(_ group: UInt32, characters: Int) {
+                        for shift in stride(from: 18, to: 18 - 6 * characters, by: -6) {
+                            out[position] = alphabet[Int(group >> UInt32(shift) & 63)]
+                            position += 1
+                        }
+                    }
+                    var index = 0
+                    while index + 3 <= bytes.count {
+                        append(UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2]), characters: 4)
+                        index += 3
+                    }
+                    switch bytes.count - index {
+                    case 1: append(UInt32(bytes[index]) << 16, characters: 2)
+                    case 2: append(UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8, characters: 3)
+                    default: break
+                    }
+                    return position
+                }
+            }
         }
-        while index + 3 <= bytes.count {
-            append(UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2]), characters: 4)
-            index += 3
-        }
-        switch bytes.count - index {
-        case 1: append(UInt32(bytes[index]) << 16, characters: 2)
-        case 2: append(UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8, characters: 3)
-        default: break
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// The bytes of base64 text, in the URL alphabet or the standard one,

@@ -45,12 +45,7 @@ struct CoveringRead {
     /// Reads the index's rows without their documents (see ``IndexRead/run(after:reader:stats:)``).
     func run(after bookmark: Bookmark?, reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [FoundDocument], last: Bookmark?) {
         let request = read.request
-        var options = read.options
-        options.includeDocs = false
-        if let bookmark {
-            options.startKey = bookmark.key
-            options.startKeyDocID = bookmark.id
-        }
+        let scan = read.scan(after: bookmark)
         var documents: [FoundDocument] = []
         var lastReturned: (key: JSONValue, id: String)?
         var skip = request.skip
@@ -58,10 +53,11 @@ struct CoveringRead {
         var keys = 0
         // The index keeps a document's rows until its purge, which may not have run yet.
         let expired = try read.store.map(Self.expiredIDs) ?? []
-        try reader(read.index, options) { row in
+        try reader(read.index, scan) { entry in
             keys += 1
-            let key = try row.key
-            guard let id = row.id, !expired.contains(id) else { return true }
+            let key = try JSONParser.parse(entry.row.keyJSON)
+            let id = entry.row.id
+            guard !expired.contains(id) else { return true }
             if let mark = resuming {
                 resuming = nil
                 // The bookmarked row itself ended the previous page.

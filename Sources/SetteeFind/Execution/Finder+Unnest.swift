@@ -79,7 +79,7 @@ extension Finder {
         if limit > 0 {
             if let chosen, let reader {
                 if !chosen.lookup.isEmpty {
-                    let read = ArrayIndexRead(index: chosen.index, lookup: chosen.lookup, update: request.update)
+                    let read = ArrayIndexRead(index: chosen.index, lookup: chosen.lookup)
                     var ids = try read.candidates(reader: reader, stats: &stats)
                     // The bookmarked document's later elements, then the documents after it.
                     if let resume { ids.removeAll { JSONValue.compareBytes($0, resume.documentID) < 0 } }

@@ -21,7 +21,7 @@ package struct Finder {
     ///   index with `allow_fallback` false); storage errors.
     /// - Parameters:
     ///   - indexes: The indexes the planner may use (`_all_docs` among them).
-    ///   - reader: Reads a JSON index's rows (a view query of its design document).
+    ///   - reader: Reads a JSON or array index's rows.
     package func find(_ request: FindRequest, indexes: [MangoIndex] = [.allDocuments], reader: IndexReader? = nil) throws -> FindResult {
         try find(request, prepared: try PreparedFind(request, indexes: indexes, databaseIsPartitioned: databaseIsPartitioned), reader: reader)
     }
@@ -50,14 +50,16 @@ package struct Finder {
             documents = found
             last = lastID.map { Bookmark(key: .string($0), id: $0) }
         } else if plan.index.type == "array", let lookup = plan.arrayLookup, let reader {
-            let read = ArrayIndexRead(index: plan.index, lookup: lookup, update: request.updatesIndex, descending: descending)
+            let read = ArrayIndexRead(index: plan.index, lookup: lookup, descending: descending)
             let (found, lastID) = try read.run(store: store, selector: selector, projection: projection, request: request,
                                                after: bookmark, reader: reader, stats: &stats)
             documents = found
             last = lastID.map { Bookmark(key: .string($0), id: $0) }
         } else if let reader {
-            (documents, last) = try IndexRead(index: plan.index, ranges: plan.ranges, selector: selector, projection: projection,
-                                              request: request, descending: descending, store: store).run(after: bookmark, reader: reader, stats: &stats)
+            var read = IndexRead(index: plan.index, ranges: plan.ranges, selector: selector, projection: projection,
+                                 request: request, descending: descending, store: store)
+            read.keysProveSelector = prepared.keysProveSelector
+            (documents, last) = try read.run(after: bookmark, reader: reader, stats: &stats)
         } else {
             throw MangoError(status: 500, error: "unknown_error", reason: "no reader for the index \(plan.index.name)")
         }

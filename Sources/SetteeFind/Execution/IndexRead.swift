@@ -2,9 +2,10 @@ import SetteeCore
 import SetteeStorage
 import SetteeViews
 
-/// Reads the rows of a `find` JSON index: one view query, with the documents.
-/// `row` returns false to stop reading.
-package typealias IndexReader = (_ index: MangoIndex, _ options: ViewQueryOptions, _ row: (ViewRow) throws -> Bool) throws -> Void
+/// Reads a `find` index's rows: those `scan` asks for, on one snapshot,
+/// until `entry` returns false. The scan's keys are encoded with
+/// ``CollationKey`` (`.unicode`, as `find`'s indexes are ordered).
+package typealias IndexReader = (_ index: MangoIndex, _ scan: IndexScan, _ entry: (IndexEntry) throws -> Bool) throws -> Void
 
 /// `find` served by a JSON index (`mango_cursor_view`): the index's rows
 /// in the key range the selector allows, in key order (then document id),
@@ -20,6 +21,10 @@ struct IndexRead {
     /// The documents' store, for a covering read (which reads no document)
     /// to leave out the documents past their expiration time; nil for none.
     var store: DocumentStore? = nil
+    /// Whether every row in the ranges matches the selector (see
+    /// `QueryPlanner.Plan.keysProve(_:)`): a document read through a current
+    /// index is then not matched again.
+    var keysProveSelector = false
 
     /// An end key's last element that sorts after every JSON value, non-empty
     /// objects included (`{}` sorts before them): an object whose one member's
@@ -27,21 +32,16 @@ struct IndexRead {
     /// `?MAX_JSON_OBJ` (`{<<255,255,255,255>>: <<>>}`) sorts after any object.
     static let afterEveryValue: JSONValue = .object([("\u{FFFF}\u{FFFF}\u{FFFF}\u{FFFF}", .null)])
 
-    /// The view query: the leading columns' bounds as the start and end keys
-    /// (rows of the boundary values the selector excludes are filtered after).
-    var options: ViewQueryOptions {
-        var options = ViewQueryOptions()
-        options.reduce = false
-        options.includeDocs = true
-        if request.conflicts { options.conflicts = true }
-        // find reports no offset: the rows before the range are not counted.
-        options.countsOffset = false
-        options.update = request.updatesIndex ? .true : .false
+    /// The index's rows to read: those between the leading columns' bounds
+    /// (rows of the boundary values the selector excludes are filtered
+    /// after), from just after `bookmark`'s row when given.
+    func scan(after bookmark: Bookmark?) -> IndexScan {
         let (low, high) = Self.keyBounds(ranges)
-        options.descending = descending
-        options.startKey = .array(descending ? high : low)
-        options.endKey = .array(descending ? low : high)
-        return options
+        let (lowKey, highKey) = (CollationKey.encode(.array(low), mode: .unicode), CollationKey.encode(.array(high), mode: .unicode))
+        var start = descending ? highKey : lowKey
+        if let bookmark { start = CollationKey.encode(bookmark.key, mode: .unicode) }
+        return IndexScan(range: .keys(from: start, docID: bookmark?.id, to: descending ? lowKey : highKey, descending: descending),
+                         descending: descending)
     }
 
     /// The start and end keys of `ranges`' leading columns: their lower and
@@ -65,28 +65,31 @@ struct IndexRead {
     func run(after bookmark: Bookmark?, reader: IndexReader, stats: inout FindResult.ExecutionStats) throws -> (documents: [FoundDocument], last: Bookmark?) {
         guard request.limit > 0 else { return ([], nil) }
         if let covering = CoveringRead(self) { return try covering.run(after: bookmark, reader: reader, stats: &stats) }
-        var options = self.options
-        if let bookmark {
-            options.startKey = bookmark.key
-            options.startKeyDocID = bookmark.id
-        }
+        var scan = scan(after: bookmark)
+        scan.documents = true
+        scan.checksCurrency = keysProveSelector
         var documents: [FoundDocument] = []
-        var lastReturned: ViewRow?
+        // The last result's key (JSON text) and document id, for the bookmark.
+        var lastKey: [UInt8] = []
+        var lastID: [UInt8] = []
         var skip = request.skip
         var resuming = bookmark
         var examined = (keys: 0, documents: 0)
-        try reader(index, options) { row in
+        try reader(index, scan) { entry in
             examined.keys += 1
+            let row = entry.row
             if let mark = resuming {
                 resuming = nil
                 // The bookmarked row itself ended the previous page.
-                if row.id == mark.id, CollationKey.compare(try row.key, mark.key, mode: .unicode) == 0 { return true }
+                if row.id == mark.id, CollationKey.compare(try JSONParser.parse(row.keyJSON), mark.key, mode: .unicode) == 0 { return true }
             }
-            // A row whose document is gone (`null`) is no result.
-            guard var text = row.documentJSON, text.utf8.first == UInt8(ascii: "{") else { return true }
+            // A row whose document is gone is no result.
+            guard let text = entry.document, text.first == UInt8(ascii: "{") else { return true }
             examined.documents += 1
-            // Matched on the document's text: only the fields the selector names are parsed.
-            guard try text.withUTF8({ try selector.matches(json: UnsafeRawBufferPointer($0)) }) else { return true }
+            // Matched on the document's text (only the fields the selector names are parsed),
+            // unless the row's key, the document's current one, proves it matches.
+            let proven = keysProveSelector && entry.indexIsCurrent
+            guard try proven || selector.matches(json: text) else { return true }
             if skip > 0 {
                 skip -= 1
                 return true
@@ -94,11 +97,14 @@ struct IndexRead {
             // A match past a full page ends the read (read only for the statistics).
             guard documents.count < request.limit else { return false }
             // Kept as text: parsed only if the caller reads it as a value.
-            documents.append(try projection.extract(jsonText: text))
-            lastReturned = row
+            documents.append(try projection.extract(jsonText: String(decoding: text, as: UTF8.self)))
+            lastKey.removeAll(keepingCapacity: true)
+            lastKey.append(contentsOf: row.keyJSON)
+            lastID.removeAll(keepingCapacity: true)
+            row.withID { lastID.append(contentsOf: $0) }
             return documents.count < request.limit || request.readsPastPage
         }
-        let last = try lastReturned.map { row throws in Bookmark(key: try row.key, id: row.id ?? "") }
+        let last = documents.isEmpty ? nil : Bookmark(key: try JSONParser.parse(lastKey), id: String(decoding: lastID, as: UTF8.self))
         stats.totalKeysExamined += examined.keys
         stats.countDocumentsExamined(examined.documents, for: request)
         return (documents, last)

@@ -9,6 +9,9 @@ package struct PreparedFind: Sendable {
     let projection: FieldProjection
     /// The index chosen, its key ranges, and the others ranked.
     package let plan: QueryPlanner.Plan
+    /// Whether a document read through the plan's index matches without being
+    /// matched, when the index is current (see `QueryPlanner.Plan.keysProve(_:)`).
+    let keysProveSelector: Bool
 
     /// Prepares `request` over `indexes`, in a database partitioned or not
     /// (a partition query matches the partition's documents, with its indexes).
@@ -22,11 +25,13 @@ package struct PreparedFind: Sendable {
         if let bookmark = request.bookmark { _ = try Bookmark(decoding: bookmark) }
         plan = try scope.plan(selector.normalized, sort: request.sort, useIndex: request.useIndex,
                               allowFallback: request.allowFallback, indexes: indexes)
+        keysProveSelector = plan.keysProve(selector.normalized)
     }
 
     init(selector: MangoSelector, projection: FieldProjection, plan: QueryPlanner.Plan) {
         self.selector = selector
         self.projection = projection
         self.plan = plan
+        keysProveSelector = plan.keysProve(selector.normalized)
     }
 }

@@ -89,16 +89,43 @@ public struct FindResult: Sendable {
     /// The response body as CouchDB writes it (``json``, as compact text),
     /// each document's stored text copied into it.
     public var jsonText: String {
-        // Made by appending the documents' own strings: text already known to be
-        // UTF-8 is copied as it is, not checked again as bytes turned into a string would be.
+        var tail: [UInt8] = []
+        writeTail(into: &tail)
+        let head: StaticString = #"{"docs":["#
+        var length = head.utf8CodeUnitCount + found.count + tail.count
+        for document in found {
+            guard let count = document.withTextUTF8({ $0.count }) else { return jsonText(ofValues: tail) }
+            length += count
+        }
+        // The stored texts copied as they are: text already known to be UTF-8 is not checked again.
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            var position = 0
+            func copy(_ bytes: UnsafeBufferPointer<UInt8>) {
+                guard let base = bytes.baseAddress else { return }
+                (buffer.baseAddress! + position).initialize(from: base, count: bytes.count)
+                position += bytes.count
+            }
+            copy(UnsafeBufferPointer(start: head.utf8Start, count: head.utf8CodeUnitCount))
+            for (index, document) in found.enumerated() {
+                if index > 0 {
+                    buffer[position] = UInt8(ascii: ",")
+                    position += 1
+                }
+                document.withTextUTF8(copy)
+            }
+            tail.withUnsafeBufferPointer(copy)
+            return position
+        }
+    }
+
+    /// ``jsonText`` when some documents are values (made in Swift, or fields asked for), ending with `tail`.
+    private func jsonText(ofValues tail: [UInt8]) -> String {
         var text = #"{"docs":["#
-        text.reserveCapacity(found.reduce(64 + bookmark.utf8.count) { $0 + $1.utf8Count + 1 })
+        text.reserveCapacity(found.reduce(64 + tail.count) { $0 + $1.utf8Count + 1 })
         for (position, document) in found.enumerated() {
             if position > 0 { text += "," }
             document.appendJSON(to: &text)
         }
-        var tail: [UInt8] = []
-        writeTail(into: &tail)
         text += String(decoding: tail, as: UTF8.self)
         return text
     }

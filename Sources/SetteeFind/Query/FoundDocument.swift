@@ -77,6 +77,12 @@ public struct FoundDocument: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Calls `body` with the stored text's bytes; nil for a value.
+    func withTextUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
+        guard case .text(var text) = content else { return nil }
+        return text.withUTF8(body)
+    }
+
     /// The text's length in bytes, or a guess for a value (to reserve room).
     var utf8Count: Int {
         if case .text(let text) = content { return text.utf8.count }

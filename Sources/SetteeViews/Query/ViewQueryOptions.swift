@@ -103,14 +103,6 @@ public struct ViewQueryOptions: Sendable, Equatable {
     /// Why a key given as an `Encodable` value did not encode; validation
     /// refuses the options with it.
     package var keyEncodingFailure: String?
-    /// Whether a map query's header carries its offset. Counting it walks
-    /// the rows before the range (from the last kept chunk boundary):
-    /// `find` reads an index without one.
-    package var countsOffset = true
-    /// Whether a partition query is exempt from the database's partition
-    /// query limit (`ignore_partition_query_limit`: `find` reads its
-    /// partitioned indexes so).
-    package var ignoresPartitionQueryLimit = false
 
     public init() {}
 

@@ -239,6 +239,46 @@ package struct IndexRange {
         IndexRange(lower: nil, upper: IndexBound(bytes: bound.bytes, inclusive: !bound.inclusive))
     }
 
+    /// The rows from the encoded key `start` to the encoded key `end` (nil:
+    /// open), each with its document id bound, as a view query's `startkey`,
+    /// `startkey_docid`, `endkey`, `endkey_docid` and `inclusive_end` bound
+    /// them (`couch_mrview_util:key_opts/2`). `start` is where a read begins:
+    /// descending, the upper end.
+    package static func keys(from start: [UInt8]?, docID startDocID: String? = nil, to end: [UInt8]?, docID endDocID: String? = nil,
+                             descending: Bool, inclusiveEnd: Bool = true) -> IndexRange {
+        let start = start.map { KeyBound($0, docID: startDocID) }
+        let end = end.map { KeyBound($0, docID: endDocID) }
+        if descending {
+            let upper = start.map { IndexBound(bytes: $0.afterAll, inclusive: true) }
+            let lower = end.map { inclusiveEnd ? IndexBound(bytes: $0.first, inclusive: true) : IndexBound(bytes: $0.afterAll, inclusive: false) }
+            return IndexRange(lower: lower, upper: upper)
+        }
+        let lower = start.map { IndexBound(bytes: $0.first, inclusive: true) }
+        let upper = end.map { inclusiveEnd ? IndexBound(bytes: $0.afterAll, inclusive: true) : IndexBound(bytes: $0.first, inclusive: false) }
+        return IndexRange(lower: lower, upper: upper)
+    }
+
+    /// Full keys from the first row of a key (and doc id) to past its last.
+    private struct KeyBound {
+        var first: [UInt8]
+        var afterAll: [UInt8]
+
+        init(_ encodedKey: [UInt8], docID: String?) {
+            guard let docID else {
+                // Doc ids are UTF-8, which never holds 0xFF: past every row of this key.
+                first = encodedKey
+                afterAll = encodedKey + [0xFF]
+                return
+            }
+            var first = encodedKey
+            var id = docID
+            id.withUTF8 { CollationKey.appendStuffed(UnsafeRawBufferPointer($0), to: &first) }
+            first.append(0)
+            self.first = first
+            afterAll = first + [0xFF]
+        }
+    }
+
     package func isAboveLower(_ key: UnsafeRawBufferPointer) -> Bool {
         guard let lower else { return true }
         let order = compareBytes(key, lower.bytes)

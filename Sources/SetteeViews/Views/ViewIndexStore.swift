@@ -179,6 +179,35 @@ package final class ViewIndexStore: Sendable {
         checkpoints.withLock { $0[signature] = (committed, current) }
     }
 
+    /// Runs `body` in one read transaction on `view`'s index: with the index's
+    /// state there (nil when the index has no rows in that snapshot; its
+    /// tables are then not to be read) and its tables. When `tables`, taken
+    /// before the transaction began, are no longer the index's handles
+    /// (another process removed the index and it came back: see
+    /// ``areCurrent(_:)``), they are taken again and `body` runs in a new
+    /// transaction; it has read nothing before.
+    /// - Throws: ``IndexRemovedError`` when `requiringIndex` (the index was
+    ///   just brought up to date) and the index has no state: another process
+    ///   removed it since. Damage found, naming the view and its index.
+    package func read<T>(_ view: ViewDefinition, tables: ViewIndexTables, requiringIndex: Bool,
+                         _ body: (_ snapshot: IndexSnapshot?, _ tables: ViewIndexTables, _ transaction: LMDBTransaction) throws -> T) throws -> T {
+        var tables = tables
+        do {
+            while true {
+                let result: T? = try environment.read { transaction in
+                    let snapshot = try self.snapshot(view.signature, in: transaction)
+                    if snapshot == nil && requiringIndex { throw IndexRemovedError(view: view.path, signature: view.signature) }
+                    if snapshot != nil && !areCurrent(tables) { return nil }
+                    return try body(snapshot, tables, transaction)
+                }
+                if let result { return result }
+                tables = try self.tables(for: view.signature)
+            }
+        } catch let error as StorageError where error.isDamage {
+            throw error.naming(view)
+        }
+    }
+
     /// The index's state in `transaction`, with what queries of that state keep.
     package func snapshot(_ signature: String, in transaction: LMDBTransaction) throws -> IndexSnapshot? {
         var key = signature

@@ -40,47 +40,35 @@ package struct ViewQueryRunner {
     /// `requiringIndex`: as for ``run(_:_:tables:requiringIndex:)``.
     package func run(_ view: ViewDefinition, _ options: ValidatedViewQuery, tables: ViewIndexTables, requiringIndex: Bool = false, streaming: Bool,
              header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
-        var tables = tables
-        do {
-            // The index was removed and came back under other handles since these were taken (before any row).
-            while try !run(view, options, handles: tables, requiringIndex: requiringIndex, streaming: streaming, header: header, row: row) {
-                tables = try indexes.tables(for: view.signature)
-            }
-        } catch let error as StorageError where error.isDamage {
-            throw error.naming(view)
+        try indexes.read(view, tables: tables, requiringIndex: requiringIndex) { snapshot, tables, transaction in
+            try run(view, options, snapshot: snapshot, tables: tables, transaction: transaction, streaming: streaming, header: header, row: row)
         }
     }
 
-    /// The query on one snapshot; false, before any row, when `tables` are
-    /// not the index's handles any more (see ``ViewIndexStore/areCurrent(_:)``).
-    private func run(_ view: ViewDefinition, _ options: ValidatedViewQuery, handles tables: ViewIndexTables, requiringIndex: Bool,
-                     streaming: Bool, header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws -> Bool {
-        try store.environment.read { transaction in
-            let snapshot = try indexes.snapshot(view.signature, in: transaction)
-            if snapshot == nil && requiringIndex { throw IndexRemovedError(view: view.path, signature: view.signature) }
-            if snapshot != nil && !indexes.areCurrent(tables) { return false }
-            let state = snapshot?.state ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
-            // No state in this snapshot: the index has no rows here, and its tables are
-            // not read (a removal may have closed the handles: see ViewIndexStore.drop).
-            let scanner = IndexScanner(transaction: transaction, rows: snapshot == nil ? nil : tables.rows,
-                                       chunks: snapshot != nil && storedReductions && state.chunksCurrent ? tables.chunks : nil)
-            let updateSequence = options.updateSeq ? indexes.currentSequence(view.signature, committed: state.sequence) : nil
-            if options.reduce, let reduce = view.reduce {
-                try header(ViewResultHeader(totalRows: nil, offset: nil, updateSequence: updateSequence))
-                try reduceQuery(view, reduce: reduce, options, scanner: scanner, row: row)
-            } else {
-                // Kept for the index state once it has served a few queries.
-                let counts = scanner.chunks == nil ? nil : try snapshot?.chunkCounts {
-                    try ChunkCounts(chunks: tables.chunks, in: transaction)
-                }
-                try mapQuery(view, options, scanner: scanner, counts: counts, transaction: transaction, streaming: streaming,
-                             header: { offset in
-                                 // fabric_view_map: the offset plus skip, at most total_rows.
-                                 try header(ViewResultHeader(totalRows: state.rowCount, offset: offset.map { min($0, state.rowCount) },
-                                                             updateSequence: updateSequence))
-                             }, row: row)
+    /// The query on one snapshot of the index (see ``ViewIndexStore/read(_:tables:requiringIndex:_:)``).
+    private func run(_ view: ViewDefinition, _ options: ValidatedViewQuery, snapshot: IndexSnapshot?, tables: ViewIndexTables,
+                     transaction: LMDBTransaction, streaming: Bool,
+                     header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
+        let state = snapshot?.state ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
+        // No state in this snapshot: the index has no rows here, and its tables are
+        // not read (a removal may have closed the handles: see ViewIndexStore.drop).
+        let scanner = IndexScanner(transaction: transaction, rows: snapshot == nil ? nil : tables.rows,
+                                   chunks: snapshot != nil && storedReductions && state.chunksCurrent ? tables.chunks : nil)
+        let updateSequence = options.updateSeq ? indexes.currentSequence(view.signature, committed: state.sequence) : nil
+        if options.reduce, let reduce = view.reduce {
+            try header(ViewResultHeader(totalRows: nil, offset: nil, updateSequence: updateSequence))
+            try reduceQuery(view, reduce: reduce, options, scanner: scanner, row: row)
+        } else {
+            // Kept for the index state once it has served a few queries.
+            let counts = scanner.chunks == nil ? nil : try snapshot?.chunkCounts {
+                try ChunkCounts(chunks: tables.chunks, in: transaction)
             }
-            return true
+            try mapQuery(view, options, scanner: scanner, counts: counts, transaction: transaction, streaming: streaming,
+                         header: { offset in
+                             // fabric_view_map: the offset plus skip, at most total_rows.
+                             try header(ViewResultHeader(totalRows: state.rowCount, offset: offset.map { min($0, state.rowCount) },
+                                                         updateSequence: updateSequence))
+                         }, row: row)
         }
     }
 
@@ -115,41 +103,13 @@ package struct ViewQueryRunner {
     /// The range from the encoded start key to the encoded end key (nil: open), with the
     /// options' doc ids, direction and `inclusive_end`.
     private func range(start encodedStart: [UInt8]?, end encodedEnd: [UInt8]?, _ options: ValidatedViewQuery) -> IndexRange {
-        let start = encodedStart.map { bound($0, docID: options.startKeyDocID) }
-        let end = encodedEnd.map { bound($0, docID: options.endKeyDocID) }
-        // `start` is where the scan begins: the lower bound ascending, the upper descending.
-        if options.descending {
-            let upper = start.map { IndexBound(bytes: $0.afterAll, inclusive: true) }
-            let lower = end.map { options.inclusiveEnd ? IndexBound(bytes: $0.first, inclusive: true) : IndexBound(bytes: $0.afterAll, inclusive: false) }
-            return IndexRange(lower: lower, upper: upper)
-        }
-        let lower = start.map { IndexBound(bytes: $0.first, inclusive: true) }
-        let upper = end.map { options.inclusiveEnd ? IndexBound(bytes: $0.afterAll, inclusive: true) : IndexBound(bytes: $0.first, inclusive: false) }
-        return IndexRange(lower: lower, upper: upper)
-    }
-
-    /// Full keys from the first row of a key (and doc id) to past its last.
-    private struct KeyBound {
-        var first: [UInt8]
-        var afterAll: [UInt8]
-    }
-
-    private func bound(_ encodedKey: [UInt8], docID: String?) -> KeyBound {
-        guard let docID else {
-            // Doc ids are UTF-8, which never holds 0xFF: past every row of this key.
-            return KeyBound(first: encodedKey, afterAll: encodedKey + [0xFF])
-        }
-        var first = encodedKey
-        var id = docID
-        id.withUTF8 { CollationKey.appendStuffed(UnsafeRawBufferPointer($0), to: &first) }
-        first.append(0)
-        return KeyBound(first: first, afterAll: first + [0xFF])
+        IndexRange.keys(from: encodedStart, docID: options.startKeyDocID, to: encodedEnd, docID: options.endKeyDocID,
+                        descending: options.descending, inclusiveEnd: options.inclusiveEnd)
     }
 
     // MARK: Map queries
 
-    /// A map query's rows, after (`streaming`: before) its offset, which is
-    /// nil when the options do not count it (``ViewQueryOptions/countsOffset``).
+    /// A map query's rows, after (`streaming`: before) its offset.
     private func mapQuery(_ view: ViewDefinition, _ options: ValidatedViewQuery, scanner: IndexScanner, counts: ChunkCounts?,
                           transaction: LMDBTransaction, streaming: Bool,
                           header: (_ offset: Int?) throws -> Void, row emit: (consuming ViewRow) throws -> Void) throws {
@@ -179,8 +139,7 @@ package struct ViewQueryRunner {
             progress.taken += 1
             return progress.taken < limit
         }
-        let countsOffset = options.options.countsOffset
-        if countsOffset, !streaming, !options.descending, ranges.count == 1, let lower = ranges[0].lower, let counts, let chunks = scanner.chunks {
+        if !streaming, !options.descending, ranges.count == 1, let lower = ranges[0].lower, let counts, let chunks = scanner.chunks {
             // The kept boundaries count the rows up to the last level-1 chunk below
             // the range; one walk from there counts the rest and reaches the range.
             let start = try counts.lastChunk(below: .below(lower), chunks: chunks, in: transaction)
@@ -192,7 +151,7 @@ package struct ViewQueryRunner {
         // skipping), or, when no key of `keys` has rows, of the last key's range
         // (couch_mrview:map_fold/3 and /5): the ranges before the first with rows are empty.
         var first = 0
-        if countsOffset, ranges.count > 1 {
+        if ranges.count > 1 {
             first = ranges.count - 1
             for (index, range) in ranges.enumerated().dropLast() {
                 var found = false
@@ -206,9 +165,7 @@ package struct ViewQueryRunner {
                 }
             }
         }
-        try header(countsOffset
-            ? try rowsBefore(ranges.isEmpty ? nil : ranges[first], descending: options.descending, scanner: scanner, counts: counts) + options.skip
-            : nil)
+        try header(try rowsBefore(ranges.isEmpty ? nil : ranges[first], descending: options.descending, scanner: scanner, counts: counts) + options.skip)
         guard limit > 0 else { return }
         // Descending, one document's rows under one key still come in value order, as CouchDB
         // expands them (couch_mrview_util:fold/4, expand_dups/2): each such run is handed over

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+@testable import SetteeFind
+import Settee
+
+private func openDatabase(_ url: URL) throws -> Database {
+    var options = Database.Options()
+    options.javaScriptWorkers = 1
+    return try Database(at: url, options: options)
+}
+
+private func jsonIndex(_ fields: [String], type: String = "json") -> MangoIndex {
+    MangoIndex(designDocument: "_design/i", name: "i", type: type, fields: fields.map { FindRequest.SortField($0) })
+}
+
+/// Whether the plan `find` makes for `selector` over one JSON index on `fields` is proven by its keys.
+private func proven(_ selector: String, fields: [String]) throws -> Bool {
+    let request = FindRequest(selector: try JSONValue(parsing: selector))
+    let prepared = try PreparedFind(request, indexes: [.allDocuments, jsonIndex(fields)])
+    #expect(prepared.plan.index.name == "i", "the JSON index serves \(selector)")
+    return prepared.keysProveSelector
+}
+
+@Suite("find skips matching a document its current index key proves")
+struct FindKeyProofTests {
+    @Test("Only a selector that is one $eq per leading column, and nothing else, is proven by the keys")
+    func whichSelectorsAreProven() throws {
+        #expect(try proven(#"{"a": "x"}"#, fields: ["a"]))
+        #expect(try proven(#"{"a": {"$eq": 1}}"#, fields: ["a"]))
+        #expect(try proven(#"{"a": "x", "b": 2}"#, fields: ["a", "b"]))
+        #expect(try proven(#"{"$and": [{"b": 2}, {"a": "x"}]}"#, fields: ["a", "b"]))
+        #expect(try proven(#"{"a": {"b": null}}"#, fields: ["a.b"]), "a nested field, normalized to a.b")
+
+        #expect(try !proven(#"{"a": {"$gt": "x"}}"#, fields: ["a"]), "a range's bounds are matched after")
+        #expect(try !proven(#"{"a": {"$gte": 1, "$lte": 1}}"#, fields: ["a"]), "an equal range written as two bounds")
+        #expect(try !proven(#"{"a": "x", "c": 1}"#, fields: ["a"]), "a condition on a field outside the index")
+        #expect(try !proven(#"{"a": "x", "b": {"$gt": 1}}"#, fields: ["a", "b"]), "a second column's range")
+        #expect(try !proven(#"{"$and": [{"a": "x"}, {"a": "x"}]}"#, fields: ["a"]), "one column twice")
+        #expect(try !proven(#"{"a": {"$in": ["x"]}}"#, fields: ["a"]))
+        #expect(try !proven(#"{"_id": "x"}"#, fields: ["_id"]), "$eq on _id compares raw bytes, the index collates")
+        #expect(try !proven(#"{"a": {"$ne": "x"}, "b": 1}"#, fields: ["b", "a"]))
+    }
+
+    @Test("A document whose indexed field changed after the index was read is matched, not taken on its stale key")
+    func staleIndexIsMatched() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory.url.appendingPathComponent("db"))
+        try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["colour"]}, "ddoc": "c", "name": "colour"}"#))
+        let first = try db.put(#"{"_id": "a", "colour": "red"}"#)
+        try db.put(#"{"_id": "b", "colour": "red"}"#)
+        var red = FindRequest(selector: ["colour": "red"])
+        #expect(try db.find(red).found.count == 2)
+        try db.put(#"{"_id": "a", "_rev": "\#(first.revision)", "colour": "blue"}"#)
+        red.update = false
+        // The index still keys "a" under red; its document now says blue.
+        let found = try db.find(red).documents.compactMap { $0["_id"]?.stringValue }
+        #expect(found == ["b"])
+        red.update = true
+        #expect(try db.find(red).documents.compactMap { $0["_id"]?.stringValue } == ["b"])
+    }
+
+    @Test("Equalities read through a current index find what a scan of every document finds, for values that collate equal too")
+    func sameAsScan() throws {
+        let directory = TemporaryDirectory()
+        let indexed = try openDatabase(directory.url.appendingPathComponent("indexed"))
+        let scanned = try openDatabase(directory.url.appendingPathComponent("scanned"))
+        try indexed.createIndex(IndexRequest(json: #"{"index": {"fields": ["v", "w"]}, "ddoc": "v", "name": "v"}"#))
+        let values: [String] = [#""é""#, #""e\u0301""#, #""E""#, #""e""#, "1", "1.0", "-0", "0", "null", "true", "false", "[1]", "[1.0]",
+                                #"{"k": 1}"#, #"{}"#, "[]", #""""#]
+        var generator = SystemRandomNumberGenerator()
+        for number in 0..<300 {
+            var members = [#""_id": "d\#(number)""#]
+            if Int.random(in: 0..<8, using: &generator) > 0 { members.append(#""v": \#(values.randomElement(using: &generator)!)"#) }
+            if Int.random(in: 0..<8, using: &generator) > 0 { members.append(#""w": \#(values.randomElement(using: &generator)!)"#) }
+            let text = "{" + members.joined(separator: ", ") + "}"
+            try indexed.put(text)
+            try scanned.put(text)
+        }
+        for v in values {
+            for w in values {
+                // `$eq` written out: an object value would otherwise name nested fields.
+                let text = #"{"v": {"$eq": \#(v)}, "w": {"$eq": \#(w)}}"#
+                var request = FindRequest(selector: try JSONValue(parsing: text))
+                request.limit = 1000
+                let throughIndex = try indexed.find(request)
+                #expect(throughIndex.warning == nil, "the index serves \(text)")
+                let ids = throughIndex.documents.compactMap { $0["_id"]?.stringValue }.sorted()
+                let expected = try scanned.find(request).documents.compactMap { $0["_id"]?.stringValue }.sorted()
+                #expect(ids == expected, "\(text)")
+            }
+        }
+    }
+}
