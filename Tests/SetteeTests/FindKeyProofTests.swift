@@ -41,6 +41,18 @@ struct FindKeyProofTests {
         #expect(try !proven(#"{"a": {"$ne": "x"}, "b": 1}"#, fields: ["b", "a"]))
     }
 
+    @Test("A request prepared from another of its shape is proven as that one is")
+    func shapedPreparations() throws {
+        let indexes = [MangoIndex.allDocuments, jsonIndex(["a"])]
+        for (template, request, provenAsTemplate) in [(#"{"a": "x"}"#, #"{"a": "y"}"#, true), (#"{"a": {"$gt": 1}}"#, #"{"a": {"$gt": 2}}"#, false)] {
+            let prepared = try PreparedFind(FindRequest(selector: try JSONValue(parsing: template)), indexes: indexes)
+            let shaped = try #require(try PreparedFind(FindRequest(selector: try JSONValue(parsing: request)), shapedAs: prepared))
+            #expect(prepared.keysProveSelector == provenAsTemplate)
+            #expect(shaped.keysProveSelector == provenAsTemplate, "\(request)")
+            #expect(shaped.keysProveSelector == shaped.plan.keysProve(shaped.selector.normalized))
+        }
+    }
+
     @Test("A document whose indexed field changed after the index was read is matched, not taken on its stale key")
     func staleIndexIsMatched() throws {
         let directory = TemporaryDirectory()

@@ -103,6 +103,18 @@ package enum CollationKey {
         return out
     }
 
+    /// The encoding of the array `array` (an encoded array) with one more
+    /// element, `element` (encoded), at its end: what encoding the longer
+    /// array gives, without encoding its elements again.
+    package static func appending(element: [UInt8], toArray array: [UInt8]) -> [UInt8] {
+        precondition(array.last == endMarker, "not an encoded array")
+        var out = array
+        out.removeLast()
+        out.append(contentsOf: element)
+        out.append(endMarker)
+        return out
+    }
+
     /// Appends the order-preserving encoding of `value` to `out`: `memcmp` order of
     /// two encodings is CouchDB's order of the values, and equal encodings mean
     /// collation-equal values. Iterative, so any nesting depth is fine.

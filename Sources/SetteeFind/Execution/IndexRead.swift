@@ -31,13 +31,19 @@ struct IndexRead {
     /// name is U+FFFF, the highest weight of the root collation, as CouchDB's
     /// `?MAX_JSON_OBJ` (`{<<255,255,255,255>>: <<>>}`) sorts after any object.
     static let afterEveryValue: JSONValue = .object([("\u{FFFF}\u{FFFF}\u{FFFF}\u{FFFF}", .null)])
+    /// ``afterEveryValue`` encoded.
+    static let afterEveryValueKey = CollationKey.encode(afterEveryValue, mode: .unicode)
 
     /// The index's rows to read: those between the leading columns' bounds
     /// (rows of the boundary values the selector excludes are filtered
     /// after), from just after `bookmark`'s row when given.
     func scan(after bookmark: Bookmark?) -> IndexScan {
         let (low, high) = Self.keyBounds(ranges)
-        let (lowKey, highKey) = (CollationKey.encode(.array(low), mode: .unicode), CollationKey.encode(.array(high), mode: .unicode))
+        let lowKey = CollationKey.encode(.array(low), mode: .unicode)
+        // Equal bounds (equalities): the end key is the start key closed by `afterEveryValue`, encoded once.
+        let highKey = high.count == low.count + 1 && zip(low, high).allSatisfy({ ViewQueryOptions.identical($0.0, $0.1) })
+            ? CollationKey.appending(element: Self.afterEveryValueKey, toArray: lowKey)
+            : CollationKey.encode(.array(high), mode: .unicode)
         var start = descending ? highKey : lowKey
         if let bookmark { start = CollationKey.encode(bookmark.key, mode: .unicode) }
         return IndexScan(range: .keys(from: start, docID: bookmark?.id, to: descending ? lowKey : highKey, descending: descending),

@@ -22,6 +22,8 @@ extension PreparedFind {
         // The fields are the template's: they are part of the shape.
         if let bookmark = request.bookmark { _ = try Bookmark(decoding: bookmark) }
         guard let plan = template.plan.reused(for: selector.normalized) else { return nil }
-        self.init(selector: selector, projection: template.projection, plan: scope.readingPartitionInByteOrder(plan))
+        // The same fields and operators: the template's keys prove this selector as they prove its own.
+        self.init(selector: selector, projection: template.projection, plan: scope.readingPartitionInByteOrder(plan),
+                  keysProveSelector: template.keysProveSelector)
     }
 }

@@ -28,10 +28,11 @@ package struct PreparedFind: Sendable {
         keysProveSelector = plan.keysProve(selector.normalized)
     }
 
-    init(selector: MangoSelector, projection: FieldProjection, plan: QueryPlanner.Plan) {
+    /// A preparation whose plan is proven as `keysProveSelector` says (a template's, for a selector of its shape).
+    init(selector: MangoSelector, projection: FieldProjection, plan: QueryPlanner.Plan, keysProveSelector: Bool) {
         self.selector = selector
         self.projection = projection
         self.plan = plan
-        keysProveSelector = plan.keysProve(selector.normalized)
+        self.keysProveSelector = keysProveSelector
     }
 }
