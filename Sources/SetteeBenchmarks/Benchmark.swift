@@ -466,15 +466,29 @@ struct Table {
 /// The process's peak resident memory from now on (Linux resets the
 /// high-water mark when 5 is written to /proc/self/clear_refs).
 struct PeakMemory {
+    /// The resident memory when the measure began (the peak starts from it).
+    let startMegabytes: Int
+
     init() {
         try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
+        startMegabytes = Self.statusMegabytes("VmRSS:") ?? 0
+    }
+
+    /// The peak, and the resident memory it started from.
+    func described() -> String {
+        "\(megabytes()) MB (\(startMegabytes) MB resident when it began)"
+    }
+
+    /// A `/proc/self/status` figure given in kB, in megabytes.
+    private static func statusMegabytes(_ name: String) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name) }),
+              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
+        return kilobytes / 1024
     }
 
     func megabytes() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return Self.processPeakMegabytes() }
-        return kilobytes / 1024
+        Self.statusMegabytes("VmHWM:") ?? Self.processPeakMegabytes()
     }
 
     static func processPeakMegabytes() -> Int {

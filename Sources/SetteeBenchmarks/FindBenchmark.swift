@@ -25,7 +25,7 @@ enum FindBenchmark {
         let rate = Double(documentCount) / (time / .seconds(1))
         table.add("index build, one-field JSON index for find (no JavaScript)",
                   Benchmark.rate(documentCount, time, cpu: cpu) + String(format: "  = %.2f × the JavaScript one-view build", rate / javaScriptRate))
-        table.add("peak resident memory during that build", "\(peak.megabytes()) MB")
+        table.add("peak resident memory during that build", peak.described())
         for (name, figures) in try measureQueries(db, runs: runs) { table.add(name, figures) }
     }
 

@@ -24,8 +24,10 @@ enum FindOnlyBenchmark {
         precondition(examined == documentCount, "the scan examined \(examined) documents")
         table.add("find without an index (full scan, 3 conditions)", Benchmark.rate(documentCount, time, cpu: cpu))
         try db.createIndex(IndexRequest(json: FindBenchmark.index))
+        let peak = PeakMemory()
         let (buildTime, buildCPU) = try Benchmark.measureCPU { try db.updateIndexes() }
         table.add("index build, one-field JSON index for find", Benchmark.rate(documentCount, buildTime, cpu: buildCPU))
+        table.add("peak resident memory during that build", peak.described())
         for (name, figures) in try FindBenchmark.measureQueries(db, runs: queryRuns) { table.add(name, figures) }
         table.print()
     }

@@ -9,8 +9,9 @@ package typealias IndexReader = (_ index: MangoIndex, _ scan: IndexScan, _ entry
 
 /// `find` served by a JSON index (`mango_cursor_view`): the index's rows
 /// in the key range the selector allows, in key order (then document id),
-/// each document matched against the whole selector, then skipped, taken
-/// and projected. A bookmark resumes after the row it names.
+/// each document matched against the whole selector (unless the row's key
+/// proves it: ``keysProveSelector``), then skipped, taken and projected. A
+/// bookmark resumes after the row it names.
 struct IndexRead {
     let index: MangoIndex
     let ranges: [FieldRange]
