@@ -29,7 +29,8 @@ enum BuildOnlyBenchmark {
             // A map of 4 GiB, not 64: valgrind cannot reserve that much address space.
             var options = Database.Options()
             options.initialMapSize = 4 << 30
-            let db = try Database(at: copy, options: options)
+            let log = IndexedLog()
+            let db = try Database(at: copy, options: options, logger: log.logger())
             let count = try db.info().documentCount
             if kind == "js" {
                 let oneView = "function (doc) { if (doc.type === 'order') emit([doc.customer, doc.date], doc.total); }"
@@ -42,6 +43,7 @@ enum BuildOnlyBenchmark {
             rates[kind] = Double(count) / (time / .seconds(1))
             print("\(kind == "js" ? "one-view JavaScript build" : "one-field JSON index build"): "
                   + Benchmark.rate(count, time, cpu: cpu) + "  (peak \(peak.megabytes()) MB)")
+            print("  CPU by stage: " + Benchmark.stages(log.take()))
         }
         if let js = rates["js"], let json = rates["json"] {
             print(String(format: "JSON index / JavaScript: %.2f ×", json / js))
