@@ -204,6 +204,12 @@ struct TombstoneAttachmentTests {
         let inlineChanges = try await server.request("GET", "/db/_changes?include_docs=true&attachments=true")
         let inlineRow = try #require(inlineChanges.json["results"]?.arrayValue?.first { $0["id"] == "d" })
         #expect(inlineRow["doc"]?["_attachments"]?["a.txt"]?["data"] == "aGVsbG8=")
+        // A deleted winner has no live losing leaf: conflicts=true changes nothing in its body.
+        let conflictChanges = try await server.request("GET", "/db/_changes?include_docs=true&attachments=true&conflicts=true")
+        let conflictRow = try #require(conflictChanges.json["results"]?.arrayValue?.first { $0["id"] == "d" })
+        #expect(conflictRow["doc"]?["_attachments"]?["a.txt"]?["data"] == "aGVsbG8=")
+        #expect(conflictRow["doc"]?["_deleted"] == .bool(true))
+        #expect(conflictRow["doc"]?["_conflicts"] == nil)
 
         let diff = try await server.request("POST", "/db/_revs_diff", json: ["d": [.string(Self.tombstone)]])
         #expect(diff.json == .object([]))

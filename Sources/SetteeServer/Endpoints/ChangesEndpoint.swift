@@ -217,8 +217,9 @@ struct ChangesStream: Sendable {
             if query.attachments, !change.isDeleted, let document = query.conflicts && query.includeDocs
                 ? try await db.documentWithAttachmentsAndConflicts(change.id) : try await db.document(change.id, attachments: true) {
                 documents.append(document)
-            } else if query.attachments, change.isDeleted, !query.conflicts {
-                // A tombstone keeps the attachments its deletion named.
+            } else if query.attachments, change.isDeleted {
+                // A tombstone keeps the attachments its deletion named. A deleted winner has
+                // no live losing leaf (live leaves win): `conflicts` adds nothing to it.
                 documents.append(try await db.documentIncludingDeleted(change.id, attachments: nil))
             } else if query.conflicts && query.includeDocs {
                 documents.append(try await db.documentIncludingDeletedWithConflicts(change.id))
