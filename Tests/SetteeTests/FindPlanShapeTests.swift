@@ -36,6 +36,11 @@ struct FindPlanShapeTests {
     static let shapes: [(template: String, pool: [JSONValue])] = [
         (#"{"a": $1}"#, [1, 5, 9]),
         (#"{"a": $1}"#, ["m", "a", ""]),
+        (#"{"a": $1, "b": $2}"#, [1, 5, 9]),
+        (#"{"b": $1, "a": $2, "c": $3}"#, ["x", "é", "e\u{301}"]),
+        (#"{"c": $1, "b": $2}"#, [1, 5]),
+        (#"{"_id": $1}"#, ["a", "m"]),
+        (#"{"a.b": $1, "a": $2}"#, [1, 5]),
         (#"{"a": {"$gt": $1}}"#, [1, 5, 9]),
         (#"{"a": {"$gt": $1, "$lt": $2}}"#, [1, 5, 9]),
         (#"{"a": {"$gte": $1, "$lte": $2}, "b": {"$gt": $3, "$lt": $4}}"#, [1, 5, 9]),
@@ -60,7 +65,8 @@ struct FindPlanShapeTests {
     static func summary(_ prepared: PreparedFind) -> String {
         let plan = prepared.plan
         return "\(plan.index.name) \(plan.ranges) \(plan.ranked.map { "\($0.index.name):\($0.unusedRanges)" }) "
-            + "\(plan.unusable.map { "\($0.index.name):\($0.reasons)" }) \(plan.ignoredUseIndex) \(prepared.selector.normalized.jsonText)"
+            + "\(plan.unusable.map { "\($0.index.name):\($0.reasons)" }) \(plan.ignoredUseIndex) \(prepared.selector.normalized.jsonText) "
+            + "\(prepared.keysProveSelector)"
     }
 
     @Test("Every pair of selectors of a shape: the plan reused is the plan made, or none is reused")

@@ -34,4 +34,16 @@ extension QueryPlanner.Plan {
         plan.ranges = prefix
         return plan
     }
+
+    /// The plan for a selector of implicit equalities (`{"field": value, …}`)
+    /// of the same fields as the one it was made for: each leading column's
+    /// range is its equality to that field's value in `equalities`.
+    func substituting(_ equalities: [String: JSONValue]) -> QueryPlanner.Plan {
+        var plan = self
+        for (position, column) in index.fields.prefix(ranges.count).enumerated() {
+            guard let value = equalities[column.field] else { continue }
+            plan.ranges[position] = .range(low: .value(value), lowInclusive: true, high: .value(value), highInclusive: true)
+        }
+        return plan
+    }
 }

@@ -33,6 +33,12 @@ public struct MangoSelector: Sendable {
         condition = try Condition(normalized)
     }
 
+    /// A selector already normalized (``normalized`` of another, with other values), compiled.
+    init(normalized: JSONValue) throws(MangoError) {
+        self.normalized = normalized
+        condition = try Condition(normalized)
+    }
+
     /// Whether `document` (a whole document, `_id` included) matches.
     public func matches(_ document: JSONValue) -> Bool {
         condition.matches(document, mode: .unicode)
