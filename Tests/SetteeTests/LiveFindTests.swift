@@ -119,6 +119,22 @@ struct LiveFindTests {
         #expect(try db.store.commits.waiting == 0)
     }
 
+    @Test("A live find whose query finds the database closed ends, as one waiting for a write does")
+    func endsWhenItsQueryFindsTheDatabaseClosed() async throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try await db.put(#"{"_id": "ann", "city": "Oslo"}"#)
+        var iterator = db.liveFind(FindRequest(selector: ["city": "Oslo"])).makeAsyncIterator()
+        db.close()
+        #expect(try await iterator.next() == nil)
+
+        let again = try openDatabase(directory)
+        var next = again.liveFind(FindRequest(selector: ["city": "Oslo"])).makeAsyncIterator()
+        #expect(ids(try await next.next()) == ["ann"])
+        again.close()
+        #expect(try await next.next() == nil, "closed before it waits for a write")
+    }
+
     @Test("A live find follows an index created after it started, and ends when the database closes")
     func followsIndexesAndEndsOnClose() async throws {
         let directory = TemporaryDirectory()

@@ -60,18 +60,21 @@ public struct LiveFind: AsyncSequence, Sendable {
         public mutating func next() async throws -> FindResult? {
             let database = query.database
             while true {
-                if let reflected {
-                    guard try await database.store.commits.wait(after: reflected) else { return nil }
-                }
-                if Task.isCancelled { return nil }
-                // Read before the query: what it reads reflects at least this sequence.
                 let request = query.request
                 let sequence: UInt64, result: FindResult
                 do {
+                    if let reflected {
+                        guard try await database.store.commits.wait(after: reflected) else { return nil }
+                    }
+                    if Task.isCancelled { return nil }
+                    // Read before the query: what it reads reflects at least this sequence.
                     (sequence, result) = try await database.background {
                         (try database.lastSequence(), try database.find(request))
                     }
                 } catch is CancellationError {
+                    return nil
+                } catch SetteeErrorCode.closed {
+                    // Closed before the wait or the query, or while the query ran: as while waiting.
                     return nil
                 }
                 reflected = sequence

@@ -23,10 +23,15 @@ enum BookmarkTerm {
 
     /// The bytes of `[{startkey_docid, id}, {startkey, key}]`.
     static func encode(key: JSONValue, id: String) -> [UInt8] {
-        var out: [UInt8] = [version, list, 0, 0, 0, 2, smallTuple, 2]
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + id.utf8.count)
+        out.append(version)
+        out.append(list)
+        appendUInt32(2, to: &out)
+        appendPair(to: &out)
         appendAtom("startkey_docid", to: &out)
-        appendBinary(Array(id.utf8), to: &out)
-        out += [smallTuple, 2]
+        appendBinary(id.utf8, to: &out)
+        appendPair(to: &out)
         appendAtom("startkey", to: &out)
         append(key, to: &out)
         out.append(nil_)
@@ -59,20 +64,32 @@ enum BookmarkTerm {
 
     // MARK: Writing
 
-    private static func appendAtom(_ name: String, to out: inout [UInt8]) {
-        out += [atom, 0, UInt8(name.utf8.count)]
-        out += name.utf8
+    // Appended byte by byte: an array literal per part allocated an array each time.
+
+    private static func appendAtom(_ name: StaticString, to out: inout [UInt8]) {
+        out.append(atom)
+        out.append(0)
+        out.append(UInt8(name.utf8CodeUnitCount))
+        out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+    }
+
+    /// The start of a two-element tuple.
+    private static func appendPair(to out: inout [UInt8]) {
+        out.append(smallTuple)
+        out.append(2)
     }
 
     private static func appendUInt32(_ value: Int, to out: inout [UInt8]) {
-        out += [UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
-                UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]
+        out.append(UInt8(truncatingIfNeeded: value >> 24))
+        out.append(UInt8(truncatingIfNeeded: value >> 16))
+        out.append(UInt8(truncatingIfNeeded: value >> 8))
+        out.append(UInt8(truncatingIfNeeded: value))
     }
 
-    private static func appendBinary(_ bytes: [UInt8], to out: inout [UInt8]) {
+    private static func appendBinary(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
         out.append(binary)
         appendUInt32(bytes.count, to: &out)
-        out += bytes
+        out.append(contentsOf: bytes)
     }
 
     /// The integer a number is written as, when it is one jiffy would read as an integer.
@@ -85,11 +102,12 @@ enum BookmarkTerm {
         switch value {
         case .null: appendAtom("null", to: &out)
         case .bool(let flag): appendAtom(flag ? "true" : "false", to: &out)
-        case .string(let text): appendBinary(Array(text.utf8), to: &out)
+        case .string(let text): appendBinary(text.utf8, to: &out)
         case .number(let number):
             if let value = integral(number) {
                 if value >= 0 && value <= 255 {
-                    out += [smallInteger, UInt8(value)]
+                    out.append(smallInteger)
+                    out.append(UInt8(value))
                 } else if value >= Int64(Int32.min) && value <= Int64(Int32.max) {
                     out.append(integer)
                     appendUInt32(Int(value), to: &out)
@@ -135,8 +153,8 @@ enum BookmarkTerm {
             out.append(list)
             appendUInt32(members.count, to: &out)
             for (key, member) in members {
-                out += [smallTuple, 2]
-                appendBinary(Array(key.utf8), to: &out)
+                appendPair(to: &out)
+                appendBinary(key.utf8, to: &out)
                 append(member, to: &out)
             }
             out.append(nil_)
