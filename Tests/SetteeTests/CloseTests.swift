@@ -54,12 +54,10 @@ struct CloseTests {
         let delivered = Heard()
         let feed = Task {
             var seen = 0
-            do {
-                for try await change in db.continuousChanges(since: 0) {
-                    seen += 1
-                    delivered.add(change.id)
-                }
-            } catch SetteeErrorCode.closed {}
+            for try await change in db.continuousChanges(since: 0) {
+                seen += 1
+                delivered.add(change.id)
+            }
             return seen
         }
         // Close once the feed has had the one change and waits for more, however loaded the machine.
@@ -75,6 +73,30 @@ struct CloseTests {
         for _ in 0..<200 where heard.ids.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         #expect(heard.ids == ["b"])
         token.remove()
+    }
+
+    @Test("A live query and a continuous feed end when the database is closed before they wait or read, as when closed while they wait")
+    func liveSequencesEndOnClose() async throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        let db = try Database(at: url)
+        try await db.put(#"{"_id":"a","n":1}"#)
+        _ = try await db.loadDesignDocuments(from: directory.file("d.json", contents: #"{"_id":"_design/d","views":{"n":{"map":"function (doc) { emit(doc.n, null); }"}}}"#))
+        var query = db.liveQuery("d/n").makeAsyncIterator()
+        #expect(try await query.next()?.rows.count == 1)
+        var feed = db.continuousChanges(since: 0).makeAsyncIterator()
+        #expect(try await feed.next() != nil)
+        #expect(try await feed.next() != nil)
+        db.close()
+        #expect(try await query.next() == nil, "closed before it waits for a write")
+        #expect(try await feed.next() == nil, "closed before it reads again")
+
+        let again = try Database(at: url)
+        var neverRun = again.liveQuery("d/n").makeAsyncIterator()
+        var neverRead = again.continuousChanges(since: 0).makeAsyncIterator()
+        again.close()
+        #expect(try await neverRun.next() == nil, "closed before its first run")
+        #expect(try await neverRead.next() == nil, "closed before its first read")
     }
 
     @Test("Async calls after close throw closed")

@@ -9,7 +9,7 @@ import SetteeViews
 /// waits for new writes and yields them as they commit. A document changed
 /// several times before it is read appears once, at its latest change, as in
 /// CouchDB. Iteration does the work: ending the loop (`break`, or cancelling
-/// its task) ends the feed.
+/// its task) ends the feed. The feed ends when the database closes.
 ///
 /// ```swift
 /// var since = savedCheckpoint
@@ -46,7 +46,7 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         }
 
         /// The next change, waiting for one when there is none yet.
-        /// - Returns: nil once the calling task is cancelled.
+        /// - Returns: nil once the calling task is cancelled or the database closed.
         public mutating func next() async throws -> Change? {
             while true {
                 if Task.isCancelled { return nil }
@@ -56,10 +56,15 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                     cursor = change.sequence
                     return change
                 }
-                buffer = try await database.changes(since: cursor, limit: ChangeFeed.batchSize)
-                index = 0
-                if buffer.isEmpty {
-                    guard try await database.store.commits.wait(after: cursor) else { return nil }
+                do {
+                    buffer = try await database.changes(since: cursor, limit: ChangeFeed.batchSize)
+                    index = 0
+                    if buffer.isEmpty {
+                        guard try await database.store.commits.wait(after: cursor) else { return nil }
+                    }
+                } catch SetteeErrorCode.closed {
+                    // Closed before the read or the wait: as when closed while waiting.
+                    return nil
                 }
             }
         }

@@ -20,6 +20,7 @@ import SetteeViews
 ///
 /// Iteration does the work: nothing runs between calls to `next()`, and
 /// ending the loop (`break`, or cancelling its task) ends the live query.
+/// The sequence ends when the database closes.
 ///
 /// ```swift
 /// for try await result in db.liveQuery("addressbook/by_name") {
@@ -53,22 +54,25 @@ public struct LiveQuery: AsyncSequence, Sendable {
         }
 
         /// The query's result now (the first call), then its next different result.
-        /// - Returns: nil once the calling task is cancelled.
+        /// - Returns: nil once the calling task is cancelled or the database closed.
         public mutating func next() async throws -> ViewResult? {
             let database = query.database
             while true {
-                if let reflected {
-                    guard try await database.store.commits.wait(after: reflected) else { return nil }
-                }
-                if Task.isCancelled { return nil }
-                // Read before the query: the index it updates reflects at least this sequence.
                 let (path, options) = (query.path, query.options)
                 let sequence: UInt64, result: ViewResult
                 do {
+                    if let reflected {
+                        guard try await database.store.commits.wait(after: reflected) else { return nil }
+                    }
+                    if Task.isCancelled { return nil }
+                    // Read before the query: the index it updates reflects at least this sequence.
                     (sequence, result) = try await database.background {
                         (try database.lastSequence(), try database.query(path, options: options))
                     }
                 } catch is CancellationError {
+                    return nil
+                } catch SetteeErrorCode.closed {
+                    // Closed before the wait or the query, or while the query ran: as while waiting.
                     return nil
                 }
                 reflected = sequence
