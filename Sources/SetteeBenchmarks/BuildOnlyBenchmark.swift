@@ -38,11 +38,11 @@ enum BuildOnlyBenchmark {
             } else {
                 try db.createIndex(IndexRequest(json: FindBenchmark.index))
             }
-            var peak = PeakMemory()
+            let peak = PeakMemory()
             let (time, cpu) = try Benchmark.measureCPU { try db.updateIndexes() }
             rates[kind] = Double(count) / (time / .seconds(1))
             print("\(kind == "js" ? "one-view JavaScript build" : "one-field JSON index build"): "
-                  + Benchmark.rate(count, time, cpu: cpu) + "  (peak \(peak.megabytes()) MB)")
+                  + Benchmark.rate(count, time, cpu: cpu) + "  (peak \(peak.described()))")
             print("  CPU by stage: " + Benchmark.stages(log.take()))
         }
         if let js = rates["js"], let json = rates["json"] {
