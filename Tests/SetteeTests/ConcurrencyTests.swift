@@ -176,6 +176,26 @@ extension ConcurrencyTests {
         #expect(result.totalRows == 6)
     }
 
+    @Test("find's index reads (IndexEntryReader) with a removed index's handles: no rows; with those of one that came back: its rows")
+    func indexEntryReaderWithOldHandles() throws {
+        let directory = TemporaryDirectory()
+        let (db, view, oldTables) = try replacedIndex(in: directory)
+        func ids() throws -> [String] {
+            var ids: [String] = []
+            try IndexEntryReader(store: db.store, indexes: db.indexes)
+                .read(view, IndexScan(range: .all, documents: true), tables: oldTables, requiringIndex: false) { entry in
+                    #expect(entry.document != nil, "\(entry.row.id)'s document is read with its row")
+                    ids.append(entry.row.id)
+                    return true
+                }
+            return ids
+        }
+        #expect(try ids().isEmpty)
+        try db.loadDesignDocuments(from: directory.file("e.json", contents: #"{"_id": "_design/e", "views": {"v": {"map": "\#(Self.replacedMap)"}}}"#))
+        #expect(try db.query("e/v").rows.count == 6)
+        #expect(try ids() == ["d0", "d1", "d2", "d3", "d4", "after"])
+    }
+
     static let replacedMap = "function (doc) { emit(doc.n, null); }"
 
     /// A database whose view d/v (``replacedMap``) was built and then changed:
