@@ -399,7 +399,7 @@ extension Database {
                                           partitionPrefix: try partitionPrefix(of: view, partition: partition))
             try checkOnce(design, revision: revision)
             if update { try self.update(design.views) }
-            try reader.read(view, scan, conflicts: conflicts, tables: try indexes.tables(for: view.signature), requiringIndex: update, body)
+            try reader.read(view, scan, conflicts: conflicts, tables: try reader.indexes.tables(for: view.signature), requiringIndex: update, body)
         }
     }
 

@@ -44,7 +44,7 @@ extension PreparedFind {
     /// and numbers (`{"type": "order", "customer": "c-1"}`), each field once;
     /// nil for any other.
     private static func flatEqualities(_ selector: JSONValue) -> [String: JSONValue]? {
-        guard case .object(let members) = selector, !members.isEmpty, members.count <= 8 else { return nil }
+        guard case .object(let members) = selector, !members.isEmpty else { return nil }
         var equalities: [String: JSONValue] = [:]
         for (key, value) in members {
             guard !key.isEmpty, key.utf8.first != UInt8(ascii: "$") else { return nil }
