@@ -31,6 +31,11 @@ package struct DocumentIDs: Sendable {
         ends.append(Int32(bytes.count))
     }
 
+    package mutating func removeAll(keepingCapacity: Bool) {
+        bytes.removeAll(keepingCapacity: keepingCapacity)
+        ends.removeAll(keepingCapacity: keepingCapacity)
+    }
+
     package mutating func append(contentsOf other: DocumentIDs) {
         let base = Int32(bytes.count)
         bytes.append(contentsOf: other.bytes)
@@ -51,6 +56,16 @@ package struct DocumentBatch: Sendable {
 
     package func jsonRange(_ document: Int) -> Range<Int> {
         (document == 0 ? 0 : jsonEnds[document - 1])..<jsonEnds[document]
+    }
+
+    /// Empties the batch, keeping its buffers for the next one read into it
+    /// (when nothing else holds them): a fresh buffer's pages are each
+    /// faulted in and zeroed as the documents are copied into it.
+    package mutating func removeAll() {
+        sequences.removeAll(keepingCapacity: true)
+        ids.removeAll(keepingCapacity: true)
+        json.removeAll(keepingCapacity: true)
+        jsonEnds.removeAll(keepingCapacity: true)
     }
 }
 
@@ -74,6 +89,25 @@ package struct MappedBatch: Sendable {
     }
 
     package init() {}
+
+    /// Makes room for `documents` documents in all, each taking what those
+    /// it holds take on average, so that a batch gathering many does not
+    /// grow by doubling: each doubling copies what it holds into new pages,
+    /// faulted in and zeroed one by one.
+    package mutating func reserveCapacity(documents: Int) {
+        let held = documentCount
+        guard held > 0, documents > held else { return }
+        func reserve<Element>(_ array: inout [Element], extra: Int = 0) {
+            let wanted = Int((Double(array.count - extra) / Double(held) * Double(documents)).rounded(.up)) + extra
+            if wanted > array.capacity { array.reserveCapacity(wanted) }
+        }
+        reserve(&bytes)
+        reserve(&rows)
+        reserve(&documentRows, extra: 1)
+        reserve(&sequences)
+        reserve(&ids.bytes)
+        reserve(&ids.ends)
+    }
 
     /// The rows of the parts, mapped from consecutive slices of `documents`,
     /// copied once into buffers of the right size.

@@ -185,6 +185,8 @@ package struct ViewIndexer {
             _ = try? mapping?.work.wait()
             if writer.isBusy { _ = try? writer.wait() }
         }
+        // Batches mapped and passed on: the reader reads the next ones into their buffers.
+        let spares = Mutex<[DocumentBatch]>([])
         // A single batch is read right here: there is nothing to overlap it with.
         var ahead: DocumentBatch? = total <= batchSize ? try cpu.measure(.reading) { try readBatch(after: since, upTo: latest) } : nil
         if ahead == nil { reader.start { [self] in try cpu.measure(.reading) { try readBatch(after: since, upTo: latest) } } }
@@ -192,7 +194,11 @@ package struct ViewIndexer {
         func startNext() throws -> MapStage.Mapping? {
             let documents = try ahead.take() ?? (reader.isBusy ? reader.wait() : DocumentBatch())
             guard let last = documents.sequences.last else { return nil }
-            if last < latest { reader.start { [self] in try cpu.measure(.reading) { try readBatch(after: last, upTo: latest) } } }
+            if last < latest {
+                reader.start { [self] in
+                    try cpu.measure(.reading) { try readBatch(after: last, upTo: latest, into: spares.withLock { $0.popLast() }) }
+                }
+            }
             return mapStage.start(documents, since: startSequences)
         }
         mapping = try startNext()
@@ -209,14 +215,24 @@ package struct ViewIndexer {
             let behind = steady.filter { startSequences[$0] < last }
             if !behind.isEmpty { jobs.append((cpu.measure(.gathering) { MappedBatch(joining: parts, of: documents) }, behind)) }
             if !bulk.isEmpty {
-                cpu.measure(.gathering) { pending.append(parts, of: documents) }
                 let limit = scattered.isSet ? flushBytes : max(1, flushBytes / 8)
+                cpu.measure(.gathering) {
+                    let first = pending.documentCount == 0
+                    pending.append(parts, of: documents)
+                    if first {
+                        // Room for what may gather before the flush: half a flush past
+                        // its limit and a batch, or every document left.
+                        let perDocument = max(1, pending.memoryBytes / max(1, pending.documentCount))
+                        pending.reserveCapacity(documents: pending.documentCount + min(Int(latest - last), (limit * 3 / 2) / perDocument + batchSize))
+                    }
+                }
                 if last >= latest || Self.flushesNow(pendingBytes: pending.memoryBytes, pendingDocuments: pending.documentCount,
                                                      remainingDocuments: latest - last, flushBytes: limit) {
                     jobs.append((pending, bulk))
                     pending = MappedBatch()
                 }
             }
+            spares.withLock { $0.append(documents) }
             guard !jobs.isEmpty else { continue }
             if writer.isBusy { states = try writer.wait() }
             if last >= latest {
@@ -428,10 +444,11 @@ package struct ViewIndexer {
 
     /// Reads the next changed documents, each as map functions see it, into
     /// one buffer: a batch of ``batchSize`` documents, or fewer when they are
-    /// large.
-    private func readBatch(after since: UInt64, upTo latest: UInt64) throws -> DocumentBatch {
-        let batch = try store.environment.read { transaction in
-            var batch = DocumentBatch()
+    /// large. `spare` is a batch mapped before, whose buffers it reuses.
+    private func readBatch(after since: UInt64, upTo latest: UInt64, into spare: consuming DocumentBatch? = nil) throws -> DocumentBatch {
+        var batch = spare.take() ?? DocumentBatch()
+        try store.environment.read { transaction in
+            batch.removeAll()
             batch.sequences.reserveCapacity(batchSize)
             batch.json.reserveCapacity(batchSize * 512)
             try store.forEachChange(since: since, in: transaction) { sequence, id, record in
@@ -446,7 +463,6 @@ package struct ViewIndexer {
                 batch.jsonEnds.append(batch.json.count)
                 return batch.sequences.count < batchSize && batch.json.count < Self.batchBytes
             }
-            return batch
         }
         // Read once: the documents' pages needn't stay this process's memory.
         if batch.count >= Self.releaseThreshold { store.environment.releaseMappedPages() }
