@@ -213,15 +213,22 @@ public final class Database: Sendable {
     /// update between two transactions, fails with
     /// ``SetteeErrorCode/closed``). Another ``Database`` of the same
     /// directory goes on working. Change listeners, feeds and live queries
-    /// of the directory end with the last. Closing twice does nothing more;
+    /// of the directory end with the last. The memory the workers and the
+    /// storage held goes back to the system. Closing twice does nothing more;
     /// a database is also closed when it is released. Do not call it inside
     /// a ``write(_:)-3j48g`` batch or a ``forEachChange(since:limit:_:)-6r2ut`` body.
     public func close() {
         guard let environment = storage.close() else { return }
         expirationTimer.cancel()
-        workers.close()
+        let workersEnded = workers.close()
         // The last Database of the directory: feeds, live queries and listeners end.
-        if environment.release() { storeEvenIfClosed.commits.close() }
+        let storageClosed = environment.release()
+        if storageClosed { storeEvenIfClosed.commits.close() }
+        // The workers' engines and the storage (LMDB keeps every page a write
+        // dirtied for the next, until it closes) freed their memory into the
+        // C library's heap, which keeps it unless asked: tens of megabytes
+        // after an index build, the size of the largest write.
+        if workersEnded || storageClosed { ProcessMemory.returnFreeMemory() }
     }
 
     /// The logger a database uses when given none: warnings and errors only.
@@ -473,8 +480,15 @@ private final class LazyWorkerPool: @unchecked Sendable {
         return created
     }
 
-    /// Lets the workers end, once the calls that use them have returned.
-    func close() {
-        lock.withLock { pool = nil }
+    /// Lets the workers end, once the calls that use them have returned;
+    /// says whether any had started.
+    @discardableResult
+    func close() -> Bool {
+        let pool = lock.withLock { () -> JavaScriptWorkerPool? in
+            defer { self.pool = nil }
+            return self.pool
+        }
+        // Dropped as this returns, outside the lock: with no call under way, the workers end then.
+        return pool != nil
     }
 }
