@@ -20,7 +20,7 @@ enum FindBenchmark {
 
     static func run(_ db: Database, documentCount: Int, javaScriptRate: Double, runs: Int, into table: inout Table) throws {
         try db.createIndex(IndexRequest(json: index))
-        var peak = PeakMemory()
+        let peak = PeakMemory()
         let (time, cpu) = try Benchmark.measureCPU { try db.updateIndexes() }
         let rate = Double(documentCount) / (time / .seconds(1))
         table.add("index build, one-field JSON index for find (no JavaScript)",
