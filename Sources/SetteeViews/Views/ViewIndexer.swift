@@ -39,8 +39,13 @@ public struct IndexProgress: Sendable {
 /// many go together; once a write finds rows scattered, they gather up to
 /// ``flushBytes`` (up to half as much again when that lets the last flush
 /// take the rest), as each write then costs about a page per row or a pass
-/// over the table. Memory stays bounded by the batch and buffer sizes,
-/// whatever the database's size.
+/// over the table. The documents and rows held stay bounded by the batch
+/// and buffer sizes, whatever the database's size; a flush that falls all
+/// over a large index dirties most of its pages, which LMDB holds in memory
+/// until the commit (writing them out early past 128k pages, 512 MB) and
+/// keeps for later writes until the database closes. Batches are read into
+/// the buffers of batches already mapped, and rows gather in room reserved
+/// for a flush: fresh buffers would be faulted in and zeroed page by page.
 ///
 /// Each update ends with an "indexed" log line (info from 1,024 documents
 /// up, debug below): documents, seconds, and the CPU time of each stage
