@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import Settee
+@testable import SetteeFind
+import SetteeViews
 
 private func openDatabase(_ directory: TemporaryDirectory) throws -> Database {
     var options = Database.Options()
@@ -224,6 +226,47 @@ struct StoredJSONIndexTests {
         // The partial index, when named, answers for the people only.
         let people = try db.find(try FindRequest(json: #"{"selector": {"age": {"$gt": 55}}, "use_index": ["ix", "person-age"], "fields": ["_id"]}"#))
         #expect(people.documents.compactMap { $0["_id"]?.stringValue } == ["p36", "p38", "elder"])
+    }
+
+    @Test("Indexes of the same fields in other orders keep rows of their own, built together or one after the other")
+    func fieldOrderIsTheIndex() throws {
+        for together in [true, false] {
+            let directory = TemporaryDirectory()
+            let db = try openDatabase(directory)
+            try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["a", "b"]}, "ddoc": "x", "name": "ab"}"#))
+            if !together { _ = try db.find(FindRequest(selector: ["a": 1])) }
+            try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["b", {"a": "asc"}]}, "ddoc": "x", "name": "ba"}"#))
+            try db.createIndex(IndexRequest(json: #"{"index": {"fields": ["b", "a"]}, "ddoc": "y", "name": "ba"}"#))
+            try db.write { batch in
+                try batch.put(#"{"_id": "one", "a": 1, "b": 2}"#)
+                try batch.put(#"{"_id": "two", "a": 2, "b": 1}"#)
+            }
+            let views = try db.viewInfo().filter { ["x/ab", "x/ba", "y/ba"].contains($0.path) }
+            #expect(Set(views.map(\.signature)).count == 2, "ab apart from ba (the same in x and y): \(views.map { ($0.path, $0.signature) })")
+            for index in [["x", "ab"], ["x", "ba"], ["y", "ba"]] {
+                var request = FindRequest(selector: ["a": 2, "b": ["$gt": 0]])
+                request.useIndex = index
+                let result = try db.find(request)
+                #expect(result.warning == nil, "\(index) serves the request")
+                #expect(result.documents.compactMap { $0["_id"]?.stringValue } == ["two"], "\(index), built \(together ? "together" : "apart")")
+                // Read in key order: (a, b) for ab, (b, a) for ba.
+                var sorted = FindRequest(selector: ["a": ["$gt": 0], "b": ["$gt": 0]])
+                sorted.useIndex = index
+                sorted.sort = index[1] == "ab" ? [.init("a"), .init("b")] : [.init("b"), .init("a")]
+                #expect(try db.find(sorted).documents.compactMap { $0["_id"]?.stringValue } == (index[1] == "ab" ? ["one", "two"] : ["two", "one"]),
+                        "\(index) sorted, built \(together ? "together" : "apart")")
+            }
+        }
+    }
+
+    @Test("An index of one field keeps the version it had before the fields' order was part of it; one of several is built again")
+    func oneFieldKeepsItsVersion() throws {
+        for fields in [["a"], ["b.c"], ["a", "b"], ["a", "b.c", "d"], ["b", "a"]] {
+            let index = MangoIndex(designDocument: "_design/x", name: "i", type: "json", fields: fields.map { FindRequest.SortField($0) })
+            let versioned = try #require(index.viewDefinition)
+            let unordered = ViewDefinition(designDocument: "_design/x", name: "i", queryIndexer: try MangoIndexer(index), definition: try #require(index.view["map"]))
+            #expect((versioned.signature == unordered.signature) == (fields.count == 1), "\(fields)")
+        }
     }
 
     @Test("Deleting an index removes its stored index on the next clean-up")

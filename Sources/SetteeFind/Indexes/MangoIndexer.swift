@@ -81,8 +81,21 @@ extension MangoIndex {
                                   partitioned: partitioned == true)
         }
         guard type == "json", let indexer = try? MangoIndexer(self) else { return nil }
-        return ViewDefinition(designDocument: designDocument, name: name, queryIndexer: indexer, definition: view["map"] ?? .null,
+        return ViewDefinition(designDocument: designDocument, name: name, queryIndexer: indexer, definition: versionedMap,
                               partitioned: partitioned == true)
+    }
+
+    /// What versions a JSON index's rows: its view's `map`, whose `fields`
+    /// member lists the columns in order. The version is a hash of it with
+    /// object members sorted (``ViewDefinition``), which would make indexes
+    /// of the same fields in other orders one index: the order of two
+    /// columns or more is added as a member of its own. (Indexes of several
+    /// fields versioned without it may hold the rows of another order: they
+    /// are built again; an index of one field keeps its version.)
+    private var versionedMap: JSONValue {
+        guard case .object(var map)? = view["map"], fields.count > 1 else { return view["map"] ?? .null }
+        map.append((key: "column_order", value: .array(fields.map { JSONValue.string($0.field) })))
+        return .object(map)
     }
 
     /// The views of a `"language": "query"` design document: one per JSON
