@@ -4,10 +4,11 @@ import Settee
 
 /// Random documents and random selectors: what `find` returns through JSON
 /// indexes (chosen by the planner or named by `use_index`) is what a scan of
-/// every document returns, before and after edits the indexes catch up
-/// with, and a request read page by page through its bookmarks returns the
-/// same documents in the same order. Each run draws a new seed, printed in
-/// every failure (`SETTEE_FIND_SEED=…` replays it).
+/// every document returns (with a partial index's filter, once it is
+/// used), before and after edits the indexes catch up with; a request read
+/// page by page through its bookmarks, or a window of it by `skip` and
+/// `limit`, returns the same documents in the same order. Each run draws a
+/// new seed, printed in every failure (`SETTEE_FIND_SEED=…` replays it).
 @Suite("find through indexes equals a scan of every document")
 struct FindDifferentialTests {
     /// Values that sort next to each other or collate equal: canonically
@@ -21,8 +22,9 @@ struct FindDifferentialTests {
     ]
     static let fields = ["v", "w", "n.x"]
     static let indexes = [
-        (name: "v", fields: #"["v"]"#), (name: "vw", fields: #"["v", "w"]"#),
-        (name: "wv", fields: #"["w", {"v": "asc"}]"#), (name: "nx", fields: #"["n.x"]"#),
+        (name: "v", fields: #"["v"]"#, partial: nil), (name: "vw", fields: #"["v", "w"]"#, partial: nil),
+        (name: "wv", fields: #"["w", {"v": "asc"}]"#, partial: nil), (name: "nx", fields: #"["n.x"]"#, partial: nil),
+        (name: "pv", fields: #"["v"]"#, partial: #"{"w": {"$gt": 1}}"#) as (name: String, fields: String, partial: String?),
     ]
 
     struct Fixture {
@@ -40,7 +42,8 @@ struct FindDifferentialTests {
             indexed = try Database(at: directory.url.appendingPathComponent("indexed"), options: options)
             scanned = try Database(at: directory.url.appendingPathComponent("scanned"), options: options)
             for index in FindDifferentialTests.indexes {
-                try indexed.createIndex(IndexRequest(json: #"{"index": {"fields": \#(index.fields)}, "ddoc": "d", "name": "\#(index.name)"}"#))
+                let partial = index.partial.map { #", "partial_filter_selector": \#($0)"# } ?? ""
+                try indexed.createIndex(IndexRequest(json: #"{"index": {"fields": \#(index.fields)\#(partial)}, "ddoc": "d", "name": "\#(index.name)"}"#))
             }
         }
 
@@ -115,12 +118,13 @@ struct FindDifferentialTests {
             }
         }
 
-        /// The ids a request finds, in order, or its error's text.
-        func ids(_ request: FindRequest, in db: Database) -> (ids: [String], error: String?) {
+        /// The ids a request finds, in order, and its warning; or its error's text.
+        func ids(_ request: FindRequest, in db: Database) -> (ids: [String], warning: String?, error: String?) {
             do {
-                return (try db.find(request).documents.compactMap { $0["_id"]?.stringValue }, nil)
+                let result = try db.find(request)
+                return (result.documents.compactMap { $0["_id"]?.stringValue }, result.warning, nil)
             } catch {
-                return ([], "\(error)")
+                return ([], nil, "\(error)")
             }
         }
 
@@ -128,16 +132,26 @@ struct FindDifferentialTests {
         mutating func check(_ selector: String, round: String) throws {
             var request = FindRequest(selector: try JSONValue(parsing: selector))
             request.limit = 10_000
-            let expected = ids(request, in: scanned)
             let context = "seed \(seed), \(round): \(selector)"
-            var ways: [[String]] = [[]] + FindDifferentialTests.indexes.map { ["d", $0.name] }
+            var ways: [(useIndex: [String], partial: String?)] = [([], nil)] + FindDifferentialTests.indexes.map { (["d", $0.name], $0.partial) }
             ways.shuffle(using: &random)
-            for useIndex in ways.prefix(3) {
+            for (useIndex, partial) in ways.prefix(3) {
                 request.useIndex = useIndex
                 let found = ids(request, in: indexed)
-                let differing = Set(found.ids).symmetricDifference(expected.ids).sorted().prefix(4)
-                    .map { id in (try? scanned.document(id)).flatMap { try? $0?.value.jsonText } ?? id }
-                #expect(found.ids.sorted() == expected.ids.sorted(), "\(context) use_index \(useIndex); differing: \(differing)")
+                // A partial index, named and used (no warning that it was not, or that
+                // no index was), finds what matches its filter too: CouchDB's rule.
+                var scan = request
+                scan.useIndex = []
+                let fellBack = ["was not used", "No matching index"].contains { found.warning?.contains($0) == true }
+                if let partial, found.error == nil, !fellBack {
+                    scan.selector = try JSONValue(parsing: #"{"$and": [\#(selector), \#(partial)]}"#)
+                }
+                let expected = ids(scan, in: scanned)
+                func documents(_ ids: Set<String>) -> [String] {
+                    ids.sorted().prefix(3).map { id in (try? scanned.document(id)).flatMap { try? $0?.value.jsonText } ?? id }
+                }
+                #expect(found.ids.sorted() == expected.ids.sorted(),
+                        "\(context) use_index \(useIndex) (warning \(found.warning ?? "none")): found only \(documents(Set(found.ids).subtracting(expected.ids))), missing \(documents(Set(expected.ids).subtracting(found.ids)))")
                 #expect(found.error == expected.error, "\(context) use_index \(useIndex)")
                 // Read again a few at a time, each page from the last one's bookmark.
                 let all = found.ids
@@ -153,6 +167,12 @@ struct FindDifferentialTests {
                     page.bookmark = result.bookmark
                 }
                 #expect(paged == all, "\(context) use_index \(useIndex), in pages of \(page.limit)")
+                // And a window of them by `skip` and `limit`.
+                var window = request
+                window.skip = Int.random(in: 0..<all.count, using: &random)
+                window.limit = Int.random(in: 1...5, using: &random)
+                #expect(ids(window, in: indexed).ids == Array(all.dropFirst(window.skip).prefix(window.limit)),
+                        "\(context) use_index \(useIndex), skip \(window.skip) limit \(window.limit)")
             }
         }
     }
