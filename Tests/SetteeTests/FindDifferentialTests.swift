@@ -7,7 +7,8 @@ import Settee
 /// every document returns (with a partial index's filter, once it is
 /// used), before and after edits the indexes catch up with; a request read
 /// page by page through its bookmarks, or a window of it by `skip` and
-/// `limit`, returns the same documents in the same order. Each run draws a
+/// `limit`, returns the same documents in the same order; one sorted by a
+/// field comes in the order of a JavaScript view's keys. Each run draws a
 /// new seed, printed in every failure (`SETTEE_FIND_SEED=…` replays it).
 @Suite("find through indexes equals a scan of every document")
 struct FindDifferentialTests {
@@ -41,6 +42,8 @@ struct FindDifferentialTests {
             options.javaScriptWorkers = 1
             indexed = try Database(at: directory.url.appendingPathComponent("indexed"), options: options)
             scanned = try Database(at: directory.url.appendingPathComponent("scanned"), options: options)
+            // The order `find` sorts `v` in, as a JavaScript view's rows have it.
+            try scanned.put(#"{"_id": "_design/s", "views": {"v": {"map": "function (doc) { if ('v' in doc) emit(doc.v, null); }", "reduce": "_count"}}}"#)
             for index in FindDifferentialTests.indexes {
                 let partial = index.partial.map { #", "partial_filter_selector": \#($0)"# } ?? ""
                 try indexed.createIndex(IndexRequest(json: #"{"index": {"fields": \#(index.fields)\#(partial)}, "ddoc": "d", "name": "\#(index.name)"}"#))
@@ -128,6 +131,30 @@ struct FindDifferentialTests {
             }
         }
 
+        /// Sorts what `selector` finds (of the documents with a `v`) by `v`,
+        /// through an index, and compares the order with a view's.
+        mutating func checkSorted(_ selector: String, round: String) throws {
+            let descending = Bool.random(using: &random)
+            var request = FindRequest(selector: try JSONValue(parsing: #"{"$and": [\#(selector), {"v": {"$exists": true}}]}"#))
+            request.limit = 10_000
+            let matching = Set(ids(request, in: scanned).ids)
+            request.sort = [FindRequest.SortField("v", descending: descending)]
+            let sorted = ids(request, in: indexed)
+            #expect(sorted.error == nil, "seed \(seed), \(round): \(selector) sorted by v")
+            // Each document's place among the view's keys (keys that collate equal share one).
+            let rows = try scanned.query("s/v", options: ViewQueryOptions(reduce: false)).rows.compactMap(\.id)
+            let groups = try scanned.query("s/v", options: ViewQueryOptions(parameters: [("group", "true")])).rows
+            var place: [String: Int] = [:]
+            var next = rows.makeIterator()
+            for (number, group) in groups.enumerated() {
+                for _ in 0..<Int(try group.value.doubleValue ?? 0) { place[next.next()!] = number }
+            }
+            let places = sorted.ids.map { place[$0] ?? -1 }
+            #expect(Set(sorted.ids) == matching, "seed \(seed), \(round): \(selector) sorted by v")
+            #expect(places == (descending ? places.sorted(by: >) : places.sorted()),
+                    "seed \(seed), \(round): \(selector) sorted by v \(descending ? "descending" : "ascending"): \(places)")
+        }
+
         /// Compares every way of reading `selector` through the indexes with the scan.
         mutating func check(_ selector: String, round: String) throws {
             var request = FindRequest(selector: try JSONValue(parsing: selector))
@@ -190,6 +217,7 @@ struct FindDifferentialTests {
                 for id in (240..<270).map({ String(format: "d%03d", $0) }) { try fixture.put(fixture.document(id)) }
             }
             for _ in 0..<150 { try fixture.check(fixture.selector(), round: round) }
+            for _ in 0..<40 { try fixture.checkSorted(fixture.selector(), round: round) }
         }
     }
 }
