@@ -3,7 +3,7 @@ import Testing
 import Settee
 
 /// Random documents and random selectors: what `find` returns through JSON
-/// indexes (chosen by the planner or named by `use_index`) is what a scan of
+/// and array indexes (chosen by the planner or named by `use_index`) is what a scan of
 /// every document returns (with a partial index's filter, once it is
 /// used), before and after edits the indexes catch up with; a request read
 /// page by page through its bookmarks, or a window of it by `skip` and
@@ -18,14 +18,16 @@ struct FindDifferentialTests {
         #""a""#, #""A""#, #""b""#, #""aa""#, #""ab""#, #""a b""#, #""é""#, #""e\u0301""#, #""e""#, #""ä""#, #""""#,
         "0", "-0", "1", "1.0", "1.5", "2", "10", "-3", "1e3",
         "true", "false", "null",
-        "[]", "[1]", "[1, 2]", #"["a"]"#, "[[1]]",
+        "[]", "[1]", "[1, 2]", #"["a"]"#, "[[1]]", #"[{"k": 1}, 2]"#, #"[{"k": "a"}, {"j": 1}]"#,
         "{}", #"{"k": 1}"#, #"{"k": "a"}"#,
     ]
     static let fields = ["v", "w", "n.x"]
-    static let indexes = [
-        (name: "v", fields: #"["v"]"#, partial: nil), (name: "vw", fields: #"["v", "w"]"#, partial: nil),
-        (name: "wv", fields: #"["w", {"v": "asc"}]"#, partial: nil), (name: "nx", fields: #"["n.x"]"#, partial: nil),
-        (name: "pv", fields: #"["v"]"#, partial: #"{"w": {"$gt": 1}}"#) as (name: String, fields: String, partial: String?),
+    /// JSON indexes, a partial one, and array indexes of `v`'s elements and of their `k`.
+    static let indexes: [(name: String, index: String, partial: String?)] = [
+        ("v", #"{"fields": ["v"]}"#, nil), ("vw", #"{"fields": ["v", "w"]}"#, nil),
+        ("wv", #"{"fields": ["w", {"v": "asc"}]}"#, nil), ("nx", #"{"fields": ["n.x"]}"#, nil),
+        ("pv", #"{"fields": ["v"], "partial_filter_selector": {"w": {"$gt": 1}}}"#, #"{"w": {"$gt": 1}}"#),
+        ("av", #"{"array": "v"}, "type": "array""#, nil), ("avk", #"{"array": "v", "fields": ["k"]}, "type": "array""#, nil),
     ]
 
     struct Fixture {
@@ -45,8 +47,7 @@ struct FindDifferentialTests {
             // The order `find` sorts `v` in, as a JavaScript view's rows have it.
             try scanned.put(#"{"_id": "_design/s", "views": {"v": {"map": "function (doc) { if ('v' in doc) emit(doc.v, null); }", "reduce": "_count"}}}"#)
             for index in FindDifferentialTests.indexes {
-                let partial = index.partial.map { #", "partial_filter_selector": \#($0)"# } ?? ""
-                try indexed.createIndex(IndexRequest(json: #"{"index": {"fields": \#(index.fields)\#(partial)}, "ddoc": "d", "name": "\#(index.name)"}"#))
+                try indexed.createIndex(IndexRequest(json: #"{"index": \#(index.index), "ddoc": "d", "name": "\#(index.name)"}"#))
             }
         }
 
@@ -84,7 +85,7 @@ struct FindDifferentialTests {
 
         /// One operator's condition on a field.
         mutating func condition() -> String {
-            switch Int.random(in: 0..<17, using: &random) {
+            switch Int.random(in: 0..<21, using: &random) {
             case 0: return #"{"$eq": \#(value())}"#
             case 1: return #"{"$gt": \#(value())}"#
             case 2: return #"{"$gte": \#(value())}"#
@@ -100,6 +101,10 @@ struct FindDifferentialTests {
             case 12: return #"{"$beginsWith": "\#(["a", "e", "", "A"].randomElement(using: &random)!)"}"#
             case 13: return #"{"$size": \#(Int.random(in: 0..<3, using: &random))}"#
             case 14: return #"{"$elemMatch": {"$gte": 1}}"#
+            case 16: return #"{"$elemMatch": {"k": \#(condition())}}"#
+            case 17: return #"{"$all": [\#(value())]}"#
+            case 18: return #"{"$allMatch": \#(condition())}"#
+            case 19: return #"{"$elemMatch": {"$eq": \#(value())}}"#
             case 15: return #"{"$not": \#(condition())}"#
             default: return #"{"$regex": "^a"}"#
             }
