@@ -213,10 +213,12 @@ public final class Database: Sendable {
     /// update between two transactions, fails with
     /// ``SetteeErrorCode/closed``). Another ``Database`` of the same
     /// directory goes on working. Change listeners, feeds and live queries
-    /// of the directory end with the last. The memory the workers and the
-    /// storage held goes back to the system. Closing twice does nothing more;
-    /// a database is also closed when it is released. Do not call it inside
-    /// a ``write(_:)-3j48g`` batch or a ``forEachChange(since:limit:_:)-6r2ut`` body.
+    /// of the directory end with the last. What the workers held, and what
+    /// the storage held once the last closes it (LMDB keeps the pages its
+    /// largest write dirtied until then), goes back to the system. Closing
+    /// twice does nothing more; a database is also closed when it is
+    /// released. Do not call it inside a ``write(_:)-3j48g`` batch or a
+    /// ``forEachChange(since:limit:_:)-6r2ut`` body.
     public func close() {
         guard let environment = storage.close() else { return }
         expirationTimer.cancel()
