@@ -93,9 +93,10 @@ extension MangoIndex {
     /// fields versioned without it may hold the rows of another order: they
     /// are built again; an index of one field keeps its version.)
     private var versionedMap: JSONValue {
-        guard case .object(var map)? = view["map"], fields.count > 1 else { return view["map"] ?? .null }
-        map.append((key: "column_order", value: .array(fields.map { JSONValue.string($0.field) })))
-        return .object(map)
+        let map = view["map"] ?? .null
+        guard case .object(var members) = map, fields.count > 1 else { return map }
+        members.append((key: "column_order", value: .array(fields.map { JSONValue.string($0.field) })))
+        return .object(members)
     }
 
     /// The views of a `"language": "query"` design document: one per JSON
