@@ -8,7 +8,11 @@ import Settee
 /// used), before and after edits the indexes catch up with; a request read
 /// page by page through its bookmarks, or a window of it by `skip` and
 /// `limit`, returns the same documents in the same order; one sorted by a
-/// field comes in the order of a JavaScript view's keys. Each run draws a
+/// field comes in the order of a JavaScript view's keys; projections to a
+/// few fields (a covering index's rebuilt from its keys) are the scan's,
+/// and the elements of `v` an `UNNEST` request finds through an array
+/// index are those a read of every document finds. The documents are
+/// built, edited and deleted, then purged (some written again). Each run draws a
 /// new seed, printed in every failure (`SETTEE_FIND_SEED=…` replays it).
 @Suite("find through indexes equals a scan of every document")
 struct FindDifferentialTests {
@@ -36,6 +40,10 @@ struct FindDifferentialTests {
         let scanned: Database
         var random: SplitMix64
         let seed: UInt64
+        /// Projections answered from an index's keys alone, and elements
+        /// found through an array index: the paths the checks must have taken.
+        var coveredReads = 0
+        var indexedElementReads = 0
 
         init(seed: UInt64) throws {
             self.seed = seed
@@ -75,6 +83,11 @@ struct FindDifferentialTests {
                 if let current = try db.document(id) { members.append((key: "_rev", value: .string(current.revision.description))) }
                 try db.put(JSONValue.object(members).jsonText)
             }
+        }
+
+        /// Purges a document (every revision) from both databases.
+        func purge(_ id: String) throws {
+            for db in [indexed, scanned] { _ = try db.purge(id) }
         }
 
         func delete(_ id: String) throws {
@@ -160,6 +173,56 @@ struct FindDifferentialTests {
                     "seed \(seed), \(round): \(selector) sorted by v \(descending ? "descending" : "ascending"): \(places)")
         }
 
+        /// Projects what `selector` finds to a few fields through a named
+        /// index (a covering one rebuilds them from its keys, without the
+        /// documents) and compares them with the scan's projections.
+        mutating func checkProjected(_ selector: String, round: String) throws {
+            let fields = [["_id", "v"], ["v"], ["_id", "v", "w"], ["w", "v"], ["_id", "n.x"], ["n.x", "_id"], ["n"]].randomElement(using: &random)!
+            let index = FindDifferentialTests.indexes.filter { $0.partial == nil }.randomElement(using: &random)!
+            var request = FindRequest(selector: try JSONValue(parsing: selector))
+            request.limit = 10_000
+            request.fields = fields
+            request.useIndex = ["d", index.name]
+            var scan = request
+            scan.useIndex = []
+            request.executionStats = true
+            func projections(_ request: FindRequest, in db: Database) -> [String] {
+                do {
+                    let result = try db.find(request)
+                    if db === indexed, !result.found.isEmpty, result.executionStats?.totalDocsExamined == 0 { coveredReads += 1 }
+                    return result.found.map(\.description).sorted()
+                } catch {
+                    return ["error: \(error)"]
+                }
+            }
+            let found = projections(request, in: indexed)
+            let expected = projections(scan, in: scanned)
+            #expect(found == expected, "seed \(seed), \(round): \(selector) fields \(fields) use_index \(index.name): found \(Set(found).subtracting(expected).sorted().prefix(4)), expected \(Set(expected).subtracting(found).sorted().prefix(4))")
+        }
+
+        /// The elements of `v` that an element selector matches, in
+        /// documents a parent selector matches: through the array indexes as
+        /// through a read of every document.
+        mutating func checkElements(round: String) throws {
+            let element = Bool.random(using: &random) ? condition() : #"{"k": \#(condition())}"#
+            let parent = Int.random(in: 0..<3, using: &random) == 0 ? selector() : "{}"
+            let request = UnnestRequest(path: "v", elementSelector: try JSONValue(parsing: element), parentSelector: try JSONValue(parsing: parent))
+            func elements(in db: Database) -> (elements: [UnnestedElement], error: String?) {
+                do {
+                    let result = try db.findElements(request)
+                    if db === indexed, !result.elements.isEmpty, result.index.type == "array" { indexedElementReads += 1 }
+                    return (result.elements, nil)
+                } catch {
+                    return ([], "\(error)")
+                }
+            }
+            let found = elements(in: indexed)
+            let expected = elements(in: scanned)
+            #expect(found.error == expected.error, "seed \(seed), \(round): elements of v matching \(element) in \(parent)")
+            #expect(found.elements == expected.elements,
+                    "seed \(seed), \(round): elements of v matching \(element) in \(parent): found \(found.elements.map { "\($0.documentID)[\($0.position)]" }), expected \(expected.elements.map { "\($0.documentID)[\($0.position)]" })")
+        }
+
         /// Compares every way of reading `selector` through the indexes with the scan.
         mutating func check(_ selector: String, round: String) throws {
             var request = FindRequest(selector: try JSONValue(parsing: selector))
@@ -209,20 +272,30 @@ struct FindDifferentialTests {
         }
     }
 
-    @Test("Random selectors over random documents, before and after random edits")
+    @Test("Random selectors over random documents, before and after random edits and purges")
     func randomSelectors() throws {
         let seed = ProcessInfo.processInfo.environment["SETTEE_FIND_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
         var fixture = try Fixture(seed: seed)
         let ids = (0..<240).map { String(format: "d%03d", $0) }
         for id in ids { try fixture.put(fixture.document(id)) }
-        for round in ["built", "edited"] {
+        for round in ["built", "edited", "purged"] {
             if round == "edited" {
                 for id in ids.shuffled(using: &fixture.random).prefix(80) { try fixture.put(fixture.document(id)) }
                 for id in ids.shuffled(using: &fixture.random).prefix(24) { try fixture.delete(id) }
                 for id in (240..<270).map({ String(format: "d%03d", $0) }) { try fixture.put(fixture.document(id)) }
             }
-            for _ in 0..<150 { try fixture.check(fixture.selector(), round: round) }
-            for _ in 0..<40 { try fixture.checkSorted(fixture.selector(), round: round) }
+            if round == "purged" {
+                // Live and deleted documents purged, some of them written again.
+                let purged = ids.shuffled(using: &fixture.random).prefix(30)
+                for id in purged { try fixture.purge(id) }
+                for id in purged.prefix(6) { try fixture.put(fixture.document(id)) }
+            }
+            for _ in 0..<100 { try fixture.check(fixture.selector(), round: round) }
+            for _ in 0..<30 { try fixture.checkSorted(fixture.selector(), round: round) }
+            for _ in 0..<40 { try fixture.checkProjected(fixture.selector(), round: round) }
+            for _ in 0..<40 { try fixture.checkElements(round: round) }
         }
+        #expect(fixture.coveredReads > 0 && fixture.indexedElementReads > 0,
+                "seed \(seed): \(fixture.coveredReads) covering reads, \(fixture.indexedElementReads) through an array index")
     }
 }
