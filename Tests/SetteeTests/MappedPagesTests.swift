@@ -40,6 +40,31 @@ struct MappedPagesTests {
         #expect(try readAll() == expected)
     }
 
+    @Test("A find that reads every document, by a scan or through an index, leaves a bounded part of the file resident",
+          arguments: [false, true])
+    func longReadsRelease(throughIndex: Bool) throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        let db = try Database(at: url)
+        // 48 MB of documents, three times what a long read keeps mapped.
+        let padding = String(repeating: "x", count: 8000)
+        let lines = (0..<6000).map { #"{"_id": "d\#($0)", "n": \#($0), "pad": "\#(padding)"}"# }
+        #expect(try db.importDocuments(Data(lines.joined(separator: "\n").utf8)).imported == 6000)
+        var request = FindRequest(selector: ["n": ["$gte": 0], "pad": "none"])
+        if throughIndex {
+            try db.createIndex(ValueIndex(["n"]), name: "n")
+            request.useIndex = ["n"]
+        }
+        request.executionStats = true
+        try db.environment.releaseMappedPages()
+        let result = try db.find(request)
+        #expect(result.documents.isEmpty)
+        #expect(result.executionStats?.totalDocsExamined == 6000)
+        #expect(try db.explain(request)["index"]?["name"]?.stringValue == (throughIndex ? "n" : "_all_docs"))
+        let resident = try #require(try Self.residentKilobytes(of: url))
+        #expect(resident < 24_000, "\(resident) kB of the file resident after reading 48 MB of documents")
+    }
+
     @Test("With read-ahead (the default), reading documents in order from a cold file takes a fraction of the disk reads it takes page by page")
     func readAhead() throws {
         /// Disk reads (major page faults) while reading every document, in id order, with the file out of memory.

@@ -58,6 +58,7 @@ struct DocumentScan {
                     entry = try from.map { from in try from.withUnsafeBytes { try cursor.seek(atOrAfter: $0) } } ?? cursor.first()
                 }
                 var json: [UInt8] = []
+                var pages = MappedPagesRelease(store.environment)
                 var isFirst = true
                 while true {
                     if !isFirst { entry = descending ? try cursor.previous() : try cursor.next() }
@@ -83,6 +84,7 @@ struct DocumentScan {
                             return
                         }
                     }
+                    pages.read(key.count + value.count)
                     let record = try DocumentRecord(bytes: value, id: key, path: store.environment.path)
                     if record.isDeleted { continue }
                     if try store.isExpired(key, in: transaction) { continue }

@@ -12,10 +12,12 @@ struct DocumentsByID {
     /// `ids` (sorted by bytes) after `after`, until it returns false.
     func forEach(of ids: [String], after: String?, _ body: (String, [UInt8]) throws -> Bool) throws {
         try store.environment.read { transaction in
+            var pages = MappedPagesRelease(store.environment)
             for id in ids {
                 if let after, JSONValue.compareBytes(id, after) <= 0 { continue }
                 if id.utf8.starts(with: Self.designPrefix) { continue }
                 guard let document = try store.record(id, in: transaction), !document.isDeleted else { continue }
+                pages.read(document.body.count)
                 if try !body(id, document.jsonBytes) { return }
             }
         }
@@ -28,11 +30,13 @@ struct DocumentsByID {
             try transaction.withCursor(store.docs) { cursor in
                 var entry = try after.map { after in try cursor.seek(atOrAfter: Array(after.utf8)) } ?? cursor.first()
                 var json: [UInt8] = []
+                var pages = MappedPagesRelease(store.environment)
                 var isFirst = true
                 while true {
                     if !isFirst { entry = try cursor.next() }
                     isFirst = false
                     guard let (key, value) = entry else { return }
+                    pages.read(key.count + value.count)
                     if let after, key.elementsEqual(after.utf8) { continue }
                     if key.starts(with: Self.designPrefix) { continue }
                     let record = try DocumentRecord(bytes: value, id: key, path: store.environment.path)

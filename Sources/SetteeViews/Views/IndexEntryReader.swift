@@ -68,8 +68,10 @@ package struct IndexEntryReader {
             }
             // Each document's text is written in one buffer, kept for the next.
             var json: [UInt8] = []
+            var pages = MappedPagesRelease(store.environment)
             try scanner.scan(range, descending: scan.descending) { row in
                 let found = try row.withID { try store.liveJSON($0, conflicts: conflicts, in: transaction, into: &json) }
+                if found { pages.read(json.count) }
                 guard found else { return try body(IndexEntry(row: row, document: nil, indexIsCurrent: current)) }
                 return try json.withUnsafeBytes { try body(IndexEntry(row: row, document: $0, indexIsCurrent: current)) }
             }
