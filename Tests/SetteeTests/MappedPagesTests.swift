@@ -40,9 +40,15 @@ struct MappedPagesTests {
         #expect(try readAll() == expected)
     }
 
-    @Test("A find that reads every document, by a scan or through an index, leaves a bounded part of the file resident",
-          arguments: [false, true])
-    func longReadsRelease(throughIndex: Bool) throws {
+    /// Reads that pass every document of the database.
+    enum LongRead: String, CaseIterable, CustomTestStringConvertible {
+        case findScan = "find, no index", findThroughIndex = "find through an index"
+        case viewWithDocuments = "view query, include_docs", allDocumentsWithDocuments = "_all_docs, include_docs"
+        var testDescription: String { rawValue }
+    }
+
+    @Test("A read of every document leaves a bounded part of the file resident", arguments: LongRead.allCases)
+    func longReadsRelease(read: LongRead) throws {
         let directory = TemporaryDirectory()
         let url = directory.url.appendingPathComponent("db")
         let db = try Database(at: url)
@@ -51,16 +57,30 @@ struct MappedPagesTests {
         let lines = (0..<6000).map { #"{"_id": "d\#($0)", "n": \#($0), "pad": "\#(padding)"}"# }
         #expect(try db.importDocuments(Data(lines.joined(separator: "\n").utf8)).imported == 6000)
         var request = FindRequest(selector: ["n": ["$gte": 0], "pad": "none"])
-        if throughIndex {
-            try db.createIndex(ValueIndex(["n"]), name: "n")
-            request.useIndex = ["n"]
-        }
         request.executionStats = true
-        try db.environment.releaseMappedPages()
-        let result = try db.find(request)
-        #expect(result.documents.isEmpty)
-        #expect(result.executionStats?.totalDocsExamined == 6000)
-        #expect(try db.explain(request)["index"]?["name"]?.stringValue == (throughIndex ? "n" : "_all_docs"))
+        switch read {
+        case .findScan, .findThroughIndex:
+            if read == .findThroughIndex {
+                try db.createIndex(ValueIndex(["n"]), name: "n")
+                request.useIndex = ["n"]
+                try db.updateIndexes()
+            }
+            #expect(try db.explain(request)["index"]?["name"]?.stringValue == (read == .findThroughIndex ? "n" : "_all_docs"))
+            try db.environment.releaseMappedPages()
+            let result = try db.find(request)
+            #expect(result.documents.isEmpty)
+            #expect(result.executionStats?.totalDocsExamined == 6000)
+        case .viewWithDocuments:
+            try db.put(#"{"_id": "_design/d", "views": {"n": {"map": "function (doc) { emit(doc.n, null); }"}}}"#)
+            _ = try db.query("d/n", options: ViewQueryOptions(limit: 0))
+            try db.environment.releaseMappedPages()
+            let result = try db.query("d/n", options: ViewQueryOptions(includeDocs: true))
+            #expect(result.rows.count == 6000 && result.rows.allSatisfy { $0.documentJSON?.count ?? 0 > 8000 })
+        case .allDocumentsWithDocuments:
+            try db.environment.releaseMappedPages()
+            let result = try db.allDocuments(options: ViewQueryOptions(includeDocs: true))
+            #expect(result.rows.count == 6000 && result.rows.allSatisfy { $0.documentJSON?.count ?? 0 > 8000 })
+        }
         let resident = try #require(try Self.residentKilobytes(of: url))
         #expect(resident < 24_000, "\(resident) kB of the file resident after reading 48 MB of documents")
     }

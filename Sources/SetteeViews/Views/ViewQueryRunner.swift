@@ -121,8 +121,11 @@ package struct ViewQueryRunner {
         // Neither the options nor the transaction are captured by `take`: copying them for each row costs.
         // Each document's text is made in one buffer, kept for the next.
         var scratch: [UInt8] = []
+        var pages = MappedPagesRelease(store.environment)
         let document: ((IndexRow) throws -> String)? = options.includeDocs ? {
-            try includedDocument(for: $0, transaction: transaction, conflicts: options.conflicts, scratch: &scratch)
+            let text = try includedDocument(for: $0, transaction: transaction, conflicts: options.conflicts, scratch: &scratch)
+            pages.read(text.utf8.count)
+            return text
         } : nil
         // Takes a row of the result; false once `limit` rows are taken.
         func take(_ row: IndexRow, _ progress: inout (skip: Int, taken: Int)) throws -> Bool {
