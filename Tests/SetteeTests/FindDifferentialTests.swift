@@ -7,8 +7,8 @@ import Settee
 /// every document returns (with a partial index's filter, once it is
 /// used), before and after edits the indexes catch up with; a request read
 /// page by page through its bookmarks, or a window of it by `skip` and
-/// `limit`, returns the same documents in the same order; one sorted by a
-/// field comes in the order of a JavaScript view's keys; projections to a
+/// `limit`, returns the same documents in the same order; one sorted by
+/// one or two fields comes in the order of a JavaScript view's keys; projections to a
 /// few fields (a covering index's rebuilt from its keys) are the scan's,
 /// and the elements of `v` an `UNNEST` request finds through an array
 /// index are those a read of every document finds. The documents are
@@ -53,7 +53,9 @@ struct FindDifferentialTests {
             indexed = try Database(at: directory.url.appendingPathComponent("indexed"), options: options)
             scanned = try Database(at: directory.url.appendingPathComponent("scanned"), options: options)
             // The order `find` sorts `v` in, as a JavaScript view's rows have it.
-            try scanned.put(#"{"_id": "_design/s", "views": {"v": {"map": "function (doc) { if ('v' in doc) emit(doc.v, null); }", "reduce": "_count"}}}"#)
+            try scanned.put(#"{"_id": "_design/s", "views": {"v": {"map": "function (doc) { if ('v' in doc) emit(doc.v, null); }", "reduce": "_count"}, "# +
+                #""vw": {"map": "function (doc) { if ('v' in doc && 'w' in doc) emit([doc.v, doc.w], null); }", "reduce": "_count"}, "# +
+                #""wv": {"map": "function (doc) { if ('v' in doc && 'w' in doc) emit([doc.w, doc.v], null); }", "reduce": "_count"}}}"#)
             for index in FindDifferentialTests.indexes {
                 try indexed.createIndex(IndexRequest(json: #"{"index": \#(index.index), "ddoc": "d", "name": "\#(index.name)"}"#))
             }
@@ -149,28 +151,31 @@ struct FindDifferentialTests {
             }
         }
 
-        /// Sorts what `selector` finds (of the documents with a `v`) by `v`,
-        /// through an index, and compares the order with a view's.
+        /// Sorts what `selector` finds by `v`, by `v` then `w` or by `w` then
+        /// `v` (of the documents with those fields), through an index, and
+        /// compares the order with that of a view's keys.
         mutating func checkSorted(_ selector: String, round: String) throws {
             let descending = Bool.random(using: &random)
-            var request = FindRequest(selector: try JSONValue(parsing: #"{"$and": [\#(selector), {"v": {"$exists": true}}]}"#))
+            let (fields, view) = [(["v"], "v"), (["v", "w"], "vw"), (["w", "v"], "wv")].randomElement(using: &random)!
+            let exists = fields.map { #"{"\#($0)": {"$exists": true}}"# }.joined(separator: ", ")
+            var request = FindRequest(selector: try JSONValue(parsing: #"{"$and": [\#(selector), \#(exists)]}"#))
             request.limit = 10_000
             let matching = Set(ids(request, in: scanned).ids)
-            request.sort = [FindRequest.SortField("v", descending: descending)]
+            request.sort = fields.map { FindRequest.SortField($0, descending: descending) }
             let sorted = ids(request, in: indexed)
-            #expect(sorted.error == nil, "seed \(seed), \(round): \(selector) sorted by v")
+            let context = "seed \(seed), \(round): \(selector) sorted by \(fields) \(descending ? "descending" : "ascending")"
+            #expect(sorted.error == nil, "\(context): \(sorted.error ?? "")")
             // Each document's place among the view's keys (keys that collate equal share one).
-            let rows = try scanned.query("s/v", options: ViewQueryOptions(reduce: false)).rows.compactMap(\.id)
-            let groups = try scanned.query("s/v", options: ViewQueryOptions(parameters: [("group", "true")])).rows
+            let rows = try scanned.query("s/\(view)", options: ViewQueryOptions(reduce: false)).rows.compactMap(\.id)
+            let groups = try scanned.query("s/\(view)", options: ViewQueryOptions(parameters: [("group", "true")])).rows
             var place: [String: Int] = [:]
             var next = rows.makeIterator()
             for (number, group) in groups.enumerated() {
                 for _ in 0..<Int(try group.value.doubleValue ?? 0) { place[next.next()!] = number }
             }
             let places = sorted.ids.map { place[$0] ?? -1 }
-            #expect(Set(sorted.ids) == matching, "seed \(seed), \(round): \(selector) sorted by v")
-            #expect(places == (descending ? places.sorted(by: >) : places.sorted()),
-                    "seed \(seed), \(round): \(selector) sorted by v \(descending ? "descending" : "ascending"): \(places)")
+            #expect(Set(sorted.ids) == matching, "\(context)")
+            #expect(places == (descending ? places.sorted(by: >) : places.sorted()), "\(context): \(places)")
         }
 
         /// Projects what `selector` finds to a few fields through a named
