@@ -93,6 +93,20 @@ struct MangoSelectorTests {
         #expect(try matches(#"{"a\\.b": 1}"#, #"{"a.b": 1}"#), "an escaped dot is part of the member name")
     }
 
+    @Test("A $regex that backtracks without end is no match, as with CouchDB's match limit; long strings still match",
+          .timeLimit(.minutes(1)))
+    func regexBacktrackingLimit() throws {
+        // (a+)+$ tries every split of the a's before the "!": about 2^n steps.
+        let hostile = #"{"s": "\#(String(repeating: "a", count: 60))!"}"#
+        #expect(try !matches(#"{"s": {"$regex": "(a+)+$"}}"#, hostile))
+        #expect(try matches(#"{"s": {"$not": {"$regex": "(a+)+$"}}}"#, hostile))
+        #expect(try matches(#"{"s": {"$regex": "(a+)+$"}}"#, #"{"s": "aaaa"}"#))
+        // A pattern that scans a long string once is within its bound, however long.
+        let long = #"{"s": "\#(String(repeating: "ab", count: 2_000_000))needle"}"#
+        #expect(try matches(#"{"s": {"$regex": "needle$"}}"#, long))
+        #expect(try !matches(#"{"s": {"$regex": "needles"}}"#, long))
+    }
+
     @Test("Each operator matches as CouchDB's mango_selector:match/3")
     func operators() throws {
         let doc = #"{"name": "Ann Smith", "age": 41, "tags": ["a", "b", "c"], "scores": [70, 82, 95], "m": {"x": 1, "yy": 2}, "e": [], "f": 2.5}"#

@@ -207,7 +207,7 @@ indirect enum Condition: @unchecked Sendable {
             return integer % divisor == remainder
         case .regex(let regex):
             guard case .string(let text) = value else { return false }
-            return regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+            return RegexCache.matches(regex, text)
         case .size(let size):
             guard case .array(let elements) = value else { return false }
             return elements.count == size
