@@ -19,14 +19,20 @@ struct MappedPagesTests {
         return nil
     }
 
+    /// A database of documents `d0`, `d1`, … with `n` their number and a `pad` of `padding` bytes.
+    static func database(in directory: TemporaryDirectory, documents: Int, padding: Int) throws -> (Database, URL) {
+        let url = directory.url.appendingPathComponent("db")
+        let db = try Database(at: url)
+        let pad = String(repeating: "x", count: padding)
+        let lines = (0..<documents).map { #"{"_id": "d\#($0)", "n": \#($0), "pad": "\#(pad)"}"# }
+        #expect(try db.importDocuments(Data(lines.joined(separator: "\n").utf8)).imported == documents)
+        return (db, url)
+    }
+
     @Test("Releasing the map's pages drops them from the process's memory; reads still see the same data")
     func release() throws {
         let directory = TemporaryDirectory()
-        let url = directory.url.appendingPathComponent("db")
-        let db = try Database(at: url)
-        let padding = String(repeating: "x", count: 2000)
-        let lines = (0..<3000).map { #"{"_id": "d\#($0)", "n": \#($0), "pad": "\#(padding)"}"# }
-        #expect(try db.importDocuments(Data(lines.joined(separator: "\n").utf8)).imported == 3000)
+        let (db, url) = try Self.database(in: directory, documents: 3000, padding: 2000)
         func readAll() throws -> Int {
             try (0..<3000).reduce(0) { sum, n in sum + (try db.document("d\(n)")!.value["n"]!.doubleValue.map(Int.init) ?? 0) }
         }
@@ -50,12 +56,8 @@ struct MappedPagesTests {
     @Test("A read of every document leaves a bounded part of the file resident", arguments: LongRead.allCases)
     func longReadsRelease(read: LongRead) throws {
         let directory = TemporaryDirectory()
-        let url = directory.url.appendingPathComponent("db")
-        let db = try Database(at: url)
         // 48 MB of documents, three times what a long read keeps mapped.
-        let padding = String(repeating: "x", count: 8000)
-        let lines = (0..<6000).map { #"{"_id": "d\#($0)", "n": \#($0), "pad": "\#(padding)"}"# }
-        #expect(try db.importDocuments(Data(lines.joined(separator: "\n").utf8)).imported == 6000)
+        let (db, url) = try Self.database(in: directory, documents: 6000, padding: 8000)
         var request = FindRequest(selector: ["n": ["$gte": 0], "pad": "none"])
         request.executionStats = true
         switch read {
