@@ -18,10 +18,23 @@ extension Database {
     ///   CouchDB would refuse.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func find(_ request: FindRequest) throws -> FindResult {
+        try find(request, progress: { _ in })
+    }
+
+    /// Runs a `find` query (see ``find(_:)-52ig6``), telling `progress` how
+    /// the update of the index it reads goes when the index is behind the
+    /// documents (a new index on a large database is built first).
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
+    public func find(_ request: FindRequest, progress: (IndexProgress) -> Void) throws -> FindResult {
         let finder = try finder(for: request)
-        return try finder.find(request, prepared: try prepared(request, databaseIsPartitioned: finder.databaseIsPartitioned)) { index, scan, entry in
-            try self.readIndexEntries(designDocument: index.designDocument ?? "", view: index.name, scan, update: request.updatesIndex,
-                                      conflicts: request.conflicts, partition: index.partitioned == true ? request.partition : nil, entry)
+        let prepared = try prepared(request, databaseIsPartitioned: finder.databaseIsPartitioned)
+        // The reader is only called during the find.
+        return try withoutActuallyEscaping(progress) { progress in
+            try finder.find(request, prepared: prepared) { index, scan, entry in
+                try self.readIndexEntries(designDocument: index.designDocument ?? "", view: index.name, scan, update: request.updatesIndex,
+                                          conflicts: request.conflicts, partition: index.partitioned == true ? request.partition : nil,
+                                          progress: progress, entry)
+            }
         }
     }
 
@@ -45,6 +58,12 @@ extension Database {
     /// Runs a `find` query on a Settee queue (see ``find(_:)``).
     public func find(_ request: FindRequest) async throws -> FindResult {
         try await background { try self.find(request) }
+    }
+
+    /// Runs a `find` query on a Settee queue, telling `progress` how the
+    /// update of its index goes (see ``find(_:progress:)-a93e``).
+    public func find(_ request: FindRequest, progress: @escaping @Sendable (IndexProgress) -> Void) async throws -> FindResult {
+        try await background { try self.find(request, progress: progress) }
     }
 
     /// Runs a `find` query on a Settee queue and decodes the documents as `T`

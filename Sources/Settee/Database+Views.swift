@@ -389,7 +389,7 @@ extension Database {
     /// brought up to date first; `partition` is the partition a partitioned
     /// view's rows are read in.
     func readIndexEntries(designDocument name: String, view viewName: String, _ scan: IndexScan, update: Bool, conflicts: Bool,
-                          partition: String?, _ body: (IndexEntry) throws -> Bool) throws {
+                          partition: String?, progress: (IndexProgress) -> Void = { _ in }, _ body: (IndexEntry) throws -> Bool) throws {
         try retryingWhenIndexRemoved {
             let (design, revision) = try currentDesignDocument(name)
             guard let view = design.view(viewName) else {
@@ -398,7 +398,7 @@ extension Database {
             let reader = IndexEntryReader(store: try store, indexes: try indexes,
                                           partitionPrefix: try partitionPrefix(of: view, partition: partition))
             try checkOnce(design, revision: revision)
-            if update { try self.update(design.views) }
+            if update { try self.update(design.views, progress: progress) }
             try reader.read(view, scan, conflicts: conflicts, tables: try reader.indexes.tables(for: view.signature), requiringIndex: update, body)
         }
     }

@@ -24,8 +24,12 @@ struct FindCommand: ParsableCommand {
         try reportingErrors {
             let request = try FindRequest.inPartition(partition, json: requestBody(body))
             let db = try database.open(creating: false)
+            // An index behind the documents is brought up to date first.
+            let bar = ProgressBar(label: "indexing", unit: "docs")
+            let result = try db.find(request, progress: bar.update)
+            bar.finish()
             // The stored documents copied into the response, none parsed.
-            print(try db.find(request).jsonText)
+            print(result.jsonText)
         }
     }
 }

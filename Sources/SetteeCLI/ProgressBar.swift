@@ -1,4 +1,5 @@
 import Foundation
+import Settee
 
 /// A one-line progress bar on standard error, drawn only when standard error
 /// is a terminal and at most ten times a second.
@@ -35,6 +36,11 @@ final class ProgressBar {
         line += "\(done) \(unit)  \(rate) \(unit)/s"
         FileHandle.standardError.write(Data(line.utf8))
         drew = true
+    }
+
+    /// Shows an index update's progress.
+    func update(_ progress: IndexProgress) {
+        update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
     }
 
     /// Clears the bar's line.

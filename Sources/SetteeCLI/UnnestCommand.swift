@@ -25,7 +25,10 @@ struct UnnestCommand: ParsableCommand {
             let text = requestBody(body)
             let request = try UnnestRequest(json: text)
             let statistics = try JSONValue(parsing: text)["execution_stats"] == true
-            let result = try database.open(creating: false).findElements(request)
+            // An array index behind the documents is brought up to date first.
+            let bar = ProgressBar(label: "indexing", unit: "docs")
+            let result = try database.open(creating: false).findElements(request, progress: bar.update)
+            bar.finish()
             printJSON(result.json(executionStats: statistics))
         }
     }

@@ -133,9 +133,7 @@ struct QueryCommand: ParsableCommand {
             let bar = ProgressBar(label: "indexing \(view)", unit: "docs")
             // Rows are printed as they are read: memory does not grow with the result.
             try StreamedOutput().printResult { header, row in
-                try db.forEachRow(view, options: options, progress: { progress in
-                    bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
-                }, header: { result in
+                try db.forEachRow(view, options: options, progress: bar.update, header: { result in
                     bar.finish()
                     header(result)
                 }, row)
@@ -182,9 +180,7 @@ struct IndexCommand: ParsableCommand {
             let started = ContinuousClock.now
             var skipped: [DesignDocumentError] = []
             do {
-                try db.updateIndexes { progress in
-                    bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
-                }
+                try db.updateIndexes(progress: bar.update)
             } catch let error as DesignDocumentErrors {
                 // The usable design documents are indexed; these were left out.
                 skipped = error.errors

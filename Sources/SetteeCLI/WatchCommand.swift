@@ -103,9 +103,7 @@ struct WatchCommand: AsyncParsableCommand {
                 continuation.resume(with: Result {
                     let bar = ProgressBar(label: "indexing", unit: "docs")
                     do {
-                        try db.updateIndexes { progress in
-                            bar.update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
-                        }
+                        try db.updateIndexes(progress: bar.update)
                     } catch let error as DesignDocumentErrors {
                         // Stored design documents the watched folder does not hold (written with put):
                         // the others are indexed, and watching goes on.

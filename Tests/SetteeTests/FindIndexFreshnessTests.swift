@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import Settee
 
@@ -58,5 +59,44 @@ struct FindIndexFreshnessTests {
         #expect(try db.find(byColour("red", update: false)).found.count == 1, "the index as it was")
         #expect(try db.find(byColour("red", update: false)).found.count == 1)
         #expect(try db.find(byColour("red")).found.count == 2)
+    }
+
+    /// A database of 3,000 documents with a `colour` and `tags`, and indexes of both, not built.
+    private func coloursAndTags(in directory: TemporaryDirectory) throws -> Database {
+        let db = try open(directory.url.appendingPathComponent("db"))
+        let lines = (0..<3000).map { #"{"_id": "d\#($0)", "colour": "\#($0 % 3 == 0 ? "red" : "blue")", "tags": ["t\#($0 % 7)"]}"# }
+        #expect(try db.importDocuments(Data(lines.joined(separator: "\n").utf8)).imported == 3000)
+        try db.createIndex(colourIndex)
+        try db.createIndex(ArrayIndex(path: "tags"), name: "tags")
+        return db
+    }
+
+    @Test("find and findElements tell their progress while they bring their index up to date, and nothing once it is")
+    func progress() throws {
+        let directory = TemporaryDirectory()
+        let db = try coloursAndTags(in: directory)
+        var told: [IndexProgress] = []
+        #expect(try db.find(byColour("red"), progress: { told.append($0) }).found.count == 25, "a page")
+        // The documents and the index's design document: the changes after the index's last sequence.
+        #expect(told.last.map { $0.processed == $0.total && $0.total >= 3000 } == true, "\(told.map(\.processed))")
+        told = []
+        #expect(try db.find(byColour("red"), progress: { told.append($0) }).found.count == 25)
+        #expect(told.isEmpty, "the index is current")
+        let request = UnnestRequest(path: "tags", elementSelector: ["$eq": "t1"])
+        #expect(try db.findElements(request, progress: { told.append($0) }).elements.count == 429)
+        #expect(told.last.map { $0.processed == $0.total && $0.total >= 3000 } == true, "the array index built: \(told.map(\.processed))")
+    }
+
+    @Test("The async find and findElements tell their progress too")
+    func asyncProgress() async throws {
+        let directory = TemporaryDirectory()
+        let db = try coloursAndTags(in: directory)
+        let told = Mutex<[IndexProgress]>([])
+        #expect(try await db.find(byColour("red"), progress: { progress in told.withLock { $0.append(progress) } }).found.count == 25)
+        #expect(told.withLock { $0.last.map { $0.processed == $0.total && $0.total >= 3000 } } == true)
+        told.withLock { $0 = [] }
+        let request = UnnestRequest(path: "tags", elementSelector: ["$eq": "t1"])
+        #expect(try await db.findElements(request, progress: { progress in told.withLock { $0.append(progress) } }).elements.count == 429)
+        #expect(told.withLock { $0.last.map { $0.processed == $0.total && $0.total >= 3000 } } == true)
     }
 }
