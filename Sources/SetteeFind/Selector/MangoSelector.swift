@@ -128,7 +128,7 @@ indirect enum Condition: @unchecked Sendable {
             else { throw .badArgument(key, argument) }
             self = .mod(divisor: divisor, remainder: remainder)
         case "$regex":
-            guard let pattern = argument.stringValue, let regex = try? RegexCache.compile(pattern)
+            guard let pattern = argument.stringValue, let regex = try? MangoRegex.compile(pattern)
             else { throw .badArgument(key, argument) }
             self = .regex(regex)
         case "":
@@ -207,7 +207,7 @@ indirect enum Condition: @unchecked Sendable {
             return integer % divisor == remainder
         case .regex(let regex):
             guard case .string(let text) = value else { return false }
-            return RegexCache.matches(regex, text)
+            return MangoRegex.matches(regex, text)
         case .size(let size):
             guard case .array(let elements) = value else { return false }
             return elements.count == size
