@@ -2,7 +2,7 @@
 /// memory map each step reads, it releases the map's pages
 /// (``LMDBEnvironment/releaseMappedPages()``) every ``interval`` bytes, so
 /// that a read over the whole file (a `find` scanning every document or
-/// reading each index row's, a view query or `_all_docs` with
+/// reading each index row's, `_all_docs`, a view query with
 /// `include_docs`) does not leave the whole file counted as the process's
 /// memory. Pages read since the last release stay: a short read releases
 /// nothing, and what it read is there for the next. Releasing costs the

@@ -54,12 +54,12 @@ extension DocumentStore {
             var scratch: [UInt8] = []
             var pages = MappedPagesRelease(environment)
             func live(_ id: UnsafeRawBufferPointer, _ record: DocumentRecord) throws -> ViewRow {
+                pages.read(id.count + record.bytes.count)
                 let text = String(decoding: id, as: UTF8.self)
                 var document: String?
                 if options.includeDocs {
                     scratch.removeAll(keepingCapacity: true)
                     record.appendFullJSON(id: id, into: &scratch)
-                    pages.read(scratch.count)
                     // conflicts=true: `_conflicts`, as CouchDB's couch_mrview loads the document with the option `conflicts`.
                     if options.conflicts { try appendConflicts(of: record, key: id, to: &scratch, deleted: false, in: transaction) }
                     document = String(decoding: scratch, as: UTF8.self)
