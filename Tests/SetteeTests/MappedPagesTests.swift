@@ -50,7 +50,7 @@ struct MappedPagesTests {
     enum LongRead: String, CaseIterable, CustomTestStringConvertible {
         case findScan = "find, no index", findThroughIndex = "find through an index"
         case viewWithDocuments = "view query, include_docs", allDocumentsWithDocuments = "_all_docs, include_docs"
-        case allDocuments = "_all_docs"
+        case allDocuments = "_all_docs", changes = "the changes feed"
         var testDescription: String { rawValue }
     }
 
@@ -79,6 +79,11 @@ struct MappedPagesTests {
             try db.environment.releaseMappedPages()
             let result = try db.query("d/n", options: ViewQueryOptions(includeDocs: true))
             #expect(result.rows.count == 6000 && result.rows.allSatisfy { $0.documentJSON?.count ?? 0 > 8000 })
+        case .changes:
+            try db.environment.releaseMappedPages()
+            var count = 0
+            try db.forEachChange(since: 0) { _ in count += 1 }
+            #expect(count == 6000)
         case .allDocumentsWithDocuments, .allDocuments:
             try db.environment.releaseMappedPages()
             let result = try db.allDocuments(options: ViewQueryOptions(includeDocs: read == .allDocumentsWithDocuments))

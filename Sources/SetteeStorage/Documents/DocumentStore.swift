@@ -131,6 +131,7 @@ package final class DocumentStore: Sendable {
             try transaction.withCursor(docs) { documents in
                 let start = (since + 1).bigEndian
                 var entry = try withUnsafeBytes(of: start) { try cursor.seek(atOrAfter: $0) }
+                var pages = MappedPagesRelease(environment)
                 while let (key, id) = entry {
                     let sequence = try Self.sequence(fromKey: key, path: environment.path)
                     // A purge's entry (``purge(_:onlyExpired:)``): it only holds the sequence.
@@ -141,6 +142,7 @@ package final class DocumentStore: Sendable {
                     guard let record = try documents.find(id)?.value else {
                         throw StorageError(code: MDB_CORRUPTED, operation: "reading the changes feed: seq \(sequence) names a missing document")
                     }
+                    pages.read(id.count + record.count)
                     if try !body(sequence, id, DocumentRecord(bytes: record, id: id, path: environment.path)) { return }
                     entry = try cursor.next()
                 }
