@@ -50,7 +50,7 @@ struct MappedPagesTests {
     enum LongRead: String, CaseIterable, CustomTestStringConvertible {
         case findScan = "find, no index", findThroughIndex = "find through an index"
         case viewWithDocuments = "view query, include_docs", allDocumentsWithDocuments = "_all_docs, include_docs"
-        case allDocuments = "_all_docs", changes = "the changes feed"
+        case allDocuments = "_all_docs", changes = "the changes feed", viewRows = "view query, rows streamed"
         var testDescription: String { rawValue }
     }
 
@@ -79,6 +79,16 @@ struct MappedPagesTests {
             try db.environment.releaseMappedPages()
             let result = try db.query("d/n", options: ViewQueryOptions(includeDocs: true))
             #expect(result.rows.count == 6000 && result.rows.allSatisfy { $0.documentJSON?.count ?? 0 > 8000 })
+        case .viewRows:
+            // Rows as large as the documents: the index's pages are what the query reads.
+            try db.put(#"{"_id": "_design/d", "views": {"pad": {"map": "function (doc) { emit(doc.n, doc.pad); }"}}}"#)
+            _ = try db.query("d/pad", options: ViewQueryOptions(limit: 0))
+            try db.environment.releaseMappedPages()
+            var rows = 0
+            try db.forEachRow("d/pad", options: ViewQueryOptions(), header: { _ in }) { row in
+                if row.valueJSON.count > 8000 { rows += 1 }
+            }
+            #expect(rows == 6000)
         case .changes:
             try db.environment.releaseMappedPages()
             var count = 0

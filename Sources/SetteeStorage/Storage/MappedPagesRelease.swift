@@ -2,8 +2,8 @@
 /// memory map each step reads, it releases the map's pages
 /// (``LMDBEnvironment/releaseMappedPages()``) every ``interval`` bytes, so
 /// that a read over the whole file (a `find` scanning every document or
-/// reading each index row's, `_all_docs`, the changes feed, a view query
-/// with `include_docs`) does not leave the whole file counted as the process's
+/// reading each index row's, `_all_docs`, the changes feed, a view query's
+/// rows and documents) does not leave the whole file counted as the process's
 /// memory. Pages read since the last release stay: a short read releases
 /// nothing, and what it read is there for the next. Releasing costs the
 /// next read of those pages a minor fault each (a full scan `find` at 1M

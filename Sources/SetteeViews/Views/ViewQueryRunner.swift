@@ -115,30 +115,31 @@ package struct ViewQueryRunner {
                           header: (_ offset: Int?) throws -> Void, row emit: (consuming ViewRow) throws -> Void) throws {
         let ranges = ranges(options, collation: view.collation)
         let limit = options.limit ?? .max
-        // The rows still to skip and those taken, handed to `take` rather than captured
+        // The rows still to skip and those taken, and the map's pages read (rows and
+        // documents: see ``MappedPagesRelease``), handed to `take` rather than captured
         // by it: captured, they were boxed and each access checked at run time.
-        var progress = (skip: options.skip, taken: 0)
+        var progress = (skip: options.skip, taken: 0, pages: MappedPagesRelease(store.environment))
         // Neither the options nor the transaction are captured by `take`: copying them for each row costs.
         // Each document's text is made in one buffer, kept for the next.
         var scratch: [UInt8] = []
-        var pages = MappedPagesRelease(store.environment)
         let document: ((IndexRow) throws -> String)? = options.includeDocs ? {
-            let text = try includedDocument(for: $0, transaction: transaction, conflicts: options.conflicts, scratch: &scratch)
-            pages.read(text.utf8.count)
-            return text
+            try includedDocument(for: $0, transaction: transaction, conflicts: options.conflicts, scratch: &scratch)
         } : nil
         // Takes a row of the result; false once `limit` rows are taken.
-        func take(_ row: IndexRow, _ progress: inout (skip: Int, taken: Int)) throws -> Bool {
+        func take(_ row: IndexRow, _ progress: inout (skip: Int, taken: Int, pages: MappedPagesRelease)) throws -> Bool {
+            progress.pages.read(row.storedKey.count + row.value.count)
             if progress.skip > 0 {
                 progress.skip -= 1
                 return true
             }
+            let documentJSON = try document?(row)
+            if let documentJSON { progress.pages.read(documentJSON.utf8.count) }
             // Handed over, not copied: a copy would retain and release each of its strings.
             try emit(ViewRow(
                 id: row.id,
                 keyJSON: String(decoding: row.keyJSON, as: UTF8.self),
                 valueJSON: String(decoding: row.valueJSON, as: UTF8.self),
-                documentJSON: try document?(row)))
+                documentJSON: documentJSON))
             progress.taken += 1
             return progress.taken < limit
         }
@@ -174,7 +175,7 @@ package struct ViewQueryRunner {
         // expands them (couch_mrview_util:fold/4, expand_dups/2): each such run is handed over
         // reversed. Its rows point into the memory map; the array's room is reused.
         var run: [IndexRow] = []
-        func handOverRun(_ run: inout [IndexRow], _ progress: inout (skip: Int, taken: Int)) throws -> Bool {
+        func handOverRun(_ run: inout [IndexRow], _ progress: inout (skip: Int, taken: Int, pages: MappedPagesRelease)) throws -> Bool {
             defer { run.removeAll(keepingCapacity: true) }
             for row in run.reversed() where try !take(row, &progress) { return false }
             return true
