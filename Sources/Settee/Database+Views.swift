@@ -635,7 +635,8 @@ extension Database {
 
     private func makeIndexer() throws -> ViewIndexer {
         try ViewIndexer(store: store, indexes: indexes, workers: viewFunctions(), logger: logger,
-                    batchSize: max(1, options.indexBatchSize), flushBytes: options.indexBufferBytes)
+                    batchSize: max(1, options.indexBatchSize), flushBytes: options.indexBufferBytes,
+                    spillFlushes: options.indexSpillFlushes)
     }
 }
 

@@ -59,6 +59,10 @@ public final class Database: Sendable {
         /// or in a few long runs), an eighth of it: gathering such rows saves
         /// nothing, and the last write, which nothing overlaps, stays short.
         public var indexBufferBytes = 24 << 20
+        /// A new index whose rows would take more than this many writes of
+        /// ``indexBufferBytes`` is built from sorted runs on disk, merged
+        /// into it once (the rows then go in once, however many there are).
+        package var indexSpillFlushes = 2
         /// Who writes, as design documents' `validate_doc_update` functions
         /// see it (their `userCtx`): an administrator unless said otherwise.
         public var userContext = UserContext.administrator

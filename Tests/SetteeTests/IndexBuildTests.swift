@@ -23,8 +23,10 @@ struct IndexBuildTests {
         let directory = TemporaryDirectory()
         let db: Database
 
-        init(batchSize: Int = 8192, bufferBytes: Int = 48 << 20, initialMapSize: Int = 1 << 30) throws {
+        /// `spillFlushes`: see ``Database/Options/indexSpillFlushes`` (`.max`: never).
+        init(batchSize: Int = 8192, bufferBytes: Int = 48 << 20, initialMapSize: Int = 1 << 30, spillFlushes: Int = 2) throws {
             var options = Database.Options()
+            options.indexSpillFlushes = spillFlushes
             options.initialMapSize = initialMapSize
             options.javaScriptWorkers = 2
             options.indexBatchSize = batchSize
@@ -95,19 +97,26 @@ struct IndexBuildTests {
         #expect(report.rejected.isEmpty)
     }
 
-    @Test("An index written in many small flushes equals one written in a single flush")
+    @Test("An index written in many small flushes, or from sorted runs merged once, equals one written in a single flush")
     func flushSizes() throws {
         let lines = Self.documents(3000, seed: 11)
         let whole = try Fixture()
-        let pieces = try Fixture(batchSize: 64, bufferBytes: 16 << 10)
-        for fixture in [whole, pieces] {
+        let pieces = try Fixture(batchSize: 64, bufferBytes: 16 << 10, spillFlushes: .max)
+        let runs = try Fixture(batchSize: 64, bufferBytes: 16 << 10)
+        for fixture in [whole, pieces, runs] {
             try fixture.index(lines)
         }
         for view in Self.views {
             let expected = try whole.tables(view)
             #expect(expected.count > (view == "none" ? 1 : 1000), "\(view) has rows")
             #expect(try pieces.tables(view) == expected, "\(view): many flushes differ from one")
+            #expect(try runs.tables(view) == expected, "\(view): sorted runs differ from one flush")
         }
+        // The runs' files went with the build: none is still mapped (or in the folder).
+        let folder = runs.directory.url.path
+        let maps = String(decoding: try #require(FileHandle(forReadingAtPath: "/proc/self/maps")).readDataToEndOfFile(), as: UTF8.self)
+        #expect(!maps.split(separator: "\n").contains { $0.contains(folder) && $0.contains("settee-run") })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder + "/db").allSatisfy { !$0.hasPrefix("settee-run") })
     }
 
     @Test("Rows that go in in order are written an eighth of the buffer at a time; once a write finds them scattered, the whole buffer")
@@ -118,6 +127,7 @@ struct IndexBuildTests {
             var options = Database.Options()
             options.indexBatchSize = 64
             options.indexBufferBytes = 64 << 10
+            options.indexSpillFlushes = .max
             let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
             try db.loadDesignDocuments(from: directory.file("d.json", contents: #"{"_id": "_design/d", "views": {"v": {"map": "\#(map)"}}}"#))
             var random = SplitMix64(seed: 17)
@@ -133,11 +143,12 @@ struct IndexBuildTests {
         #expect(ordered > 3 * scattered, "\(ordered) writes for keys in order, \(scattered) for scattered ones")
     }
 
-    @Test("An index whose flushes merge its table afresh while the memory map grows equals one written in a single flush")
-    func rewritesWhileTheMapGrows() throws {
+    @Test("An index whose flushes merge its table afresh, or whose sorted runs merge into it, while the memory map grows equals one written in a single flush",
+          arguments: [Int.max, 2])
+    func rewritesWhileTheMapGrows(spillFlushes: Int) throws {
         let lines = Self.documents(6000, seed: 13)
         let whole = try Fixture()
-        let growing = try Fixture(batchSize: 64, bufferBytes: 64 << 10, initialMapSize: 256 << 10)
+        let growing = try Fixture(batchSize: 64, bufferBytes: 64 << 10, initialMapSize: 256 << 10, spillFlushes: spillFlushes)
         try IndexBuildTests.load(lines, into: growing.db)
         let imported = try growing.db.info().mapSize
         try growing.db.updateIndexes()
@@ -146,6 +157,90 @@ struct IndexBuildTests {
         for view in Self.views {
             #expect(try growing.tables(view) == whole.tables(view), "\(view): differs from a single flush")
         }
+    }
+
+    @Test("A new index is built from sorted runs once its rows would take more than the flushes set, and in place below that")
+    func spillRule() {
+        // 3 MB gathered from 100,000 documents, 900,000 still to map: about 30 MB in all.
+        func spills(flushes: Int) -> Bool {
+            ViewIndexer.spills(pendingBytes: 3 << 20, pendingDocuments: 100_000, remainingDocuments: 900_000, flushBytes: 24 << 20, flushes: flushes)
+        }
+        #expect(spills(flushes: 1))
+        #expect(!spills(flushes: 2))
+        #expect(!ViewIndexer.spills(pendingBytes: 3 << 20, pendingDocuments: 100_000, remainingDocuments: 0, flushBytes: 1 << 20, flushes: 4))
+    }
+
+    @Test("Sorted runs merge in key order (equal keys in the order of their runs), through runs past the release interval; a merge taken back to a position goes on from there")
+    func sortedRunMerge() throws {
+        struct Entry: Equatable {
+            let key: [UInt8]
+            let value: [UInt8]
+        }
+        let directory = TemporaryDirectory()
+        var random = SplitMix64(seed: 5)
+        var all: [Entry] = []
+        var runs: [SortedRun] = []
+        for run in 0..<7 {
+            // Keys of a few small bytes, so that runs share keys; an empty run; a run of 36 MB.
+            let count = run == 3 ? 0 : run == 6 ? 36 : Int(random.next() % 3000)
+            let entries = (0..<count).map { _ in
+                Entry(key: (0..<Int(random.next() % 5)).map { _ in UInt8(random.next() % 3) },
+                      value: run == 6 ? [UInt8](repeating: UInt8(random.next() % 256), count: 1 << 20) : [UInt8(run), UInt8(random.next() % 256)])
+            }.enumerated().sorted { a, b in
+                let order = a.element.key.lexicographicallyPrecedes(b.element.key) ? -1 : b.element.key.lexicographicallyPrecedes(a.element.key) ? 1 : 0
+                return order != 0 ? order < 0 : a.offset < b.offset
+            }.map(\.element)
+            let file = try SortedRun(in: directory.url.path)
+            for entry in entries {
+                try entry.key.withUnsafeBytes { key in try entry.value.withUnsafeBytes { try file.append(key: key, value: $0) } }
+            }
+            try file.finishWriting()
+            #expect(file.count == count)
+            runs.append(file)
+            all += entries
+        }
+        let expected = all.enumerated().sorted { a, b in
+            let order = a.element.key.lexicographicallyPrecedes(b.element.key) ? -1 : b.element.key.lexicographicallyPrecedes(a.element.key) ? 1 : 0
+            return order != 0 ? order < 0 : a.offset < b.offset
+        }.map(\.element)
+        var merge = SortedRunMerge(runs)
+        var merged: [Entry] = []
+        var position: [Int]?
+        while true {
+            if merged.count == 1000 { position = merge.position }
+            guard let (key, value) = merge.next() else { break }
+            merged.append(Entry(key: Array(key), value: Array(value)))
+        }
+        #expect(merged.count == expected.count)
+        #expect(merged == expected)
+        #expect(try #require(position).count == runs.count)
+        merge.restore(try #require(position))
+        var again: [Entry] = []
+        while let (key, value) = merge.next() { again.append(Entry(key: Array(key), value: Array(value))) }
+        #expect(again == Array(merged[1000...]))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty, "the runs' files have no names")
+    }
+
+    @Test("An index recorded as new whose tables hold rows (a merge of sorted runs cut short) is emptied first, then built in full, from runs or not",
+          arguments: [2, Int.max])
+    func leftoversOfAMergeCutShort(spillFlushes: Int) throws {
+        let lines = Self.documents(3000, seed: 23)
+        let fixture = try Fixture(batchSize: 64, bufferBytes: 16 << 10, spillFlushes: spillFlushes)
+        try Self.load(lines, into: fixture.db)
+        // Left as a cut-short merge leaves them: rows and back-index entries, and the state of a new index.
+        for view in Self.views {
+            let signature = try fixture.db.designDocument("b")!.view(view)!.signature
+            let tables = try fixture.db.indexes.tables(for: signature)
+            try fixture.db.environment.write { transaction in
+                var state = ViewIndexState(designDocument: "b", view: view)
+                state.chunksCurrent = false
+                try fixture.db.indexes.setState(state, for: signature, in: transaction)
+                try transaction.put(tables.rows, Array("left over".utf8), Array("1".utf8))
+                try transaction.put(tables.back, Array("k00000000".utf8), Array("left over".utf8))
+            }
+        }
+        try fixture.db.updateIndexes()
+        try fixture.expectEqualToFreshBuild("after a merge cut short")
     }
 
     @Test("Gathered rows flush at the buffer size, unless the rest of the run fits the last flush within half a buffer more")

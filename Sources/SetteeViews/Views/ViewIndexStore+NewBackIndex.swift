@@ -12,6 +12,17 @@ extension ViewIndexStore {
     /// no arrays per document; documents without rows get none.
     package func setNewBackIndexes(of documents: [Int], in batch: MappedBatch, target: Int, bytes: UnsafeRawBufferPointer,
                                    idBytes: UnsafeRawBufferPointer, cursor: LMDBCursor, append: Bool) throws {
+        try forEachNewBackEntry(of: documents, in: batch, target: target, bytes: bytes, idBytes: idBytes) { id, entry in
+            try cursor.put(id, entry, append: append)
+        }
+    }
+
+    /// The back-index entries of `documents` (ids in order) for their rows
+    /// of `target` in `batch`, each handed to `body` with its document's id
+    /// (both valid during the call); documents without rows have none.
+    package func forEachNewBackEntry(of documents: [Int], in batch: MappedBatch, target: Int, bytes: UnsafeRawBufferPointer,
+                                     idBytes: UnsafeRawBufferPointer,
+                                     _ body: (_ id: UnsafeRawBufferPointer, _ entry: UnsafeRawBufferPointer) throws -> Void) throws {
         var entries: [UInt8] = []
         entries.reserveCapacity(Self.backEntriesBuffer + 4096)
         for document in documents {
@@ -24,7 +35,7 @@ extension ViewIndexStore {
             }
             guard entries.count > start else { continue }
             let id = UnsafeRawBufferPointer(rebasing: idBytes[batch.ids.range(document)])
-            try entries.withUnsafeBytes { try cursor.put(id, UnsafeRawBufferPointer(rebasing: $0[start...]), append: append) }
+            try entries.withUnsafeBytes { try body(id, UnsafeRawBufferPointer(rebasing: $0[start...])) }
         }
     }
 

@@ -39,11 +39,15 @@ public struct IndexProgress: Sendable {
 /// many go together; once a write finds rows scattered, they gather up to
 /// ``flushBytes`` (up to half as much again when that lets the last flush
 /// take the rest), as each write then costs about a page per row or a pass
-/// over the table. The documents and rows held stay bounded by the batch
-/// and buffer sizes, whatever the database's size; a flush that falls all
-/// over a large index dirties most of its pages, which LMDB holds in memory
-/// until the commit (writing them out early past 128k pages, 512 MB) and
-/// keeps for later writes until the database closes. Batches are read into
+/// over the table. A new index whose rows would take more than
+/// ``spillFlushes`` flushes is built from sorted runs on disk instead, merged
+/// into it once at the end (see ``spill(_:target:state:runs:)``): every row is
+/// written once, and LMDB's dirty pages stay bounded by one transaction of
+/// the merge. The documents and rows held stay bounded by the batch and
+/// buffer sizes, whatever the database's size; a flush that falls all over
+/// a large existing index dirties most of its pages, which LMDB holds in
+/// memory until the commit (writing them out early past 128k pages, 512 MB)
+/// and keeps for later writes until the database closes. Batches are read into
 /// the buffers of batches already mapped, and rows gather in room reserved
 /// for a flush: fresh buffers would be faulted in and zeroed page by page.
 ///
@@ -69,15 +73,19 @@ package struct ViewIndexer {
     /// follow the index's last key. An eighth of it while every write of
     /// the run has found its rows in order (see ``SortedRows/Placement/isScattered``).
     package var flushBytes = 24 << 20
+    /// A new index whose rows would take more flushes than this is built
+    /// from sorted runs on disk, merged once (see ``spill(_:target:state:runs:)``).
+    package var spillFlushes = 2
 
     package init(store: DocumentStore, indexes: ViewIndexStore, workers: any FunctionWorkers, logger: Logger,
-                 batchSize: Int = 8192, flushBytes: Int = 24 << 20) {
+                 batchSize: Int = 8192, flushBytes: Int = 24 << 20, spillFlushes: Int = 2) {
         self.store = store
         self.indexes = indexes
         self.workers = workers
         self.logger = logger
         self.batchSize = batchSize
         self.flushBytes = flushBytes
+        self.spillFlushes = spillFlushes
     }
 
     /// Bytes of document JSON after which a batch ends early (large documents).
@@ -92,7 +100,7 @@ package struct ViewIndexer {
     private static let bulkRowsFloor = 1024
 
     /// One index to bring up to date: the views sharing its signature.
-    private struct Target: Sendable {
+    struct Target: Sendable {
         let view: ViewDefinition
         let tables: ViewIndexTables
         /// The reduce function whose partials the chunks keep (nil: counts only).
@@ -174,8 +182,12 @@ package struct ViewIndexer {
         // rows gather in `pending` until a flush.
         let steady = targets.indices.filter { !targets[$0].bulk }
         let bulk = targets.indices.filter { targets[$0].bulk }
+        let startStates = states
         let startSequences = states.map(\.sequence)
         var pending = MappedBatch()
+        // New indexes built from sorted runs (decided at the first flush).
+        let spilled = SpilledRuns()
+        var spillDecided = false
         // Set by the writer the first time a bulk target's rows go in scattered.
         let scattered = Flag()
         let writer = BackgroundJob<[ViewIndexState]>(label: "settee.index.writer")
@@ -233,6 +245,17 @@ package struct ViewIndexer {
                 }
                 if last >= latest || Self.flushesNow(pendingBytes: pending.memoryBytes, pendingDocuments: pending.documentCount,
                                                      remainingDocuments: latest - last, flushBytes: limit) {
+                    if !spillDecided {
+                        spillDecided = true
+                        let new = bulk.filter { targets[$0].fresh && startSequences[$0] == 0 }
+                        if last < latest, !new.isEmpty,
+                           Self.spills(pendingBytes: pending.memoryBytes, pendingDocuments: pending.documentCount,
+                                       remainingDocuments: latest - last, flushBytes: flushBytes, flushes: spillFlushes) {
+                            spilled.start(new)
+                            // Rows go to runs: each flush costs what its rows take, so it takes a whole buffer.
+                            scattered.set()
+                        }
+                    }
                     jobs.append((pending, bulk))
                     pending = MappedBatch()
                 }
@@ -243,12 +266,15 @@ package struct ViewIndexer {
             if last >= latest {
                 // The last batch: nothing left to overlap its writing with.
                 states = try cpu.measure(.writing) { [states] in
-                    try write(jobs, targets: targets, states: states, scattered: scattered, deferred: deferred, final: alongside, cpu: cpu)
+                    try write(jobs, targets: targets, states: states, scattered: scattered, deferred: deferred, spilled: spilled,
+                              final: alongside, cpu: cpu)
                 }
             } else {
                 let before = states
                 writer.start { [self, targets, jobs] in
-                    try cpu.measure(.writing) { try write(jobs, targets: targets, states: before, scattered: scattered, deferred: deferred) }
+                    try cpu.measure(.writing) {
+                        try write(jobs, targets: targets, states: before, scattered: scattered, deferred: deferred, spilled: spilled)
+                    }
                 }
             }
         }
@@ -257,7 +283,13 @@ package struct ViewIndexer {
         // was read have moved past it): what is gathered still goes in.
         if pending.documentCount > 0 {
             states = try cpu.measure(.writing) { [states] in
-                try write([(pending, bulk)], targets: targets, states: states, scattered: scattered, deferred: deferred, final: alongside, cpu: cpu)
+                try write([(pending, bulk)], targets: targets, states: states, scattered: scattered, deferred: deferred, spilled: spilled,
+                          final: alongside, cpu: cpu)
+            }
+        }
+        for index in spilled.targets {
+            try cpu.measure(.writing) {
+                try mergeSpilled(targets[index], index: index, new: startStates[index], runs: spilled, alongside: alongside, cpu: cpu)
             }
         }
     }
@@ -312,6 +344,8 @@ package struct ViewIndexer {
             guard state.sequence < latest || !state.chunksCurrent else { continue }
             // Only an index this update writes counts (an empty database starts none).
             started = started || existing == nil
+            // Built from its first document: whatever its tables hold is left from a merge cut short.
+            if state.sequence == 0 && state.rowCount == 0 { try clearLeftovers(tables) }
             let pending = Int(latest - min(latest, state.sequence))
             var reducer: Reducer?
             if let reduce = view.reduce, view.builtinReducer != .approximateCountDistinct {
@@ -492,7 +526,17 @@ package struct ViewIndexer {
     /// every target's state; sets `scattered` when a bulk target's rows went
     /// in scattered.
     private func write(_ jobs: [(batch: MappedBatch, targets: [Int])], targets: [Target], states: [ViewIndexState],
-                       scattered: Flag, deferred: DeferredChunks, final: ComputedChunks? = nil, cpu: IndexingCPU? = nil) throws -> [ViewIndexState] {
+                       scattered: Flag, deferred: DeferredChunks, spilled: SpilledRuns, final: ComputedChunks? = nil,
+                       cpu: IndexingCPU? = nil) throws -> [ViewIndexState] {
+        // Spilled targets' rows go to runs, outside the transaction.
+        var states = states
+        for (batch, selected) in jobs {
+            for index in selected where spilled.isSpilling(index) {
+                states[index] = try spill(batch, target: index, state: states[index], runs: spilled)
+            }
+        }
+        let jobs = jobs.map { job in (batch: job.batch, targets: job.targets.filter { !spilled.isSpilling($0) }) }.filter { !$0.targets.isEmpty }
+        if jobs.isEmpty { return states }
         let written = jobs.flatMap(\.targets)
         let result: [ViewIndexState]
         var deferredKeys: [Int: [[UInt8]]] = [:]
@@ -534,7 +578,7 @@ package struct ViewIndexer {
     /// another process removed it meanwhile (its design document changed
     /// there). Writing on would bring back an index holding only the rows
     /// written from here on, under a state that claims them all.
-    private func checkStillThere(_ target: Target, state: ViewIndexState, in transaction: LMDBTransaction) throws {
+    func checkStillThere(_ target: Target, state: ViewIndexState, in transaction: LMDBTransaction) throws {
         guard target.existed || state.sequence > 0 else { return }
         if try indexes.snapshot(target.tables.signature, in: transaction) == nil {
             throw IndexRemovedError(view: target.view.path, signature: target.tables.signature)
@@ -681,7 +725,7 @@ package struct ViewIndexer {
 
     /// Chunk entries computed alongside the last write of their index's
     /// rows in an update, by index signature, for its end to store.
-    private final class ComputedChunks: Sendable {
+    final class ComputedChunks: Sendable {
         private let entries = Mutex<[String: [StoredReductions.Entry]]>([:])
 
         func keep(_ computed: [StoredReductions.Entry], for signature: String) {
@@ -738,7 +782,7 @@ package struct ViewIndexer {
     }
 
     /// A flag any thread may set, once and for good.
-    private final class Flag: Sendable {
+    final class Flag: Sendable {
         private let value = Atomic<Bool>(false)
 
         var isSet: Bool { value.load(ordering: .relaxed) }
