@@ -181,18 +181,20 @@ struct IndexBuildTests {
         var all: [Entry] = []
         var runs: [SortedRun] = []
         for run in 0..<7 {
-            // Keys of a few small bytes, so that runs share keys; an empty run; a run of 36 MB.
-            let count = run == 3 ? 0 : run == 6 ? 36 : Int(random.next() % 3000)
+            // Keys of a few small bytes, so that runs share keys; an empty run; a run of
+            // 20 MB (values of 1 MB of one byte, held here as that byte and a mark).
+            let count = run == 3 ? 0 : run == 6 ? 20 : Int(random.next() % 3000)
             let entries = (0..<count).map { _ in
                 Entry(key: (0..<Int(random.next() % 5)).map { _ in UInt8(random.next() % 3) },
-                      value: run == 6 ? [UInt8](repeating: UInt8(random.next() % 256), count: 1 << 20) : [UInt8(run), UInt8(random.next() % 256)])
+                      value: run == 6 ? [UInt8(random.next() % 256), 0xFF, 0xFF] : [UInt8(run), UInt8(random.next() % 256)])
             }.enumerated().sorted { a, b in
                 let order = a.element.key.lexicographicallyPrecedes(b.element.key) ? -1 : b.element.key.lexicographicallyPrecedes(a.element.key) ? 1 : 0
                 return order != 0 ? order < 0 : a.offset < b.offset
             }.map(\.element)
             let file = try SortedRun(in: directory.url.path)
             for entry in entries {
-                try entry.key.withUnsafeBytes { key in try entry.value.withUnsafeBytes { try file.append(key: key, value: $0) } }
+                let value = run == 6 ? [UInt8](repeating: entry.value[0], count: 1 << 20) : entry.value
+                try entry.key.withUnsafeBytes { key in try value.withUnsafeBytes { try file.append(key: key, value: $0) } }
             }
             try file.finishWriting()
             #expect(file.count == count)
@@ -203,22 +205,48 @@ struct IndexBuildTests {
             let order = a.element.key.lexicographicallyPrecedes(b.element.key) ? -1 : b.element.key.lexicographicallyPrecedes(a.element.key) ? 1 : 0
             return order != 0 ? order < 0 : a.offset < b.offset
         }.map(\.element)
+        /// A value as `entries` hold it (a large one as its byte and a mark, once checked).
+        func held(_ value: UnsafeRawBufferPointer) -> [UInt8] {
+            guard value.count == 1 << 20 else { return Array(value) }
+            #expect(value.allSatisfy { $0 == value[0] })
+            return [value[0], 0xFF, 0xFF]
+        }
         var merge = SortedRunMerge(runs)
         var merged: [Entry] = []
         var position: [Int]?
         while true {
             if merged.count == 1000 { position = merge.position }
             guard let (key, value) = merge.next() else { break }
-            merged.append(Entry(key: Array(key), value: Array(value)))
+            merged.append(Entry(key: Array(key), value: held(value)))
         }
         #expect(merged.count == expected.count)
         #expect(merged == expected)
         #expect(try #require(position).count == runs.count)
         merge.restore(try #require(position))
         var again: [Entry] = []
-        while let (key, value) = merge.next() { again.append(Entry(key: Array(key), value: Array(value))) }
+        while let (key, value) = merge.next() { again.append(Entry(key: Array(key), value: held(value))) }
         #expect(again == Array(merged[1000...]))
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty, "the runs' files have no names")
+    }
+
+    @Test("A new index from sorted runs over documents written in id order, then others between them: its back index appended, then the rest put among it, equals one written in a single flush")
+    func sortedRunsOverOrderedIDs() throws {
+        var random = SplitMix64(seed: 29)
+        func line(_ id: String) -> String {
+            let tag = random.next() % 6 == 0 ? "null" : "\"\(Self.tags[Int(random.next() % 5)])\""
+            return #"{"_id": "\#(id)", "tag": \#(tag), "n": \#(random.next() % 1000)}"#
+        }
+        // Ids in order, then ids that fall between them, in no order.
+        let ordered = (0..<2000).map { line(String(format: "m%05d", $0)) }
+        let between = (0..<2000).shuffled(using: &random).map { line(String(format: "m%05d5", $0)) }
+        for lines in [ordered, ordered + between] {
+            let whole = try Fixture()
+            let runs = try Fixture(batchSize: 64, bufferBytes: 16 << 10)
+            for fixture in [whole, runs] { try fixture.index(lines) }
+            for view in Self.views {
+                #expect(try runs.tables(view) == whole.tables(view), "\(view), \(lines.count) documents: sorted runs differ from one flush")
+            }
+        }
     }
 
     @Test("An index recorded as new whose tables hold rows (a merge of sorted runs cut short) is emptied first, then built in full, from runs or not",

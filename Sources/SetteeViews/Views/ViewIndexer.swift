@@ -41,7 +41,7 @@ public struct IndexProgress: Sendable {
 /// take the rest), as each write then costs about a page per row or a pass
 /// over the table. A new index whose rows would take more than
 /// ``spillFlushes`` flushes is built from sorted runs on disk instead, merged
-/// into it once at the end (see ``spill(_:target:state:runs:)``): every row is
+/// into it once at the end (see ``spill(_:target:index:state:runs:)``): every row is
 /// written once, and LMDB's dirty pages stay bounded by one transaction of
 /// the merge. The documents and rows held stay bounded by the batch and
 /// buffer sizes, whatever the database's size; a flush that falls all over
@@ -74,7 +74,7 @@ package struct ViewIndexer {
     /// the run has found its rows in order (see ``SortedRows/Placement/isScattered``).
     package var flushBytes = 24 << 20
     /// A new index whose rows would take more flushes than this is built
-    /// from sorted runs on disk, merged once (see ``spill(_:target:state:runs:)``).
+    /// from sorted runs on disk, merged once (see ``spill(_:target:index:state:runs:)``).
     package var spillFlushes = 2
 
     package init(store: DocumentStore, indexes: ViewIndexStore, workers: any FunctionWorkers, logger: Logger,
@@ -251,7 +251,7 @@ package struct ViewIndexer {
                         if last < latest, !new.isEmpty,
                            Self.spills(pendingBytes: pending.memoryBytes, pendingDocuments: pending.documentCount,
                                        remainingDocuments: latest - last, flushBytes: flushBytes, flushes: spillFlushes) {
-                            spilled.start(new)
+                            spilled.start(Dictionary(uniqueKeysWithValues: new.map { ($0, startStates[$0]) }))
                             // Rows go to runs: each flush costs what its rows take, so it takes a whole buffer.
                             scattered.set()
                         }
@@ -287,10 +287,8 @@ package struct ViewIndexer {
                           final: alongside, cpu: cpu)
             }
         }
-        for index in spilled.targets {
-            try cpu.measure(.writing) {
-                try mergeSpilled(targets[index], index: index, new: startStates[index], runs: spilled, alongside: alongside, cpu: cpu)
-            }
+        for index in spilled.indices {
+            try cpu.measure(.writing) { try mergeSpilled(targets[index], index: index, runs: spilled, alongside: alongside, cpu: cpu) }
         }
     }
 
@@ -532,7 +530,7 @@ package struct ViewIndexer {
         var states = states
         for (batch, selected) in jobs {
             for index in selected where spilled.isSpilling(index) {
-                states[index] = try spill(batch, target: index, state: states[index], runs: spilled)
+                states[index] = try spill(batch, target: targets[index], index: index, state: states[index], runs: spilled)
             }
         }
         let jobs = jobs.map { job in (batch: job.batch, targets: job.targets.filter { !spilled.isSpilling($0) }) }.filter { !$0.targets.isEmpty }
