@@ -24,14 +24,16 @@ struct IndexBuildTests {
         let db: Database
 
         /// `spillFlushes`: see ``Database/Options/indexSpillFlushes`` (`.max`: never).
-        init(batchSize: Int = 8192, bufferBytes: Int = 48 << 20, initialMapSize: Int = 1 << 30, spillFlushes: Int = 2) throws {
+        /// `location`: the database's folder (a folder in `directory` when nil).
+        init(batchSize: Int = 8192, bufferBytes: Int = 48 << 20, initialMapSize: Int = 1 << 30, spillFlushes: Int = 2,
+             at location: URL? = nil) throws {
             var options = Database.Options()
             options.indexSpillFlushes = spillFlushes
             options.initialMapSize = initialMapSize
             options.javaScriptWorkers = 2
             options.indexBatchSize = batchSize
             options.indexBufferBytes = bufferBytes
-            db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+            db = try Database(at: location ?? directory.url.appendingPathComponent("db"), options: options)
             try db.loadDesignDocuments(from: directory.file("b.json", contents: IndexBuildTests.design))
         }
 
@@ -247,6 +249,23 @@ struct IndexBuildTests {
                 #expect(try runs.tables(view) == whole.tables(view), "\(view), \(lines.count) documents: sorted runs differ from one flush")
             }
         }
+    }
+
+    @Test("A new index built from sorted runs on a disk that fills: a clear error, no file left, and with room it is built in full",
+          .enabled(if: SmallFileSystem.available, "mounting a tmpfs needs root"))
+    func sortedRunsOnAFullDisk() throws {
+        let disk = try #require(SmallFileSystem(megabytes: 16))
+        let location = disk.url.appendingPathComponent("db")
+        let fixture = try Fixture(batchSize: 64, bufferBytes: 16 << 10, at: location)
+        let lines = Self.documents(6000, seed: 31)
+        try Self.load(lines, into: fixture.db)
+        try disk.fill(leaving: 32 << 10)
+        let error = try #require(throws: StorageError.self) { try fixture.db.updateIndexes() }
+        #expect(error.isFull && error.description.contains("sorted rows of the new index"), "\(error)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: location.path).allSatisfy { !$0.hasPrefix("settee-run") })
+        try disk.removeFiller()
+        try fixture.db.updateIndexes()
+        try fixture.expectEqualToFreshBuild("after the disk had room again")
     }
 
     @Test("An index recorded as new whose tables hold rows (a merge of sorted runs cut short) is emptied first, then built in full, from runs or not",

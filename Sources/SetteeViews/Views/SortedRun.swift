@@ -74,8 +74,12 @@ package final class SortedRun: @unchecked Sendable {
             while written < bytes.count {
                 let result = write(descriptor, bytes.baseAddress! + written, bytes.count - written)
                 if result < 0 {
-                    if errno == EINTR { continue }
-                    throw StorageError(code: errno, operation: "writing a temporary file of an index build in \(path)")
+                    let error = errno
+                    if error == EINTR { continue }
+                    throw StorageError(code: error, operation: "writing a temporary file of an index build in \(path)",
+                                       explanation: error == ENOSPC ? "no space left on the device for the sorted rows of the new index, "
+                                           + "kept in temporary files beside the database (about the index's size) until they are merged into it; "
+                                           + "the next update builds the index again from the start" : nil)
                 }
                 written += result
             }
