@@ -58,6 +58,9 @@ public final class Database: Sendable {
         /// While every write of the update finds its rows in order (appended,
         /// or in a few long runs), an eighth of it: gathering such rows saves
         /// nothing, and the last write, which nothing overlaps, stays short.
+        /// A new index whose rows would take more than two such writes writes
+        /// each buffer to a sorted run on disk instead, and the runs are merged
+        /// into it once at the end (see <doc:PerformanceAndLimits>).
         public var indexBufferBytes = 24 << 20
         /// A new index whose rows would take more than this many writes of
         /// ``indexBufferBytes`` is built from sorted runs on disk, merged

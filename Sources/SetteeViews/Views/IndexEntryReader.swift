@@ -56,8 +56,9 @@ package struct IndexEntryReader {
     package func read(_ view: ViewDefinition, _ scan: IndexScan, conflicts: Bool = false, tables: ViewIndexTables, requiringIndex: Bool,
                       _ body: (IndexEntry) throws -> Bool) throws {
         try indexes.read(view, tables: tables, requiringIndex: requiringIndex) { snapshot, tables, transaction in
-            // No state in this snapshot: the index has no rows here.
-            guard let snapshot else { return }
+            // No state in this snapshot, or a state with no rows (a new index whose
+            // rows a merge of sorted runs is putting in): the index has no rows here.
+            guard let snapshot, snapshot.state.rowCount > 0 else { return }
             let current = try scan.checksCurrency
                 && indexes.currentSequence(view.signature, committed: snapshot.state.sequence) >= store.lastSequence(in: transaction)
             let range = partitionPrefix.map { PartitionKey.range(scan.range, within: $0) } ?? scan.range

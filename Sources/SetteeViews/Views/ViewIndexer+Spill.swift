@@ -22,8 +22,11 @@ import SetteeCore
 /// bounded by one transaction.
 ///
 /// The first write to the index's tables records it as new (sequence 0,
-/// no rows), and an update that starts from there — a build cut short by a
-/// crash or a failure — empties whatever it left first
+/// no rows): queries read no rows from an index whose state has none, so
+/// until the update's last write records its rows and checkpoint, the
+/// index shows none of the rows the merge is putting in (and never rows
+/// past its checkpoint). An update that starts from there — a build cut
+/// short by a crash or a failure — empties whatever it left first
 /// (``ViewIndexer/clearLeftovers(_:)``). Each later write checks that the
 /// index is still there (another process may remove it when its design
 /// document changes).

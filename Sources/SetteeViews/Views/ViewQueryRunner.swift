@@ -52,8 +52,11 @@ package struct ViewQueryRunner {
         let state = snapshot?.state ?? ViewIndexState(designDocument: view.designDocument, view: view.name)
         // No state in this snapshot: the index has no rows here, and its tables are
         // not read (a removal may have closed the handles: see ViewIndexStore.drop).
-        let scanner = IndexScanner(transaction: transaction, rows: snapshot == nil ? nil : tables.rows,
-                                   chunks: snapshot != nil && storedReductions && state.chunksCurrent ? tables.chunks : nil)
+        // Nor are they when the state says no rows: a new index whose rows a merge
+        // of sorted runs is putting in has none yet (see ViewIndexer+Spill).
+        let readsTables = snapshot != nil && state.rowCount > 0
+        let scanner = IndexScanner(transaction: transaction, rows: readsTables ? tables.rows : nil,
+                                   chunks: readsTables && storedReductions && state.chunksCurrent ? tables.chunks : nil)
         let updateSequence = options.updateSeq ? indexes.currentSequence(view.signature, committed: state.sequence) : nil
         if options.reduce, let reduce = view.reduce {
             try header(ViewResultHeader(totalRows: nil, offset: nil, updateSequence: updateSequence))
