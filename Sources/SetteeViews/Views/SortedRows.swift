@@ -12,6 +12,16 @@ package struct SortedRows: Sendable {
         package var keyStart: Int32
         package var keyLength: Int32
         package var valueLength: Int32
+
+        /// The row's stored key in its batch's `bytes` (at `base`).
+        package func key(at base: UnsafeRawPointer) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(start: base + Int(keyStart), count: Int(keyLength))
+        }
+
+        /// The row's value in its batch's `bytes` (at `base`).
+        package func value(at base: UnsafeRawPointer) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(start: base + Int(keyStart + keyLength), count: Int(valueLength))
+        }
     }
 
     package private(set) var entries: [Entry] = []
@@ -24,15 +34,22 @@ package struct SortedRows: Sendable {
         entries.append(Entry(prefix: 0, keyStart: row.keyStart, keyLength: row.keyLength, valueLength: row.valueLength))
     }
 
+    /// Adds the rows of index `target` that `documents` (places in `batch`) emitted.
+    package mutating func add(rowsOf documents: [Int], in batch: MappedBatch, target: Int) {
+        for document in documents {
+            for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == target {
+                add(row)
+            }
+        }
+    }
+
     /// Sorts the entries by their keys in `bytes`.
     package mutating func sort(in bytes: UnsafeRawBufferPointer) {
         guard entries.count > 1, let base = bytes.baseAddress else { return }
         // Keys that grow with the documents' ids or sequences come in order
         // already: a look at each pair costs less than sorting (and a random
         // order stops it at once).
-        func key(_ entry: Entry) -> UnsafeRawBufferPointer {
-            UnsafeRawBufferPointer(start: base + Int(entry.keyStart), count: Int(entry.keyLength))
-        }
+        func key(_ entry: Entry) -> UnsafeRawBufferPointer { entry.key(at: base) }
         if entries.indices.dropFirst().allSatisfy({ compareBytes(key(entries[$0 - 1]), key(entries[$0])) <= 0 }) { return }
         // The length of the prefix every key shares with the first.
         let first = entries[0]
@@ -89,12 +106,8 @@ extension SortedRows {
     package func write(to table: LMDBTable, bytes: UnsafeRawBufferPointer, in transaction: LMDBTransaction,
                mayRewrite: Bool, changed: inout [[UInt8]]?) throws -> Placement {
         guard let first = entries.first, let base = bytes.baseAddress else { return .append }
-        func key(_ entry: Entry) -> UnsafeRawBufferPointer {
-            UnsafeRawBufferPointer(start: base + Int(entry.keyStart), count: Int(entry.keyLength))
-        }
-        func value(_ entry: Entry) -> UnsafeRawBufferPointer {
-            UnsafeRawBufferPointer(start: base + Int(entry.keyStart + entry.keyLength), count: Int(entry.valueLength))
-        }
+        func key(_ entry: Entry) -> UnsafeRawBufferPointer { entry.key(at: base) }
+        func value(_ entry: Entry) -> UnsafeRawBufferPointer { entry.value(at: base) }
         let placement: Placement
         if try transaction.isAfterLastKey(table, key(first)) {
             placement = .append

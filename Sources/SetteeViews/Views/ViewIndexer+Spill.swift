@@ -108,18 +108,10 @@ extension ViewIndexer {
                 }
                 var documents = batch.sequences.indices.filter { batch.sequences[$0] > before.sequence }
                 documents.sort { compareBytes(id($0), id($1)) < 0 }
-                for document in documents {
-                    for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == index {
-                        rows.add(row)
-                    }
-                }
+                rows.add(rowsOf: documents, in: batch, target: index)
                 rows.sort(in: bytes)
-                let base = bytes.baseAddress!
-                for entry in rows.entries {
-                    let keyStart = Int(entry.keyStart)
-                    let valueStart = keyStart + Int(entry.keyLength)
-                    try rowsRun.append(key: UnsafeRawBufferPointer(start: base + keyStart, count: Int(entry.keyLength)),
-                                       value: UnsafeRawBufferPointer(start: base + valueStart, count: Int(entry.valueLength)))
+                if let base = bytes.baseAddress {
+                    for entry in rows.entries { try rowsRun.append(key: entry.key(at: base), value: entry.value(at: base)) }
                 }
                 guard let first = documents.first, let last = documents.last else { return }
                 if spilled.back.isEmpty, spilled.lastBackID.map({ compareBytes(id(first), $0) > 0 }) ?? true {

@@ -626,11 +626,7 @@ package struct ViewIndexer {
                     // A new index takes all its documents' rows: sorted first, so
                     // that on the update's last write its chunks are computed
                     // meanwhile (from a snapshot of the rows before it).
-                    for document in documents {
-                        for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == index {
-                            rows.add(row)
-                        }
-                    }
+                    rows.add(rowsOf: documents, in: batch, target: index)
                     rows.sort(in: bytes)
                     if alongside != nil && target.bulk { chunks = startChunks(rows, of: batch, target: target, cpu: cpu) }
                 }
