@@ -104,12 +104,21 @@ struct settee_js_context {
     uint32_t timeoutMilliseconds = 0;
 
     // Memory: the watchdog notes the process's anonymous resident memory as a
-    // call starts (and the lowest it sees after) and stops the call once it has
-    // grown by more than `memoryLimitBytes` (0 = no bound). Only the watchdog
-    // touches the first two.
+    // call starts (and the lowest it sees after). Once it has grown by more
+    // than `memoryLimitBytes` (0 = no bound) the watchdog asks the call to
+    // measure what the engine holds (`memoryCheckCall`): over the bound, the
+    // call is stopped (`memoryExceededCall`); under it, the growth was not all
+    // the call's, and the call answers with the engine's size
+    // (`memoryCheckedCall`, `engineBytesAtCheck`) for the watchdog to move the
+    // call's starting point by what the rest of the process took. Only the
+    // watchdog touches the fields without atomics.
     uint64_t watchedCall = 0;
     uint64_t residentAtCallStart = 0;
+    uint64_t residentAtCheck = 0;
     uint64_t memoryLimitBytes = 0;
+    std::atomic<uint64_t> memoryCheckCall{0};
+    std::atomic<uint64_t> memoryCheckedCall{0};
+    std::atomic<uint64_t> engineBytesAtCheck{0};
     std::atomic<uint64_t> memoryExceededCall{0};
     // Memory kept between calls: the watchdog asks for a measurement each time
     // the process has grown by a step; the context takes it after its call.
@@ -223,7 +232,11 @@ enum class AnonymousFunctionRewrite {
 AnonymousFunctionRewrite evaluateWithAnonymousFunction(JSContext *cx, const std::string &source, const char *file,
                                                        JS::MutableHandleValue factory);
 
-// --- KeptMemory.cpp: the bound on what functions keep between calls.
+// --- MemoryBounds.cpp: what the engine holds, measured: a call's bound and
+// the bound on what functions keep between calls.
+// In the interrupt callback, when the watchdog asked: false if the call holds
+// more than its bound (it is then stopped as out of memory).
+bool callWithinMemoryBound(settee_js_context *context, uint64_t call);
 void finishCall(settee_js_context *context, size_t function_count, settee_js_output *output);
 
 }  // namespace settee::engine

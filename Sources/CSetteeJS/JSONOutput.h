@@ -13,7 +13,15 @@ namespace settee {
 
 class ByteBuffer {
 public:
-    void clear() { bytes_.clear(); }
+    /// Empties the buffer; past 16 MiB its memory goes back too (a call that
+    /// emitted a lot must not leave the worker holding it).
+    void clear() {
+        if (bytes_.capacity() > (16 << 20)) {
+            std::vector<uint8_t>().swap(bytes_);
+        } else {
+            bytes_.clear();
+        }
+    }
     size_t size() const { return bytes_.size(); }
     const uint8_t *data() const { return bytes_.data(); }
     void truncate(size_t size) { bytes_.resize(size); }

@@ -100,8 +100,9 @@ private:
         }
     }
 
-    // Reads the process's memory when calls ran since the last tick, and stops
-    // a call that grew it past its context's bound. A call's baseline is the
+    // Reads the process's memory when calls ran since the last tick, and asks
+    // a call that grew it past its context's bound to measure what the engine
+    // holds (the growth may be other threads'). A call's baseline is the
     // reading taken before it was first seen, when recent: a tick that comes
     // late (a busy machine) must not start the bound late.
     void checkMemory(int64_t now) {
@@ -122,12 +123,28 @@ private:
             if (context->watchedCall != call) {
                 context->watchedCall = call;
                 context->residentAtCallStart = previousIsRecent ? std::min(previousResident_, resident) : resident;
-            } else if (resident < context->residentAtCallStart) {
+                continue;
+            }
+            if (context->memoryCheckCall.load(std::memory_order_acquire) == call) {
+                // Asked: wait for the answer. The engine held less than the
+                // bound, so at most that much of the growth up to the request
+                // was the call's: the rest is the process's, not the call's.
+                if (context->memoryCheckedCall.load(std::memory_order_acquire) != call) continue;
+                uint64_t engine = context->engineBytesAtCheck.load(std::memory_order_relaxed);
+                if (context->residentAtCheck > engine) {
+                    context->residentAtCallStart = std::max(context->residentAtCallStart, context->residentAtCheck - engine);
+                }
+                // In this order: the call answers only while asked and not answered.
+                context->memoryCheckCall.store(0, std::memory_order_release);
+                context->memoryCheckedCall.store(0, std::memory_order_release);
+            }
+            if (resident < context->residentAtCallStart) {
                 // Memory freed since (a previous call's garbage, say) does not
                 // add to this call's allowance.
                 context->residentAtCallStart = resident;
-            } else if (resident - context->residentAtCallStart > context->memoryLimitBytes &&
-                       context->memoryExceededCall.exchange(call) != call) {
+            } else if (resident - context->residentAtCallStart > context->memoryLimitBytes) {
+                context->residentAtCheck = resident;
+                context->memoryCheckCall.store(call, std::memory_order_release);
                 JS_RequestInterruptCallback(context->cx);
             }
         }
@@ -198,7 +215,12 @@ bool interruptCallback(JSContext *cx) {
     uint64_t call = context->currentCall.load();
     // A stale request (the call it was meant for already ended) is ignored.
     if (call == 0) return true;
-    return context->timedOutCall.load() != call && context->memoryExceededCall.load() != call;
+    if (context->timedOutCall.load() == call) return false;
+    if (context->memoryCheckCall.load(std::memory_order_acquire) == call &&
+        context->memoryCheckedCall.load(std::memory_order_acquire) != call && !callWithinMemoryBound(context, call)) {
+        return false;
+    }
+    return context->memoryExceededCall.load() != call;
 }
 
 static bool blockCodeGeneration(JSContext *, JS::RuntimeCode, JS::HandleString) { return false; }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Settee
 
@@ -79,6 +80,35 @@ struct HostileJavaScriptTests {
         #expect(rows(result.outcomes[1]) == [[#""bomb""#, "1"]])
         let after = try map(#"{"_id":"next"}"#, [healthyMap])
         #expect(rows(after.outcomes[0]) == [[#""next""#, "1"]])
+    }
+
+    @Test("Memory the rest of the process takes during a call does not count against the call's bound")
+    func memoryTakenElsewhere() throws {
+        // Spins for a second and a half, holding next to nothing.
+        let spin = "function (doc) { var end = Date.now() + 1500, n = 0; while (Date.now() < end) n++; emit(doc._id, n > 0); }"
+        // What an earlier call on the worker wrote (rows past the bound, here) is not this call's either.
+        let emitted = try map(#"{"_id":"bomb"}"#, [Self.memoryBombs[3]])
+        #expect(failure(emitted.outcomes[0])?.kind == .outOfMemory)
+        let held = Mutex<[UInt]>([])  // the addresses taken
+        let done = Mutex(false)
+        defer {
+            done.withLock { $0 = true }
+            held.withLock { $0.forEach { free(UnsafeMutableRawPointer(bitPattern: $0)) } }
+        }
+        // Another thread of the process takes 256 MB (the call's bound is 96 MiB) while the call runs.
+        let other = Thread {
+            Thread.sleep(forTimeInterval: 0.3)
+            for _ in 0 ..< 64 where !done.withLock({ $0 }) {
+                let chunk = malloc(4 << 20)!
+                memset(chunk, 1, 4 << 20)
+                held.withLock { $0.append(UInt(bitPattern: chunk)) }
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+        }
+        other.start()
+        let result = try map(#"{"_id":"spin"}"#, [spin])
+        #expect(held.withLock { $0.count } == 64, "the other thread took its memory during the call")
+        #expect(rows(result.outcomes[0]) == [[#""spin""#, "true"]], "\(result.outcomes[0])")
     }
 
     @Test("Memory bombs while indexing, in the settee tool: each is skipped, the others are indexed, peak memory stays bounded")

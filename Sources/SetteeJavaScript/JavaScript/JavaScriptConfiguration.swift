@@ -6,13 +6,18 @@ public struct JavaScriptConfiguration: Sendable, Equatable {
     public var timeout: Duration = .seconds(5)
     /// The bound on each context's garbage-collected heap.
     public var heapLimitBytes: Int = 256 << 20
-    /// The most one function call may grow the process's resident memory
-    /// (anonymous pages: LMDB's memory map does not count). The heap limit
-    /// alone misses what the engine allocates outside its heap — array
-    /// elements, string characters, typed arrays — so a call past this bound
-    /// is stopped with ``JavaScriptError/Kind-swift.enum/outOfMemory``, its
-    /// garbage collected and the freed pages returned to the system. Checked
-    /// every few milliseconds (on Linux); `0` turns the bound off.
+    /// The most memory one function call may take. The heap limit alone
+    /// misses what the engine allocates outside its heap — array elements,
+    /// string characters, typed arrays — so the process's resident memory
+    /// (anonymous pages: LMDB's memory map does not count) is watched every
+    /// few milliseconds (on Linux). When it has grown by more than this during
+    /// a call, the call measures what its engine holds (heap, what that
+    /// allocates, the rows it emitted): past this bound even after a
+    /// collection, the call is stopped with
+    /// ``JavaScriptError/Kind-swift.enum/outOfMemory`` and the freed pages are
+    /// returned to the system; under it, the growth was the rest of the
+    /// process's (other threads, other calls) and the call goes on. `0` turns
+    /// the bound off.
     public var memoryLimitBytes: Int = 512 << 20
     /// The most memory a context's functions may keep between calls, in
     /// global variables: its garbage-collected heap and what that allocates

@@ -1,4 +1,5 @@
-// The bound on the memory functions keep between calls, in globals.
+// What the engine holds, measured: the bound on a call's memory, and the
+// bound on the memory functions keep between calls, in globals.
 #include "EngineContext.h"
 
 #if defined(__GLIBC__)
@@ -49,6 +50,35 @@ static size_t keptBytes(settee_js_context *context) {
     tUnreportedTypedArrayBytes = 0;
     if (!JS::AddSizeOfTab(cx, global, mallocSizeOf, &visitor, &sizes)) return 0;
     return sizes.objects_ + sizes.strings_ + sizes.private_ + sizes.other_ + tUnreportedTypedArrayBytes;
+}
+
+// What the context holds for the running call: every realm's GC heap and what
+// that mallocs, garbage included, and the rows and logs the call wrote.
+static uint64_t engineBytes(settee_js_context *context) {
+    JS::ServoSizes sizes;
+    TypedArrayVisitor visitor;
+    tUnreportedTypedArrayBytes = 0;
+    if (!JS::AddServoSizeOf(context->cx, mallocSizeOf, &visitor, &sizes)) return UINT64_MAX;
+    uint64_t bytes = sizes.gcHeapUsed + sizes.gcHeapUnused + sizes.gcHeapAdmin + sizes.mallocHeap + sizes.nonHeap +
+                     tUnreportedTypedArrayBytes + context->output.size();
+    for (const std::string &line : context->logs) bytes += line.size();
+    return bytes;
+}
+
+bool callWithinMemoryBound(settee_js_context *context, uint64_t call) {
+    uint64_t bytes = engineBytes(context);
+    if (bytes > context->memoryLimitBytes) {
+        // Garbage counts only until it is collected.
+        JS_GC(context->cx);
+        bytes = engineBytes(context);
+    }
+    if (bytes > context->memoryLimitBytes) {
+        context->memoryExceededCall.store(call);
+        return false;
+    }
+    context->engineBytesAtCheck.store(bytes, std::memory_order_relaxed);
+    context->memoryCheckedCall.store(call, std::memory_order_release);
+    return true;
 }
 
 // Replaces the host realm with a fresh one and compiles every live function
