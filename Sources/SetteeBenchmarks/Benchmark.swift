@@ -24,6 +24,7 @@ struct Benchmark {
         var importRuns = 1
         var buildOnlyDirectory: URL?
         var updateCount: Int?
+        var changedCount = 0
         while let argument = arguments.popFirst() {
             switch argument {
             case "--put-and-report":
@@ -41,8 +42,9 @@ struct Benchmark {
             case "--import-only": importOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-import-bench")
             case "--runs": importRuns = Int(arguments.popFirst() ?? "") ?? importRuns
             case "--build-only": buildOnlyDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "settee-build-bench")
+            case "--changed": changedCount = Int(arguments.popFirst() ?? "") ?? 0
             default:
-                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--find-only (only: the find figures, no JavaScript)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--updates N (only: N documents updated five times)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-again|find-raw|find-created|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)] [--build-only DIR [--only js|json] (only: the one-view JavaScript build and the one-field JSON index build, on copies of a database kept in DIR)]")
+                print("usage: SetteeBenchmarks [--docs N] [--workers N] [--query-runs N (lookups and ranges, default 5000)] [--wake-up (only the wake-up figures)] [--find-only (only: the find figures, no JavaScript)] [--attachments MB (only: put and get one attachment of MB megabytes)] [--updates N (only: N documents updated five times)] [--query-only DIR [--only lookups|ranges|find-equality|find-repeated|find-range|find-parsed|find-again|find-raw|find-first|find-created|find-none|none] (only: lookups and ranges on a database kept in DIR, built there first when missing)] [--import-only DIR [--runs N] (only: the bulk import of an NDJSON file kept in DIR, N times)] [--build-only DIR [--only js|json] [--changed N] (only: the one-view JavaScript build and the one-field JSON index build, on copies of a database kept in DIR; then N documents changed and the index updated)]")
                 return
             }
         }
@@ -50,7 +52,7 @@ struct Benchmark {
             return try ImportOnlyBenchmark.run(in: importOnlyDirectory, documentCount: documentCount, runs: importRuns)
         }
         if let buildOnlyDirectory {
-            return try BuildOnlyBenchmark.run(in: buildOnlyDirectory, documentCount: documentCount, only: queryOnlyKind)
+            return try BuildOnlyBenchmark.run(in: buildOnlyDirectory, documentCount: documentCount, only: queryOnlyKind, changed: changedCount)
         }
         if let queryOnlyDirectory {
             return try QueryOnlyBenchmark.run(in: queryOnlyDirectory, documentCount: documentCount, queryRuns: queryRuns, only: queryOnlyKind)

@@ -6,7 +6,7 @@ import Settee
 /// documents, when DIR holds none). Without the import and the build, a run
 /// is short enough for `valgrind --tool=callgrind`, whose instruction counts
 /// do not depend on the machine's load. `only` runs one kind of query
-/// (`lookups`, `ranges`; `find-equality`, `find-repeated`, `find-range`, `find-parsed`, `find-again` (each equality twice, the second timed), `find-raw` (the documents of each equality read by id from LMDB alone, after one find of each), `find-created`: the
+/// (`lookups`, `ranges`; `find-equality`, `find-repeated`, `find-range`, `find-parsed`, `find-again` (each equality twice, the second timed), `find-raw` (the documents of each equality read by id from LMDB alone, after one find of each), `find-first` (other equalities' documents read so, first), `find-created`: the
 /// full benchmark's `find` queries, on its one-field JSON index, made here
 /// when missing, against `find-none`) or `none`: a query's instructions are the difference
 /// between a run of one kind and a run of none, divided by the runs.
