@@ -103,6 +103,26 @@ struct MappedPagesTests {
         #expect(resident < 24_000, "\(resident) kB of the file resident after reading 48 MB of documents")
     }
 
+    @Test("A write of many documents leaves a bounded part of the file resident")
+    func largeWriteReleases() throws {
+        let directory = TemporaryDirectory()
+        // 30 MB of documents, two to a page: updating them all reads every page of them.
+        let (db, url) = try Self.database(in: directory, documents: 20_000, padding: 1500)
+        var revisions: [String: String] = [:]
+        try db.forEachChange(since: 0) { revisions[$0.id] = $0.revision.description }
+        try db.environment.releaseMappedPages()
+        let results = try db.write { batch in
+            try (0..<20_000).map { n in
+                let revision = revisions["d\(n)"]!
+                return try batch.put(#"{"_id": "d\#(n)", "_rev": "\#(revision)", "n": \#(n + 1), "pad": "updated"}"#)
+            }
+        }
+        #expect(results.count == 20_000)
+        let resident = try #require(try Self.residentKilobytes(of: url))
+        #expect(resident < 8_000, "\(resident) kB of the file resident after a write of 20,000 documents over 30 MB")
+        #expect(try db.document("d19999")?.value["n"] == 20_000)
+    }
+
     @Test("With read-ahead (the default), reading documents in order from a cold file takes a fraction of the disk reads it takes page by page")
     func readAhead() throws {
         /// Disk reads (major page faults) while reading every document, in id order, with the file out of memory.

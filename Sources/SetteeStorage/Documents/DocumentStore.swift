@@ -241,18 +241,26 @@ package final class DocumentStore: Sendable {
     /// ``LMDBEnvironment/write(durable:runsBodyOnce:_:)``).
     package func writing<T>(runsBodyOnce: Bool = false, _ body: (LMDBTransaction, inout DocumentCounts) throws -> T) throws -> T {
         var sequence: UInt64 = 0
+        var written: UInt64 = 0
         let result = try environment.write(runsBodyOnce: runsBodyOnce) { transaction in
             try validation?.beginWrite(store: self, in: transaction)
             let before = try lastSequence(in: transaction)
             var countChange = DocumentCounts()
             let result = try body(transaction, &countChange)
             sequence = try lastSequence(in: transaction)
+            written = sequence - before
             if sequence != before { try keepCounts(changedBy: countChange, from: before, to: sequence, in: transaction) }
             return result
         }
         commits.committed(sequence)
+        // The pages a large write read (each document it replaced, and the
+        // path to it) needn't stay this process's memory.
+        if written >= Self.releasingWriteSize { environment.releaseMappedPages() }
         return result
     }
+
+    /// Documents written in one transaction past which the map's pages it read are released.
+    static let releasingWriteSize: UInt64 = 1024
 
     /// Why `edit` may not be written over the stored `record`, if it may not.
     private static func refusal(of edit: DocumentEdit, id: String, over record: DocumentRecord) -> DocumentError? {
