@@ -7,9 +7,11 @@ final class ProgressBar {
     private let label: String
     private let unit: String
     private let enabled = isatty(STDERR_FILENO) == 1
-    private let started = ContinuousClock.now
+    private var started = ContinuousClock.now
     private var lastDraw: ContinuousClock.Instant?
     private var drew = false
+    /// The stage shown (its label), when not the bar's own.
+    private var stage: String?
 
     init(label: String, unit: String) {
         self.label = label
@@ -19,14 +21,21 @@ final class ProgressBar {
     /// - Parameters:
     ///   - done: Items finished so far.
     ///   - fraction: How much of the whole is done, when known.
-    func update(done: Int, fraction: Double?) {
+    ///   - stage: A later stage's label and unit (the rate starts again with it).
+    func update(done: Int, fraction: Double?, stage: (label: String, unit: String)? = nil) {
         guard enabled else { return }
         let now = ContinuousClock.now
+        if let stage, stage.label != self.stage {
+            self.stage = stage.label
+            started = now
+            lastDraw = nil
+        }
         if let lastDraw, now - lastDraw < .milliseconds(100) { return }
         lastDraw = now
         let seconds = max((now - started) / .seconds(1), 0.001)
         let rate = Int(Double(done) / seconds)
-        var line = "\r\(label) "
+        let (label, unit) = stage ?? (label, unit)
+        var line = "\r\u{1B}[2K\(label) "
         if let fraction {
             let width = 30
             let filled = Int((min(max(fraction, 0), 1) * Double(width)).rounded(.down))
@@ -38,9 +47,15 @@ final class ProgressBar {
         drew = true
     }
 
-    /// Shows an index update's progress.
+    /// Shows an index update's progress: documents mapped, then the entries
+    /// of new indexes merged from sorted runs, if any.
     func update(_ progress: IndexProgress) {
-        update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+        if progress.toMerge > 0 {
+            update(done: progress.merged, fraction: Double(progress.merged) / Double(progress.toMerge),
+                   stage: ("merging sorted rows", "entries"))
+        } else {
+            update(done: progress.processed, fraction: Double(progress.processed) / Double(max(progress.total, 1)))
+        }
     }
 
     /// Clears the bar's line.

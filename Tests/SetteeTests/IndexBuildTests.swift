@@ -121,6 +121,38 @@ struct IndexBuildTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder + "/db").allSatisfy { !$0.hasPrefix("settee-run") })
     }
 
+    @Test("An update reports the documents it maps, then the entries of new indexes merged from sorted runs, up to all of them")
+    func mergeProgress() throws {
+        let lines = Self.documents(3000, seed: 12)
+        let runs = try Fixture(batchSize: 64, bufferBytes: 16 << 10)
+        let whole = try Fixture()
+        var reports: [[IndexProgress]] = []
+        for fixture in [runs, whole] {
+            try Self.load(lines, into: fixture.db)
+            var progress: [IndexProgress] = []
+            try fixture.db.updateIndexes { progress.append($0) }
+            reports.append(progress)
+        }
+        let mapping = reports[0].filter { $0.toMerge == 0 }
+        let merging = reports[0].filter { $0.toMerge > 0 }
+        #expect(mapping.last?.processed == 3001 && mapping.last?.total == 3001, "every document (and the design document) mapped")
+        // Merging comes after mapping, from none to all, never back.
+        #expect(reports[0].firstIndex { $0.toMerge > 0 }! > reports[0].lastIndex { $0.toMerge == 0 }!)
+        #expect(merging.first?.merged == 0)
+        #expect(merging.last?.merged == merging.last?.toMerge)
+        #expect(zip(merging, merging.dropFirst()).allSatisfy { $0.merged <= $1.merged && $0.toMerge == $1.toMerge })
+        // The new indexes' rows all came from runs, and their back-index entries but
+        // those that went straight into the table (the first flushes', in id order).
+        let (rows, back) = try Self.views.reduce((0, 0)) { sum, view in
+            let tables = try runs.tables(view)
+            return (sum.0 + tables.count { $0.first == 1 }, sum.1 + tables.count { $0.first == 2 })
+        }
+        let toMerge = try #require(merging.last?.toMerge)
+        #expect(toMerge > rows && toMerge <= rows + back, "\(toMerge) entries merged, \(rows) rows and \(back) back-index entries")
+        // Built in place, nothing is merged.
+        #expect(!reports[1].isEmpty && reports[1].allSatisfy { $0.toMerge == 0 && $0.merged == 0 })
+    }
+
     @Test("Rows that go in in order are written an eighth of the buffer at a time; once a write finds them scattered, the whole buffer")
     func flushSizesFollowTheKeys() throws {
         /// The write transactions a new index of `map` commits over 6,000 documents.

@@ -47,6 +47,9 @@ extension ViewIndexer {
             /// The last id of the documents whose back-index entries went
             /// straight into the table (nil: none did).
             var lastBackID: [UInt8]?
+
+            /// The entries its runs hold.
+            var entryCount: Int { (rows + back).reduce(0) { $0 + $1.count } }
         }
 
         private let targets = Mutex<[Int: Target]>([:])
@@ -183,7 +186,8 @@ extension ViewIndexer {
     /// flushes, which the runs' are put among), in write transactions of
     /// ``mergeTransactionBytes``, and computes its chunks meanwhile (kept in
     /// `alongside`) unless its reducer is JavaScript.
-    func mergeSpilled(_ target: Target, index: Int, runs: SpilledRuns, alongside: ComputedChunks, cpu: IndexingCPU) throws {
+    func mergeSpilled(_ target: Target, index: Int, runs: SpilledRuns, alongside: ComputedChunks, cpu: IndexingCPU,
+                      committed: (_ entries: Int) -> Void = { _ in }) throws {
         var spilled = runs.take(index)
         // The chunks, from the same rows merged once more, on a thread of their own.
         let reductions = StoredReductions(rows: target.tables.rows, chunks: target.tables.chunks, reducer: target.reducer)
@@ -213,9 +217,11 @@ extension ViewIndexer {
             var done = false
             while !done {
                 let start = merge.position
+                var entries = 0
                 done = try store.environment.write(durable: false) { transaction in
                     // Again from the start should the map fill (the write then runs again).
                     merge.restore(start)
+                    entries = 0
                     try record(spilled, of: target, in: transaction)
                     return try transaction.withCursor(table) { cursor in
                         var bytes = 0
@@ -223,11 +229,13 @@ extension ViewIndexer {
                             guard let (key, value) = merge.next() else { return true }
                             try cursor.put(key, value, append: last.map { compareBytes(key, $0) > 0 } ?? true)
                             bytes += key.count + value.count + 16
+                            entries += 1
                         }
                         return false
                     }
                 }
                 spilled.recorded = true
+                committed(entries)
             }
         }
         if let chunks { alongside.keep(try chunks.wait(), for: target.tables.signature) }

@@ -10,6 +10,13 @@ public struct IndexProgress: Sendable {
     public var processed: Int
     /// Changed documents to map in all (an upper bound).
     public var total: Int
+    /// Entries (rows and back-index entries) merged so far into new indexes
+    /// built from sorted runs: once every document is mapped, a large new
+    /// index's rows, written sorted to files as they were mapped, are merged
+    /// into it. 0 before that, and for other updates.
+    public var merged: Int = 0
+    /// Entries to merge in all (0 when no new index is built from sorted runs).
+    public var toMerge: Int = 0
 }
 
 /// Brings view indexes up to date with the documents, incrementally: from the
@@ -163,6 +170,8 @@ package struct ViewIndexer {
         try mapAndWrite(targets: targets, states: &states, since: since, latest: latest, deferred: deferred, alongside: alongside, cpu: cpu) { documents in
             processed += documents
             progress(IndexProgress(processed: processed, total: total))
+        } merging: { merged, toMerge in
+            progress(IndexProgress(processed: processed, total: total, merged: merged, toMerge: toMerge))
         }
         try finish(targets: targets, states: &states, latest: latest, deferred: deferred, alongside: alongside, releasesMemory: total >= Self.releaseThreshold, cpu: cpu)
         logIndexed()
@@ -174,9 +183,11 @@ package struct ViewIndexer {
     /// and their rows written — a steady target's batch by batch, a bulk
     /// target's gathered in memory and written in key order when enough
     /// have gathered — on a writer thread while the next batch maps.
-    /// `mapped` is told how many documents each batch held.
+    /// `mapped` is told how many documents each batch held; `merging`, the
+    /// entries merged so far and in all, when new indexes' sorted runs merge.
     private func mapAndWrite(targets: [Target], states: inout [ViewIndexState], since: UInt64, latest: UInt64,
-                             deferred: DeferredChunks, alongside: ComputedChunks, cpu: IndexingCPU, mapped: (Int) -> Void) throws {
+                             deferred: DeferredChunks, alongside: ComputedChunks, cpu: IndexingCPU, mapped: (Int) -> Void,
+                             merging: (_ merged: Int, _ toMerge: Int) -> Void) throws {
         let total = Int(latest - since)
         // Targets kept up batch by batch (chunks and all), and bulk targets whose
         // rows gather in `pending` until a flush.
@@ -287,8 +298,16 @@ package struct ViewIndexer {
                           final: alongside, cpu: cpu)
             }
         }
+        let toMerge = spilled.indices.reduce(0) { $0 + spilled[$1].entryCount }
+        var merged = 0
+        if toMerge > 0 { merging(0, toMerge) }
         for index in spilled.indices {
-            try cpu.measure(.writing) { try mergeSpilled(targets[index], index: index, runs: spilled, alongside: alongside, cpu: cpu) }
+            try cpu.measure(.writing) {
+                try mergeSpilled(targets[index], index: index, runs: spilled, alongside: alongside, cpu: cpu) { entries in
+                    merged += entries
+                    merging(merged, toMerge)
+                }
+            }
         }
     }
 
