@@ -90,24 +90,33 @@ struct HostileJavaScriptTests {
         let emitted = try map(#"{"_id":"bomb"}"#, [Self.memoryBombs[3]])
         #expect(failure(emitted.outcomes[0])?.kind == .outOfMemory)
         let held = Mutex<[UInt]>([])  // the addresses taken
+        let calling = Mutex(false)
         let done = Mutex(false)
-        defer {
-            done.withLock { $0 = true }
-            held.withLock { $0.forEach { free(UnsafeMutableRawPointer(bitPattern: $0)) } }
-        }
-        // Another thread of the process takes 256 MB (the call's bound is 96 MiB) while the call runs.
+        let finished = DispatchSemaphore(value: 0)
+        // Another thread of the process takes 256 MB (the call's bound is 96 MiB) once the call runs.
         let other = Thread {
-            Thread.sleep(forTimeInterval: 0.3)
+            while !calling.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.001) }
             for _ in 0 ..< 64 where !done.withLock({ $0 }) {
                 let chunk = malloc(4 << 20)!
                 memset(chunk, 1, 4 << 20)
                 held.withLock { $0.append(UInt(bitPattern: chunk)) }
                 Thread.sleep(forTimeInterval: 0.005)
             }
+            finished.signal()
         }
         other.start()
-        let result = try map(#"{"_id":"spin"}"#, [spin])
-        #expect(held.withLock { $0.count } == 64, "the other thread took its memory during the call")
+        defer {
+            done.withLock { $0 = true }
+            finished.wait()
+            held.withLock { $0.forEach { free(UnsafeMutableRawPointer(bitPattern: $0)) } }
+        }
+        let (result, takenDuringCall) = try boundedWorker.run { context in
+            let function = try context.compile(spin)
+            calling.withLock { $0 = true }
+            let result = try context.map(#"{"_id":"spin"}"#, functions: [function])
+            return (result, held.withLock { $0.count })
+        }
+        #expect(takenDuringCall >= 32, "the other thread took more than the call's bound while it ran: \(takenDuringCall) × 4 MB")
         #expect(rows(result.outcomes[0]) == [[#""spin""#, "true"]], "\(result.outcomes[0])")
     }
 
