@@ -271,28 +271,44 @@ package final class ViewIndexStore: Sendable {
         return count
     }
 
-    /// Whether the index holds exactly these rows (stored keys and values, in
-    /// emit order) for the document: its back index lists the same, and the
-    /// rows hold the same values.
-    package func holdsRows(of id: UnsafeRawBufferPointer, keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer],
-                   in tables: ViewIndexTables, transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> Bool {
-        guard let old = try transaction.get(tables.back, id) else { return keys.isEmpty }
+    /// Replaces a document's rows with these (stored keys and values, in
+    /// emit order), through `cursor` on the index's back table, which it
+    /// leaves on the document's entry when it has one: unless the index holds
+    /// exactly these (its back index lists the same, and the rows hold the
+    /// same values), the old rows (those its back entry lists) go, their
+    /// keys added to `removed`, and the back entry is set to the new ones (or
+    /// removed for none). Returns nil when the rows were the same, else how
+    /// many old rows went; the caller writes the new rows.
+    package func replaceRows(of id: UnsafeRawBufferPointer, keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer],
+                             in tables: ViewIndexTables, cursor: LMDBCursor, transaction: LMDBTransaction,
+                             scratch: inout [UInt8], removed: inout [[UInt8]]?) throws -> Int? {
         try Self.makeBackEntry(keys: keys, values: values, in: &scratch)
-        guard compareBytes(old, scratch) == 0 else { return false }
-        for (key, value) in zip(keys, values) {
-            guard let stored = try transaction.get(tables.rows, key), compareBytes(stored, value) == 0 else { return false }
+        guard let old = try cursor.find(id)?.value else {
+            if !scratch.isEmpty { try scratch.withUnsafeBytes { try cursor.put(id, $0) } }
+            return keys.isEmpty ? nil : 0
         }
-        return true
-    }
-
-    /// Records a document's new rows (stored keys and values, in emit order)
-    /// in the back index, through `cursor` on its table (`append`: the id is
-    /// known to follow every id there).
-    package func setBackIndex(of id: UnsafeRawBufferPointer, keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer],
-                      cursor: LMDBCursor, scratch: inout [UInt8], append: Bool = false) throws {
-        try Self.makeBackEntry(keys: keys, values: values, in: &scratch)
-        guard !scratch.isEmpty else { return }
-        try scratch.withUnsafeBytes { try cursor.put(id, $0, append: append) }
+        if compareBytes(old, scratch) == 0, try zip(keys, values).allSatisfy({ key, value in
+            try transaction.get(tables.rows, key).map { compareBytes($0, value) == 0 } ?? false
+        }) {
+            return nil
+        }
+        // Copied first: the rows' deletes and the entry's put may move the page it is on.
+        let entry = Array(old)
+        var count = 0
+        var keyScratch: [UInt8] = []
+        try entry.withUnsafeBytes { entry in
+            try IndexRow.forEachStoredKey(inBackEntry: entry, id: id, scratch: &keyScratch) { key in
+                _ = try transaction.delete(tables.rows, key)
+                removed?.append(Array(key))
+                count += 1
+            }
+        }
+        if scratch.isEmpty {
+            try cursor.deleteCurrent()
+        } else {
+            try scratch.withUnsafeBytes { try cursor.put(id, $0) }
+        }
+        return count
     }
 
     private static func makeBackEntry(keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer], in entry: inout [UInt8]) throws {

@@ -671,13 +671,11 @@ package struct ViewIndexer {
                             values.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.valueStart)..<Int(row.valueStart + row.valueLength)]))
                         }
                         // A change the view doesn't see (same rows as before) writes nothing.
-                        if try indexes.holdsRows(of: id(document), keys: keys, values: values, in: target.tables, transaction: transaction, scratch: &scratch) {
-                            continue
-                        }
-                        state.rowCount -= try indexes.removeRows(of: id(document), in: target.tables, transaction: transaction, removed: &changed)
+                        guard let removed = try indexes.replaceRows(of: id(document), keys: keys, values: values, in: target.tables,
+                                                                    cursor: backCursor, transaction: transaction, scratch: &scratch,
+                                                                    removed: &changed) else { continue }
+                        state.rowCount -= removed
                         for row in documentRows { rows.add(row) }
-                        guard !keys.isEmpty else { continue }
-                        try indexes.setBackIndex(of: id(document), keys: keys, values: values, cursor: backCursor, scratch: &scratch, append: appendsBack)
                     }
                 }
             }
