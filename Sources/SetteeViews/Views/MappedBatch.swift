@@ -12,42 +12,11 @@ package struct MappedRow: Sendable {
     package var valueStart: Int32 { keyStart + keyLength }
 }
 
-/// The ids of a batch's documents, back to back in one buffer.
-package struct DocumentIDs: Sendable {
-    package var bytes: [UInt8] = []
-    /// Where each id ends in `bytes`.
-    package var ends: [Int32] = []
-
-    package func range(_ document: Int) -> Range<Int> {
-        (document == 0 ? 0 : Int(ends[document - 1]))..<Int(ends[document])
-    }
-
-    package func string(_ document: Int) -> String {
-        String(decoding: bytes[range(document)], as: UTF8.self)
-    }
-
-    package mutating func append(_ id: UnsafeRawBufferPointer) {
-        bytes.append(contentsOf: id)
-        ends.append(Int32(bytes.count))
-    }
-
-    package mutating func removeAll(keepingCapacity: Bool) {
-        bytes.removeAll(keepingCapacity: keepingCapacity)
-        ends.removeAll(keepingCapacity: keepingCapacity)
-    }
-
-    package mutating func append(contentsOf other: DocumentIDs) {
-        let base = Int32(bytes.count)
-        bytes.append(contentsOf: other.bytes)
-        ends.append(contentsOf: other.ends.lazy.map { $0 + base })
-    }
-}
-
 /// Changed documents read for mapping, each as map functions see it
 /// (`{"_id":…,"_rev":…,…}`), back to back in one buffer.
 package struct DocumentBatch: Sendable {
     package var sequences: [UInt64] = []
-    package var ids = DocumentIDs()
+    package var ids = PackedByteStrings()
     package var json: [UInt8] = []
     /// Where each document's JSON ends in `json`; a deleted document's is empty.
     package var jsonEnds: [Int] = []
@@ -74,7 +43,7 @@ package struct DocumentBatch: Sendable {
 /// documents' sequences and ids — no allocation per row or per document.
 package struct MappedBatch: Sendable {
     package var sequences: [UInt64] = []
-    package var ids = DocumentIDs()
+    package var ids = PackedByteStrings()
     package var bytes: [UInt8] = []
     package var rows: [MappedRow] = []
     /// Per document, the index of its first row in `rows` (one more entry at the end).

@@ -272,16 +272,16 @@ package final class ViewIndexStore: Sendable {
     }
 
     /// Replaces a document's rows with these (stored keys and values, in
-    /// emit order), through `cursor` on the index's back table, which it
-    /// leaves on the document's entry when it has one: unless the index holds
-    /// exactly these (its back index lists the same, and the rows hold the
-    /// same values), the old rows (those its back entry lists) go, their
-    /// keys added to `removed`, and the back entry is set to the new ones (or
-    /// removed for none). Returns nil when the rows were the same, else how
-    /// many old rows went; the caller writes the new rows.
+    /// emit order) in the back index, through `cursor` on its table: unless
+    /// the index holds exactly these (its back index lists the same, and the
+    /// rows hold the same values), the keys of the old rows (those its back
+    /// entry lists) are added to `oldKeys`, for ``deleteRows(_:from:transaction:removed:)``
+    /// to delete, and the back entry is set to the new ones (or removed for
+    /// none). Returns nil when the rows were the same, else how many old rows
+    /// there were; the caller writes the new rows.
     package func replaceRows(of id: UnsafeRawBufferPointer, keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer],
                              in tables: ViewIndexTables, cursor: LMDBCursor, transaction: LMDBTransaction,
-                             scratch: inout [UInt8], removed: inout [[UInt8]]?) throws -> Int? {
+                             scratch: inout [UInt8], oldKeys: inout PackedByteStrings) throws -> Int? {
         try Self.makeBackEntry(keys: keys, values: values, in: &scratch)
         guard let old = try cursor.find(id)?.value else {
             if !scratch.isEmpty { try scratch.withUnsafeBytes { try cursor.put(id, $0) } }
@@ -292,16 +292,12 @@ package final class ViewIndexStore: Sendable {
         }) {
             return nil
         }
-        // Copied first: the rows' deletes and the entry's put may move the page it is on.
-        let entry = Array(old)
+        // The old keys are copied out before the entry's put (which may move the page it is on).
         var count = 0
         var keyScratch: [UInt8] = []
-        try entry.withUnsafeBytes { entry in
-            try IndexRow.forEachStoredKey(inBackEntry: entry, id: id, scratch: &keyScratch) { key in
-                _ = try transaction.delete(tables.rows, key)
-                removed?.append(Array(key))
-                count += 1
-            }
+        try IndexRow.forEachStoredKey(inBackEntry: old, id: id, scratch: &keyScratch) { key in
+            oldKeys.append(key)
+            count += 1
         }
         if scratch.isEmpty {
             try cursor.deleteCurrent()
@@ -309,6 +305,23 @@ package final class ViewIndexStore: Sendable {
             try scratch.withUnsafeBytes { try cursor.put(id, $0) }
         }
         return count
+    }
+
+    /// Deletes the rows of these stored keys, in key order (neighbouring
+    /// keys share pages), each key added to `removed`.
+    package func deleteRows(_ keys: PackedByteStrings, from tables: ViewIndexTables, transaction: LMDBTransaction,
+                            removed: inout [[UInt8]]?) throws {
+        guard !keys.ends.isEmpty else { return }
+        try keys.bytes.withUnsafeBytes { bytes in
+            func key(_ index: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[keys.range(index)]) }
+            let order = keys.ends.indices.sorted { compareBytes(key($0), key($1)) < 0 }
+            try transaction.withCursor(tables.rows) { cursor in
+                for index in order {
+                    if try cursor.find(key(index)) != nil { try cursor.deleteCurrent() }
+                    removed?.append(Array(key(index)))
+                }
+            }
+        }
     }
 
     private static func makeBackEntry(keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer], in entry: inout [UInt8]) throws {

@@ -654,6 +654,8 @@ package struct ViewIndexer {
                 var keys: [UnsafeRawBufferPointer] = []
                 var values: [UnsafeRawBufferPointer] = []
                 var scratch: [UInt8] = []
+                // The changed documents' old rows, deleted together in key order.
+                var oldKeys = PackedByteStrings()
                 // One cursor for the back index: ids in order find their pages from the last one's.
                 try transaction.withCursor(target.tables.back) { backCursor in
                     if target.fresh {
@@ -673,11 +675,12 @@ package struct ViewIndexer {
                         // A change the view doesn't see (same rows as before) writes nothing.
                         guard let removed = try indexes.replaceRows(of: id(document), keys: keys, values: values, in: target.tables,
                                                                     cursor: backCursor, transaction: transaction, scratch: &scratch,
-                                                                    removed: &changed) else { continue }
+                                                                    oldKeys: &oldKeys) else { continue }
                         state.rowCount -= removed
                         for row in documentRows { rows.add(row) }
                     }
                 }
+                try indexes.deleteRows(oldKeys, from: target.tables, transaction: transaction, removed: &changed)
             }
             if !target.fresh { rows.sort(in: bytes) }
             // A fresh index has no old rows to remove: this is the
