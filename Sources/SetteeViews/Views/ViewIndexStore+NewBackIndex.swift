@@ -4,7 +4,7 @@ import SetteeCore
 
 extension ViewIndexStore {
     /// Records the back-index entries of documents an index has no rows of
-    /// (a new index's), as ``replaceRows(of:keys:values:in:cursor:transaction:scratch:removed:)``
+    /// (a new index's), as ``replaceRows(of:keys:values:in:cursor:transaction:scratch:oldKeys:)``
     /// records one document's: each of `documents` (ids in order) with its
     /// rows of `target` in `batch` (in emit order), through `cursor` on the
     /// index's back table (`append`: the ids are known to follow every id

@@ -250,23 +250,14 @@ package final class ViewIndexStore: Sendable {
         checkpoints.withLock { $0[signature] = nil }
     }
 
-    /// Removes a document's rows from one index (those its back index lists)
-    /// and its back-index entry, adding their stored keys to `removed` when
-    /// given. Returns how many rows went.
-    package func removeRows(of id: UnsafeRawBufferPointer, in tables: ViewIndexTables, transaction: LMDBTransaction,
-                    removed: inout [[UInt8]]?) throws -> Int {
+    /// Removes a document's back-index entry from one index, adding the
+    /// stored keys of the rows it lists to `oldKeys`, for
+    /// ``deleteRows(_:from:transaction:removed:)`` to delete. Returns how
+    /// many rows it listed.
+    package func removeBackEntry(of id: UnsafeRawBufferPointer, in tables: ViewIndexTables, transaction: LMDBTransaction,
+                                 oldKeys: inout PackedByteStrings) throws -> Int {
         guard let old = try transaction.get(tables.back, id) else { return 0 }
-        var count = 0
-        // Copy first: deleting rows may move the page the back entry is on.
-        let entry = Array(old)
-        var scratch: [UInt8] = []
-        try entry.withUnsafeBytes { entry in
-            try IndexRow.forEachStoredKey(inBackEntry: entry, id: id, scratch: &scratch) { key in
-                _ = try transaction.delete(tables.rows, key)
-                removed?.append(Array(key))
-                count += 1
-            }
-        }
+        let count = try Self.appendStoredKeys(inBackEntry: old, id: id, to: &oldKeys)
         _ = try transaction.delete(tables.back, id)
         return count
     }
@@ -293,12 +284,7 @@ package final class ViewIndexStore: Sendable {
             return nil
         }
         // The old keys are copied out before the entry's put (which may move the page it is on).
-        var count = 0
-        var keyScratch: [UInt8] = []
-        try IndexRow.forEachStoredKey(inBackEntry: old, id: id, scratch: &keyScratch) { key in
-            oldKeys.append(key)
-            count += 1
-        }
+        let count = try Self.appendStoredKeys(inBackEntry: old, id: id, to: &oldKeys)
         if scratch.isEmpty {
             try cursor.deleteCurrent()
         } else {
@@ -322,6 +308,18 @@ package final class ViewIndexStore: Sendable {
                 }
             }
         }
+    }
+
+    /// Adds the stored keys of the rows a back-index entry lists to `keys`; returns how many.
+    private static func appendStoredKeys(inBackEntry entry: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
+                                         to keys: inout PackedByteStrings) throws -> Int {
+        var count = 0
+        var scratch: [UInt8] = []
+        try IndexRow.forEachStoredKey(inBackEntry: entry, id: id, scratch: &scratch) { key in
+            keys.append(key)
+            count += 1
+        }
+        return count
     }
 
     private static func makeBackEntry(keys: [UnsafeRawBufferPointer], values: [UnsafeRawBufferPointer], in entry: inout [UInt8]) throws {

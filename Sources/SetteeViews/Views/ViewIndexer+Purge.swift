@@ -11,10 +11,12 @@ extension ViewIndexer {
     func removeRows(purgedAfter since: UInt64, upTo purgeSequence: UInt64, from tables: ViewIndexTables,
                     state: inout ViewIndexState, in transaction: LMDBTransaction, removed: inout [[UInt8]]?) throws {
         var rowCount = state.rowCount
+        var oldKeys = PackedByteStrings()
         try store.forEachPurge(since: since, in: transaction) { sequence, id in
             guard sequence <= purgeSequence else { return }
-            rowCount -= try indexes.removeRows(of: id, in: tables, transaction: transaction, removed: &removed)
+            rowCount -= try indexes.removeBackEntry(of: id, in: tables, transaction: transaction, oldKeys: &oldKeys)
         }
+        try indexes.deleteRows(oldKeys, from: tables, transaction: transaction, removed: &removed)
         state.rowCount = rowCount
         state.purgeSequence = purgeSequence
     }
