@@ -153,6 +153,41 @@ struct IndexBuildTests {
         #expect(!reports[1].isEmpty && reports[1].allSatisfy { $0.toMerge == 0 && $0.merged == 0 })
     }
 
+    @Test("Documents written in id order, their design document last: every back-index entry goes straight into the table, only rows are merged")
+    func backEntriesInIDOrderWithTheDesignDocumentLast() throws {
+        // Ids in order, as an import writes them; the index defined afterwards,
+        // its design document (whose id sorts first) the last change.
+        var random = SplitMix64(seed: 21)
+        let lines = (0..<3000).map { #"{"_id": "d\#(String(format: "%05d", $0))", "tag": "\#(Self.tags[Int(random.next() % 5)])", "n": \#(random.next() % 1000)}"# }
+        let directory = TemporaryDirectory()
+        var options = Database.Options()
+        options.javaScriptWorkers = 2
+        options.indexBatchSize = 64
+        options.indexBufferBytes = 16 << 10
+        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        try Self.load(lines, into: db)
+        try db.loadDesignDocuments(from: directory.file("b.json", contents: Self.design))
+        var progress: [IndexProgress] = []
+        try db.updateIndexes { progress.append($0) }
+        let toMerge = try #require(progress.last { $0.toMerge > 0 }?.toMerge, "built from sorted runs")
+        // The same documents indexed in one flush: the tables to expect.
+        let whole = try Fixture()
+        try whole.index(lines)
+        var rows = 0
+        for view in Self.views {
+            let signature = try db.designDocument("b")!.view(view)!.signature
+            let tables = try db.indexes.tables(for: signature)
+            let entries = try db.environment.read { transaction in
+                try [tables.rows, tables.back, tables.chunks].map { try transaction.entries(of: $0) }
+            }
+            let expected = try whole.tables(view)
+            #expect(entries[0].map { [1] + $0 } == expected.filter { $0.first == 1 }, "\(view): rows")
+            #expect(entries[1].map { [2] + $0 } == expected.filter { $0.first == 2 }, "\(view): back-index entries")
+            rows += entries[0].count
+        }
+        #expect(toMerge == rows, "\(toMerge) entries merged for \(rows) rows: back-index entries were merged too")
+    }
+
     @Test("Rows that go in in order are written an eighth of the buffer at a time; once a write finds them scattered, the whole buffer")
     func flushSizesFollowTheKeys() throws {
         /// The write transactions a new index of `map` commits over 6,000 documents.
@@ -216,18 +251,19 @@ struct IndexBuildTests {
         var runs: [SortedRun] = []
         for run in 0..<7 {
             // Keys of a few small bytes, so that runs share keys; an empty run; a run of
-            // 20 MB (values of 1 MB of one byte, held here as that byte and a mark).
-            let count = run == 3 ? 0 : run == 6 ? 20 : Int(random.next() % 3000)
+            // about 20 MB (values of 1 MB of one byte, held here as that byte and a mark,
+            // larger than the run's buffer, between small ones).
+            let count = run == 3 ? 0 : run == 6 ? 40 : Int(random.next() % 3000)
             let entries = (0..<count).map { _ in
                 Entry(key: (0..<Int(random.next() % 5)).map { _ in UInt8(random.next() % 3) },
-                      value: run == 6 ? [UInt8(random.next() % 256), 0xFF, 0xFF] : [UInt8(run), UInt8(random.next() % 256)])
+                      value: run == 6 && random.next() % 2 == 0 ? [UInt8(random.next() % 256), 0xFF, 0xFF] : [UInt8(run), UInt8(random.next() % 256)])
             }.enumerated().sorted { a, b in
                 let order = a.element.key.lexicographicallyPrecedes(b.element.key) ? -1 : b.element.key.lexicographicallyPrecedes(a.element.key) ? 1 : 0
                 return order != 0 ? order < 0 : a.offset < b.offset
             }.map(\.element)
             let file = try SortedRun(in: directory.url.path)
             for entry in entries {
-                let value = run == 6 ? [UInt8](repeating: entry.value[0], count: 1 << 20) : entry.value
+                let value = entry.value.count == 3 ? [UInt8](repeating: entry.value[0], count: 1 << 20) : entry.value
                 try entry.key.withUnsafeBytes { key in try value.withUnsafeBytes { try file.append(key: key, value: $0) } }
             }
             try file.finishWriting()

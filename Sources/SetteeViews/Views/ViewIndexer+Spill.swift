@@ -116,7 +116,12 @@ extension ViewIndexer {
                 if let base = bytes.baseAddress {
                     for entry in rows.entries { try rowsRun.append(key: entry.key(at: base), value: entry.value(at: base)) }
                 }
-                guard let first = documents.first, let last = documents.last else { return }
+                // Only documents with rows have back-index entries: one without (a design
+                // document written after the others, whose id sorts first) breaks no order.
+                func hasRows(_ document: Int) -> Bool {
+                    batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]].contains { $0.target == index }
+                }
+                guard let first = documents.first(where: hasRows), let last = documents.last(where: hasRows) else { return }
                 if spilled.back.isEmpty, spilled.lastBackID.map({ compareBytes(id(first), $0) > 0 }) ?? true {
                     try store.environment.write(durable: false) { transaction in
                         try record(spilled, of: target, in: transaction)
