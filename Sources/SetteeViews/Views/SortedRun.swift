@@ -18,7 +18,11 @@ package final class SortedRun: @unchecked Sendable {
     // no longer changed) it is handed to those that merge it.
     private let descriptor: Int32
     private let path: String
-    private var buffer: [UInt8] = []
+    /// Entries gathered before they are written to the file: ``bufferBytes``
+    /// of memory, written into directly (appends to an array cost several
+    /// times the bytes they copy); nil once the run is complete.
+    private var buffer: UnsafeMutableRawPointer?
+    private var buffered = 0
     package private(set) var count = 0
     private var length = 0
     private var map: UnsafeRawBufferPointer?
@@ -37,29 +41,42 @@ package final class SortedRun: @unchecked Sendable {
         self.descriptor = descriptor
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         unlink(path)
-        buffer.reserveCapacity(Self.bufferBytes + 4096)
+        buffer = .allocate(byteCount: Self.bufferBytes, alignment: 16)
     }
 
     deinit {
+        buffer?.deallocate()
         if let map { munmap(UnsafeMutableRawPointer(mutating: map.baseAddress), map.count) }
         close(descriptor)
     }
 
     /// Adds an entry after the last (keys must come in order).
     package func append(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
-        withUnsafeBytes(of: UInt32(key.count)) { buffer.append(contentsOf: $0) }
-        withUnsafeBytes(of: UInt32(value.count)) { buffer.append(contentsOf: $0) }
-        buffer.append(contentsOf: key)
-        buffer.append(contentsOf: value)
+        guard let buffer else { preconditionFailure("an entry appended to a complete run") }
+        let entryLength = 8 + key.count + value.count
+        if buffered + entryLength > Self.bufferBytes { try writeBuffer() }
         count += 1
-        if buffer.count >= Self.bufferBytes { try writeBuffer() }
+        guard entryLength <= Self.bufferBytes else {
+            // Larger than the buffer: written on its own.
+            try withUnsafeBytes(of: (UInt32(key.count), UInt32(value.count))) { try writeAll($0) }
+            try writeAll(key)
+            try writeAll(value)
+            return
+        }
+        let entry = buffer + buffered
+        entry.storeBytes(of: UInt32(key.count), as: UInt32.self)
+        entry.storeBytes(of: UInt32(value.count), toByteOffset: 4, as: UInt32.self)
+        if let base = key.baseAddress { (entry + 8).copyMemory(from: base, byteCount: key.count) }
+        if let base = value.baseAddress { (entry + 8 + key.count).copyMemory(from: base, byteCount: value.count) }
+        buffered += entryLength
     }
 
     /// Writes what is still buffered, and maps the file for reading: the
     /// run is complete (and may be handed to other threads).
     package func finishWriting() throws {
         try writeBuffer()
-        buffer = []
+        buffer?.deallocate()
+        buffer = nil
         guard length > 0 else { return }
         guard let address = mmap(nil, length, PROT_READ, MAP_PRIVATE, descriptor, 0), address != MAP_FAILED else {
             throw StorageError(code: errno, operation: "reading back a temporary file of an index build in \(path)")
@@ -69,23 +86,28 @@ package final class SortedRun: @unchecked Sendable {
     }
 
     private func writeBuffer() throws {
-        try buffer.withUnsafeBytes { bytes in
-            var written = 0
-            while written < bytes.count {
-                let result = write(descriptor, bytes.baseAddress! + written, bytes.count - written)
-                if result < 0 {
-                    let error = errno
-                    if error == EINTR { continue }
-                    throw StorageError(code: error, operation: "writing a temporary file of an index build in \(path)",
-                                       explanation: error == ENOSPC ? "no space left on the device for the sorted rows of the new index, "
-                                           + "kept in temporary files beside the database (about the index's size) until they are merged into it; "
-                                           + "the next update builds the index again from the start" : nil)
-                }
-                written += result
+        guard let buffer, buffered > 0 else { return }
+        try writeAll(UnsafeRawBufferPointer(start: buffer, count: buffered))
+        buffered = 0
+    }
+
+    /// Writes `bytes` at the end of the file.
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let base = bytes.baseAddress else { return }
+        var written = 0
+        while written < bytes.count {
+            let result = write(descriptor, base + written, bytes.count - written)
+            if result < 0 {
+                let error = errno
+                if error == EINTR { continue }
+                throw StorageError(code: error, operation: "writing a temporary file of an index build in \(path)",
+                                   explanation: error == ENOSPC ? "no space left on the device for the sorted rows of the new index, "
+                                       + "kept in temporary files beside the database (about the index's size) until they are merged into it; "
+                                       + "the next update builds the index again from the start" : nil)
             }
+            written += result
         }
-        length += buffer.count
-        buffer.removeAll(keepingCapacity: true)
+        length += bytes.count
     }
 
     /// The run's bytes (once ``finishWriting()`` has mapped them).
