@@ -102,6 +102,23 @@ struct FindTests {
         #expect(mangoError { _ = try find(db, #"{"selector": {}, "bookmark": "not a bookmark"}"#) }?.error == "invalid_bookmark")
     }
 
+    @Test("execution_stats carry the query's time when asked for; without them there are none")
+    func executionTime() throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        try people(db)
+        // A regular expression over every document: a query that takes measurable time.
+        let timed = try find(db, #"{"selector": {"city": {"$regex": "^(O|L)(s|y)(l|o)+.*$"}}, "limit": 100, "execution_stats": true}"#)
+        let stats = try #require(timed.executionStats)
+        #expect(stats.executionTimeMilliseconds > 0)
+        #expect(stats.totalDocsExamined == 41)
+        #expect(stats.resultsReturned == 40)
+        #expect(timed.jsonText.contains(#""execution_time_ms":"#))
+        let untimed = try find(db, #"{"selector": {"city": {"$regex": "^O"}}}"#)
+        #expect(untimed.executionStats == nil)
+        #expect(!untimed.jsonText.contains("execution_stats"))
+    }
+
     @Test("Conditions on _id narrow the scan; a sort by _id needs one, any other sort an index")
     func idRangesAndSort() throws {
         let directory = TemporaryDirectory()

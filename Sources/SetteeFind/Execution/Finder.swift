@@ -29,7 +29,8 @@ package struct Finder {
     /// Runs `request` as `prepared` (made from a request with the same selector, sort,
     /// fields, `use_index` and `allow_fallback`, over the indexes now current) says.
     package func find(_ request: FindRequest, prepared: PreparedFind, reader: IndexReader? = nil) throws -> FindResult {
-        let started = ContinuousClock.now
+        // Timed only for the statistics that report it.
+        let started = request.executionStats ? ContinuousClock.now : nil
         let (selector, projection, plan) = (prepared.selector, prepared.projection, prepared.plan)
         let bookmark = try request.bookmark.map { text throws(MangoError) in try Bookmark(decoding: text) }
         var warnings: [String] = []
@@ -65,7 +66,7 @@ package struct Finder {
         }
         if plan.index.type == "special" { warnings.append("No matching index found, create an index to optimize query time.") }
         stats.resultsReturned = documents.count
-        stats.executionTimeMilliseconds = Double((ContinuousClock.now - started) / .microseconds(1)) / 1000
+        if let started { stats.executionTimeMilliseconds = Double((ContinuousClock.now - started) / .microseconds(1)) / 1000 }
         if Self.examinesTooMany(stats) {
             warnings.append("The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this.")
         }
