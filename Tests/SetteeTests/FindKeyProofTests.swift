@@ -23,7 +23,7 @@ private func proven(_ selector: String, fields: [String]) throws -> Bool {
 
 @Suite("find skips matching a document its current index key proves")
 struct FindKeyProofTests {
-    @Test("Only a selector that is one $eq per leading column, and nothing else, is proven by the keys")
+    @Test("A selector of one $eq per leading column, or a range on the last of them, and nothing else, is proven by the keys")
     func whichSelectorsAreProven() throws {
         #expect(try proven(#"{"a": "x"}"#, fields: ["a"]))
         #expect(try proven(#"{"a": {"$eq": 1}}"#, fields: ["a"]))
@@ -31,10 +31,19 @@ struct FindKeyProofTests {
         #expect(try proven(#"{"$and": [{"b": 2}, {"a": "x"}]}"#, fields: ["a", "b"]))
         #expect(try proven(#"{"a": {"b": null}}"#, fields: ["a.b"]), "a nested field, normalized to a.b")
 
-        #expect(try !proven(#"{"a": {"$gt": "x"}}"#, fields: ["a"]), "a range's bounds are matched after")
-        #expect(try !proven(#"{"a": {"$gte": 1, "$lte": 1}}"#, fields: ["a"]), "an equal range written as two bounds")
+        // A range on the last column the selector bounds: its rows match but
+        // those on an excluded bound, told apart by their encoded keys.
+        #expect(try proven(#"{"a": {"$gt": "x"}}"#, fields: ["a"]))
+        #expect(try proven(#"{"a": {"$lt": 5}}"#, fields: ["a"]))
+        #expect(try proven(#"{"a": {"$gte": 1, "$lt": 9}}"#, fields: ["a"]))
+        #expect(try proven(#"{"a": {"$gte": 1, "$lte": 1}}"#, fields: ["a"]), "an equal range written as two bounds")
+        #expect(try proven(#"{"a": "x", "b": {"$gt": 1}}"#, fields: ["a", "b"]), "a second column's range after an equality")
+
         #expect(try !proven(#"{"a": "x", "c": 1}"#, fields: ["a"]), "a condition on a field outside the index")
-        #expect(try !proven(#"{"a": "x", "b": {"$gt": 1}}"#, fields: ["a", "b"]), "a second column's range")
+        #expect(try !proven(#"{"a": {"$gt": 1}, "b": 2}"#, fields: ["a", "b"]), "a column after a range")
+        #expect(try !proven(#"{"a": {"$gt": 1}, "b": {"$lt": 2}}"#, fields: ["a", "b"]), "two ranges")
+        #expect(try !proven(#"{"$and": [{"a": {"$gt": 1}}, {"a": {"$gte": 2}}]}"#, fields: ["a"]), "two lower bounds")
+        #expect(try !proven(#"{"a": {"$gt": 1, "$ne": 3}}"#, fields: ["a"]), "a range and $ne")
         #expect(try !proven(#"{"$and": [{"a": "x"}, {"a": "x"}]}"#, fields: ["a"]), "one column twice")
         #expect(try !proven(#"{"a": {"$in": ["x"]}}"#, fields: ["a"]))
         #expect(try !proven(#"{"_id": "x"}"#, fields: ["_id"]), "$eq on _id compares raw bytes, the index collates")
@@ -44,7 +53,8 @@ struct FindKeyProofTests {
     @Test("A request prepared from another of its shape is proven as that one is")
     func shapedPreparations() throws {
         let indexes = [MangoIndex.allDocuments, jsonIndex(["a"])]
-        for (template, request, provenAsTemplate) in [(#"{"a": "x"}"#, #"{"a": "y"}"#, true), (#"{"a": {"$gt": 1}}"#, #"{"a": {"$gt": 2}}"#, false)] {
+        for (template, request, provenAsTemplate) in [(#"{"a": "x"}"#, #"{"a": "y"}"#, true), (#"{"a": {"$gt": 1}}"#, #"{"a": {"$gt": 2}}"#, true),
+                                                      (#"{"a": {"$gt": 1}, "c": 2}"#, #"{"a": {"$gt": 2}, "c": 3}"#, false)] {
             let prepared = try PreparedFind(FindRequest(selector: try JSONValue(parsing: template)), indexes: indexes)
             let shaped = try #require(try PreparedFind(FindRequest(selector: try JSONValue(parsing: request)), shapedAs: prepared))
             #expect(prepared.keysProveSelector == provenAsTemplate)
@@ -100,6 +110,44 @@ struct FindKeyProofTests {
                 let expected = try scanned.find(request).documents.compactMap { $0["_id"]?.stringValue }.sorted()
                 #expect(ids == expected, "\(text)")
             }
+        }
+    }
+
+    @Test("Ranges read through a current index find what a scan of every document finds, bounds that collate equal left out or in")
+    func rangesSameAsScan() throws {
+        let directory = TemporaryDirectory()
+        let indexed = try openDatabase(directory.url.appendingPathComponent("indexed"))
+        let scanned = try openDatabase(directory.url.appendingPathComponent("scanned"))
+        try indexed.createIndex(IndexRequest(json: #"{"index": {"fields": ["v"]}, "ddoc": "v", "name": "v"}"#))
+        try indexed.createIndex(IndexRequest(json: #"{"index": {"fields": ["v", "w"]}, "ddoc": "vw", "name": "vw"}"#))
+        let values: [String] = [#""é""#, #""e\u0301""#, #""E""#, #""e""#, #""f""#, "1", "1.0", "-0", "0", "2", "null", "true", "false", "[1]", "[1.0]",
+                                "[1, 2]", #"{"k": 1}"#, #"{}"#, "[]", #""""#]
+        var generator = SystemRandomNumberGenerator()
+        for number in 0..<300 {
+            var members = [#""_id": "d\#(number)""#]
+            if Int.random(in: 0..<8, using: &generator) > 0 { members.append(#""v": \#(values.randomElement(using: &generator)!)"#) }
+            if Int.random(in: 0..<8, using: &generator) > 0 { members.append(#""w": \#(values.randomElement(using: &generator)!)"#) }
+            let text = "{" + members.joined(separator: ", ") + "}"
+            try indexed.put(text)
+            try scanned.put(text)
+        }
+        var selectors: [String] = []
+        for a in values {
+            for low in ["$gt", "$gte"] { selectors.append(#"{"v": {"\#(low)": \#(a)}}"#) }
+            for high in ["$lt", "$lte"] { selectors.append(#"{"v": {"\#(high)": \#(a)}}"#) }
+            selectors.append(#"{"v": {"$gt": \#(a), "$lt": "f"}}"#)
+            selectors.append(#"{"v": {"$gte": 0, "$lte": \#(a)}}"#)
+            selectors.append(#"{"v": {"$eq": "e"}, "w": {"$gt": \#(a)}}"#)
+            selectors.append(#"{"v": {"$eq": 1}, "w": {"$lt": \#(a)}}"#)
+        }
+        for text in selectors {
+            var request = FindRequest(selector: try JSONValue(parsing: text))
+            request.limit = 1000
+            let throughIndex = try indexed.find(request)
+            #expect(throughIndex.warning?.contains("No matching index") != true, "an index serves \(text)")
+            let ids = throughIndex.documents.compactMap { $0["_id"]?.stringValue }.sorted()
+            let expected = try scanned.find(request).documents.compactMap { $0["_id"]?.stringValue }.sorted()
+            #expect(ids == expected, "\(text)")
         }
     }
 }

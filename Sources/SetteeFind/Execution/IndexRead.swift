@@ -22,9 +22,9 @@ struct IndexRead {
     /// The documents' store, for a covering read (which reads no document)
     /// to leave out the documents past their expiration time; nil for none.
     var store: DocumentStore? = nil
-    /// Whether every row in the ranges matches the selector (see
-    /// `QueryPlanner.Plan.keysProve(_:)`): a document read through a current
-    /// index is then not matched again.
+    /// Whether every row in the ranges matches the selector but those on a
+    /// bound it leaves out (see `QueryPlanner.Plan.keysProve(_:)`): a
+    /// document read through a current index is then not matched again.
     var keysProveSelector = false
 
     /// An end key's last element that sorts after every JSON value, non-empty
@@ -82,6 +82,8 @@ struct IndexRead {
         var skip = request.skip
         var resuming = bookmark
         var examined = (keys: 0, documents: 0)
+        // Rows on a bound the selector leaves out (`$gt`, `$lt`), when the keys prove the rest.
+        let excluded = keysProveSelector ? FieldRange.excludedKeyPrefixes(ranges) : []
         try reader(index, scan) { entry in
             examined.keys += 1
             let row = entry.row
@@ -94,9 +96,13 @@ struct IndexRead {
             guard let text = entry.document, text.first == UInt8(ascii: "{") else { return true }
             examined.documents += 1
             // Matched on the document's text (only the fields the selector names are parsed),
-            // unless the row's key, the document's current one, proves it matches.
-            let proven = keysProveSelector && entry.indexIsCurrent
-            guard try proven || selector.matches(json: text) else { return true }
+            // unless the row's key, the document's current one, proves whether it matches.
+            if keysProveSelector && entry.indexIsCurrent {
+                let key = row.encodedKey
+                guard !excluded.contains(where: { key.starts(with: $0) }) else { return true }
+            } else {
+                guard try selector.matches(json: text) else { return true }
+            }
             if skip > 0 {
                 skip -= 1
                 return true
