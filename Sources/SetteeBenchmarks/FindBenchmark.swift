@@ -140,7 +140,7 @@ enum FindBenchmark {
             Benchmark.percentiles(times) + String(format: ", %.2f page faults per query", Double(faults[kind] ?? 0) / Double(max(1, times.count)))
         }
         if !equality.isEmpty {
-            figures.append(("find by equality on an indexed field + response text (in process)", withFaults(equality, "equality")))
+            figures.append(("find by equality on an indexed field, a customer's orders (about 12 documents) + response text (in process)", withFaults(equality, "equality")))
         }
         if !again.isEmpty {
             figures.append(("  the same equalities again, their pages mapped", withFaults(again, "again")))
@@ -159,7 +159,7 @@ enum FindBenchmark {
             figures.append(("  the same equality each time (its plan kept)", withFaults(repeated, "repeated")))
         }
         if !created.isEmpty {
-            figures.append(("  an equality finding about one document (`created`)",
+            figures.append(("  find by equality on an indexed field, one document (`created`, on an index of its own)",
                             withFaults(created, "created") + String(format: ", %.2f documents per query", Double(createdFound) / Double(created.count))))
         }
         if !range.isEmpty {
