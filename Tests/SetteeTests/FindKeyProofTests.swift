@@ -150,4 +150,32 @@ struct FindKeyProofTests {
             #expect(ids == expected, "\(text)")
         }
     }
+
+    @Test("Ranges read through a partitioned index leave out the rows on an excluded bound, as a scan of the partition does")
+    func partitionedRangesSameAsScan() throws {
+        let directory = TemporaryDirectory()
+        var databases: [Database] = []
+        for name in ["indexed", "scanned"] {
+            let db = try openDatabase(directory.url.appendingPathComponent(name))
+            try db.makePartitioned()
+            try db.write { batch in
+                for number in 0..<120 {
+                    try batch.put(#"{"_id": "\#(["p", "q"][number % 2]):d\#(number)", "v": \#(number % 7), "w": "\#(["e", "é", "f"][number % 3])"}"#)
+                }
+            }
+            databases.append(db)
+        }
+        try databases[0].createIndex(IndexRequest(json: #"{"index": {"fields": ["v"]}, "ddoc": "v", "name": "v", "partitioned": true}"#))
+        try databases[0].createIndex(IndexRequest(json: #"{"index": {"fields": ["w"]}, "ddoc": "w", "name": "w", "partitioned": true}"#))
+        for text in [#"{"v": {"$gt": 3}}"#, #"{"v": {"$lt": 3}}"#, #"{"v": {"$gt": 1, "$lt": 5}}"#, #"{"w": {"$gt": "e"}}"#, #"{"w": {"$lt": "f"}}"#] {
+            var request = FindRequest(selector: try JSONValue(parsing: text))
+            request.partition = "p"
+            request.limit = 1000
+            let throughIndex = try databases[0].find(request)
+            #expect(throughIndex.warning == nil, "the index serves \(text)")
+            let ids = throughIndex.documents.compactMap { $0["_id"]?.stringValue }.sorted()
+            let expected = try databases[1].find(request).documents.compactMap { $0["_id"]?.stringValue }.sorted()
+            #expect(!expected.isEmpty && ids == expected, "\(text)")
+        }
+    }
 }

@@ -11,7 +11,10 @@ extension QueryPlanner.Plan {
     /// compare by the same collation as those operators do.
     ///
     /// Not on `_id`, which the operators compare in raw order (two ids that
-    /// collate equal are not equal); not for an array index, whose keys are elements.
+    /// collate equal are not equal); not for an array index, whose keys are
+    /// elements; not for a partition query, whose selector has a condition on
+    /// `_id` (a partitioned index's keys begin with the partition, which
+    /// ``FieldRange/excludedKeyPrefixes(_:)`` leaves out).
     func keysProve(_ selector: JSONValue) -> Bool {
         guard index.type == "json", let lastRange = ranges.last, case .range = lastRange,
               ranges.dropLast().allSatisfy({ $0.equalValue != nil }) else { return false }
