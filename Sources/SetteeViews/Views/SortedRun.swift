@@ -55,12 +55,12 @@ package final class SortedRun: @unchecked Sendable {
         guard let buffer else { preconditionFailure("an entry appended to a complete run") }
         let entryLength = 8 + key.count + value.count
         if buffered + entryLength > Self.bufferBytes { try writeBuffer() }
-        count += 1
         guard entryLength <= Self.bufferBytes else {
             // Larger than the buffer: written on its own.
             try withUnsafeBytes(of: (UInt32(key.count), UInt32(value.count))) { try writeAll($0) }
             try writeAll(key)
             try writeAll(value)
+            count += 1
             return
         }
         let entry = buffer + buffered
@@ -69,6 +69,7 @@ package final class SortedRun: @unchecked Sendable {
         if let base = key.baseAddress { (entry + 8).copyMemory(from: base, byteCount: key.count) }
         if let base = value.baseAddress { (entry + 8 + key.count).copyMemory(from: base, byteCount: value.count) }
         buffered += entryLength
+        count += 1
     }
 
     /// Writes what is still buffered, and maps the file for reading: the
