@@ -21,6 +21,30 @@ private func proven(_ selector: String, fields: [String]) throws -> Bool {
     return prepared.keysProveSelector
 }
 
+/// Puts the same 300 documents, whose `v` and `w` (each missing one time in
+/// eight) are drawn from `values` (JSON texts), into every database of `databases`.
+private func putRandomDocuments(drawingFrom values: [String], into databases: [Database]) throws {
+    var generator = SystemRandomNumberGenerator()
+    for number in 0..<300 {
+        var members = [#""_id": "d\#(number)""#]
+        if Int.random(in: 0..<8, using: &generator) > 0 { members.append(#""v": \#(values.randomElement(using: &generator)!)"#) }
+        if Int.random(in: 0..<8, using: &generator) > 0 { members.append(#""w": \#(values.randomElement(using: &generator)!)"#) }
+        let text = "{" + members.joined(separator: ", ") + "}"
+        for db in databases { try db.put(text) }
+    }
+}
+
+/// `request` (up to 1,000 results) through `indexed`'s indexes, and the
+/// ids it finds there and in `scanned`, sorted.
+private func idsThroughIndexAndScan(_ request: FindRequest, indexed: Database, scanned: Database) throws
+    -> (throughIndex: FindResult, ids: [String], expected: [String]) {
+    var request = request
+    request.limit = 1000
+    let throughIndex = try indexed.find(request)
+    func ids(_ result: FindResult) -> [String] { result.documents.compactMap { $0["_id"]?.stringValue }.sorted() }
+    return (throughIndex, ids(throughIndex), ids(try scanned.find(request)))
+}
+
 @Suite("find skips matching a document its current index key proves")
 struct FindKeyProofTests {
     @Test("A selector of one $eq per leading column, or a range on the last of them, and nothing else, is proven by the keys")
@@ -89,25 +113,14 @@ struct FindKeyProofTests {
         try indexed.createIndex(IndexRequest(json: #"{"index": {"fields": ["v", "w"]}, "ddoc": "v", "name": "v"}"#))
         let values: [String] = [#""é""#, #""e\u0301""#, #""E""#, #""e""#, "1", "1.0", "-0", "0", "null", "true", "false", "[1]", "[1.0]",
                                 #"{"k": 1}"#, #"{}"#, "[]", #""""#]
-        var generator = SystemRandomNumberGenerator()
-        for number in 0..<300 {
-            var members = [#""_id": "d\#(number)""#]
-            if Int.random(in: 0..<8, using: &generator) > 0 { members.append(#""v": \#(values.randomElement(using: &generator)!)"#) }
-            if Int.random(in: 0..<8, using: &generator) > 0 { members.append(#""w": \#(values.randomElement(using: &generator)!)"#) }
-            let text = "{" + members.joined(separator: ", ") + "}"
-            try indexed.put(text)
-            try scanned.put(text)
-        }
+        try putRandomDocuments(drawingFrom: values, into: [indexed, scanned])
         for v in values {
             for w in values {
                 // `$eq` written out: an object value would otherwise name nested fields.
                 let text = #"{"v": {"$eq": \#(v)}, "w": {"$eq": \#(w)}}"#
-                var request = FindRequest(selector: try JSONValue(parsing: text))
-                request.limit = 1000
-                let throughIndex = try indexed.find(request)
+                let (throughIndex, ids, expected) = try idsThroughIndexAndScan(FindRequest(selector: try JSONValue(parsing: text)),
+                                                                               indexed: indexed, scanned: scanned)
                 #expect(throughIndex.warning == nil, "the index serves \(text)")
-                let ids = throughIndex.documents.compactMap { $0["_id"]?.stringValue }.sorted()
-                let expected = try scanned.find(request).documents.compactMap { $0["_id"]?.stringValue }.sorted()
                 #expect(ids == expected, "\(text)")
             }
         }
@@ -122,15 +135,7 @@ struct FindKeyProofTests {
         try indexed.createIndex(IndexRequest(json: #"{"index": {"fields": ["v", "w"]}, "ddoc": "vw", "name": "vw"}"#))
         let values: [String] = [#""é""#, #""e\u0301""#, #""E""#, #""e""#, #""f""#, "1", "1.0", "-0", "0", "2", "null", "true", "false", "[1]", "[1.0]",
                                 "[1, 2]", #"{"k": 1}"#, #"{}"#, "[]", #""""#]
-        var generator = SystemRandomNumberGenerator()
-        for number in 0..<300 {
-            var members = [#""_id": "d\#(number)""#]
-            if Int.random(in: 0..<8, using: &generator) > 0 { members.append(#""v": \#(values.randomElement(using: &generator)!)"#) }
-            if Int.random(in: 0..<8, using: &generator) > 0 { members.append(#""w": \#(values.randomElement(using: &generator)!)"#) }
-            let text = "{" + members.joined(separator: ", ") + "}"
-            try indexed.put(text)
-            try scanned.put(text)
-        }
+        try putRandomDocuments(drawingFrom: values, into: [indexed, scanned])
         var selectors: [String] = []
         for a in values {
             for low in ["$gt", "$gte"] { selectors.append(#"{"v": {"\#(low)": \#(a)}}"#) }
@@ -141,12 +146,9 @@ struct FindKeyProofTests {
             selectors.append(#"{"v": {"$eq": 1}, "w": {"$lt": \#(a)}}"#)
         }
         for text in selectors {
-            var request = FindRequest(selector: try JSONValue(parsing: text))
-            request.limit = 1000
-            let throughIndex = try indexed.find(request)
+            let (throughIndex, ids, expected) = try idsThroughIndexAndScan(FindRequest(selector: try JSONValue(parsing: text)),
+                                                                           indexed: indexed, scanned: scanned)
             #expect(throughIndex.warning?.contains("No matching index") != true, "an index serves \(text)")
-            let ids = throughIndex.documents.compactMap { $0["_id"]?.stringValue }.sorted()
-            let expected = try scanned.find(request).documents.compactMap { $0["_id"]?.stringValue }.sorted()
             #expect(ids == expected, "\(text)")
         }
     }
@@ -170,11 +172,8 @@ struct FindKeyProofTests {
         for text in [#"{"v": {"$gt": 3}}"#, #"{"v": {"$lt": 3}}"#, #"{"v": {"$gt": 1, "$lt": 5}}"#, #"{"w": {"$gt": "e"}}"#, #"{"w": {"$lt": "f"}}"#] {
             var request = FindRequest(selector: try JSONValue(parsing: text))
             request.partition = "p"
-            request.limit = 1000
-            let throughIndex = try databases[0].find(request)
+            let (throughIndex, ids, expected) = try idsThroughIndexAndScan(request, indexed: databases[0], scanned: databases[1])
             #expect(throughIndex.warning == nil, "the index serves \(text)")
-            let ids = throughIndex.documents.compactMap { $0["_id"]?.stringValue }.sorted()
-            let expected = try databases[1].find(request).documents.compactMap { $0["_id"]?.stringValue }.sorted()
             #expect(!expected.isEmpty && ids == expected, "\(text)")
         }
     }

@@ -52,6 +52,11 @@ package struct MappedBatch: Sendable {
 
     package var documentCount: Int { documentRows.count - 1 }
 
+    /// The rows document `document` (its place in the batch) emitted, for every target.
+    package func rows(of document: Int) -> ArraySlice<MappedRow> {
+        rows[documentRows[document]..<documentRows[document + 1]]
+    }
+
     /// Roughly the memory the batch holds.
     package var memoryBytes: Int {
         bytes.count + ids.bytes.count + rows.count * MemoryLayout<MappedRow>.stride + sequences.count * 20

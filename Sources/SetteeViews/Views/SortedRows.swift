@@ -37,7 +37,7 @@ package struct SortedRows: Sendable {
     /// Adds the rows of index `target` that `documents` (places in `batch`) emitted.
     package mutating func add(rowsOf documents: [Int], in batch: MappedBatch, target: Int) {
         for document in documents {
-            for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == target {
+            for row in batch.rows(of: document) where row.target == target {
                 add(row)
             }
         }

@@ -28,7 +28,7 @@ extension ViewIndexStore {
         for document in documents {
             if entries.count >= Self.backEntriesBuffer { entries.removeAll(keepingCapacity: true) }
             let start = entries.count
-            for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == target {
+            for row in batch.rows(of: document) where row.target == target {
                 let key = UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)])
                 let value = UnsafeRawBufferPointer(rebasing: bytes[Int(row.valueStart)..<Int(row.valueStart + row.valueLength)])
                 try IndexRow(storedKey: key, value: value).appendBackEntry(to: &entries)

@@ -119,7 +119,7 @@ extension ViewIndexer {
                 // Only documents with rows have back-index entries: one without (a design
                 // document written after the others, whose id sorts first) breaks no order.
                 func hasRows(_ document: Int) -> Bool {
-                    batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]].contains { $0.target == index }
+                    batch.rows(of: document).contains { $0.target == index }
                 }
                 guard let first = documents.first(where: hasRows), let last = documents.last(where: hasRows) else { return }
                 if spilled.back.isEmpty, spilled.lastBackID.map({ compareBytes(id(first), $0) > 0 }) ?? true {

@@ -667,7 +667,7 @@ package struct ViewIndexer {
                         documentRows.removeAll(keepingCapacity: true)
                         keys.removeAll(keepingCapacity: true)
                         values.removeAll(keepingCapacity: true)
-                        for row in batch.rows[batch.documentRows[document]..<batch.documentRows[document + 1]] where row.target == index {
+                        for row in batch.rows(of: document) where row.target == index {
                             documentRows.append(row)
                             keys.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.keyStart)..<Int(row.valueStart)]))
                             values.append(UnsafeRawBufferPointer(rebasing: bytes[Int(row.valueStart)..<Int(row.valueStart + row.valueLength)]))
