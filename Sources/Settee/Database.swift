@@ -110,6 +110,9 @@ public final class Database: Sendable {
         /// `query_parse_error` "Limit is too large, must not exceed N". `find`
         /// is not limited by it.
         public var partitionQueryLimit: Int?
+        /// A rule in Swift that every document write passes, whatever path
+        /// it takes (see ``DocumentWriteRule``); nil for none.
+        public var writeRule: (any DocumentWriteRule)?
 
         public init() {}
 
@@ -190,7 +193,7 @@ public final class Database: Sendable {
         let designDocumentCache = DesignDocumentCache()
         self.designDocumentCache = designDocumentCache
         let validation = UpdateValidation(database: directory.lastPathComponent, userContext: options.userContext,
-                                          designDocuments: designDocumentCache) {
+                                          designDocuments: designDocumentCache, rule: options.writeRule) {
             try workers.pool(count: options.javaScriptWorkers, configuration: options.javaScript)
         }
         let store = try DocumentStore(environment: environment, logger: logger, validation: validation, sizeLimits: options.sizeLimits)

@@ -29,15 +29,18 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
     private var current: [Function] = []
     /// Whether the database is partitioned, as the write transaction running now read it.
     private var partitioned = false
+    /// The Swift rule every document write passes first (``Database/Options/writeRule``).
+    private let rule: (any DocumentWriteRule)?
 
     struct Function {
         var designDocument: String
         var source: String
     }
 
-    init(database: String, userContext: UserContext, designDocuments: DesignDocumentCache,
+    init(database: String, userContext: UserContext, designDocuments: DesignDocumentCache, rule: (any DocumentWriteRule)?,
          workers: @escaping @Sendable () throws -> JavaScriptWorkerPool) {
         self.workers = workers
+        self.rule = rule
         self.designDocuments = designDocuments
         self.database = database
         userContextJSON = userContext.json(database: database).jsonText
@@ -60,15 +63,23 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
         }
         if id.hasPrefix("_design/") || id.hasPrefix("_local/") { return }
         let functions = lock.withLock { self.current }
-        if functions.isEmpty { return }
+        if functions.isEmpty && rule == nil { return }
         var arguments: [UInt8] = [UInt8(ascii: "[")]
         appendNewDocument(edit, id: id, current: current, into: &arguments)
+        let newEnd = arguments.count
         arguments.append(UInt8(ascii: ","))
         if let current {
             var id = id
             id.withUTF8 { current.appendFullJSON(id: UnsafeRawBufferPointer($0), into: &arguments) }
         } else {
             arguments.append(contentsOf: "null".utf8)
+        }
+        if let rule {
+            let document = try JSONParser.parse(arguments[1..<newEnd])
+            var old: JSONValue?
+            if current != nil { old = try JSONParser.parse(arguments[(newEnd + 1)...]) }
+            try rule.check(document, old: old, writer: Database.validationContext)
+            if functions.isEmpty { return }
         }
         if let context = Database.validationContext {
             arguments.append(contentsOf: ",\(context.userContext.json(database: database).jsonText),\(context.securityObject.jsonText)]".utf8)
