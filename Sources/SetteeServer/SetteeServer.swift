@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -33,6 +36,12 @@ public struct SetteeServer: Sendable {
         /// PBKDF2 iterations for new password hashes (CouchDB 3.5's
         /// `[chttpd_auth] iterations`, 600,000).
         public var passwordIterations = 600_000
+        /// The most PBKDF2 iterations a stored password hash may ask of a
+        /// login (1,000,000, or ``passwordIterations`` when higher): a
+        /// `_users` document asking more is refused on write, and its
+        /// user's logins with `forbidden`, so nobody can plant a hash that
+        /// costs the server minutes per login attempt.
+        public var maximumPasswordIterations = 1_000_000
         /// How long an `AuthSession` cookie lasts, in seconds (CouchDB's
         /// `[chttpd_auth] timeout`, 600).
         public var sessionTimeout = 600
@@ -94,7 +103,8 @@ public struct SetteeServer: Sendable {
     ///   administrator is configured; errors creating the folder.
     public init(configuration: Configuration, logger: Logger = Logger(label: "settee.serve")) throws {
         let credentials = try ServerCredentials(dataDirectory: configuration.dataDirectory, configured: configuration.administrators,
-                                                iterations: configuration.passwordIterations)
+                                                iterations: configuration.passwordIterations,
+                                                maximumIterations: configuration.maximumPasswordIterations)
         guard credentials.hasAdministrators || Self.isLoopback(configuration.host) else {
             throw CouchError(.internalServerError, "insecure_bind",
                              "refusing to serve \(configuration.host) without an administrator: pass --admin NAME:PASSWORD or bind 127.0.0.1")
@@ -104,14 +114,24 @@ public struct SetteeServer: Sendable {
         self.credentials = credentials
         var options = configuration.databaseOptions
         options.maximumDocumentBytes = min(options.maximumDocumentBytes, configuration.limits.maximumDocumentBytes)
-        self.databases = try DatabaseFolder(url: configuration.dataDirectory, options: options, logger: logger)
+        self.databases = try DatabaseFolder(url: configuration.dataDirectory, options: options, logger: logger,
+                                            maximumPasswordIterations: credentials.maximumIterations)
         let removed = UploadFolder.removeLeftovers(in: configuration.dataDirectory)
         if removed > 0 { logger.notice("removed \(removed) attachment uploads left unfinished") }
     }
 
     /// Whether `host` names only this machine.
+    /// Addresses are read as addresses (`127.0.0.0/8`, `::1`), never as
+    /// names that merely start like one (`127.example.com`).
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        if host == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { bytes in bytes.dropLast().allSatisfy { $0 == 0 } && bytes.last == 1 }
+        }
+        return false
     }
 
     /// The responder that answers requests (CouchDB's API).
@@ -122,7 +142,12 @@ public struct SetteeServer: Sendable {
     /// Serves until SIGINT or SIGTERM or ``stop()``; requests under way
     /// finish, then the databases close. `onRunning` is called with the
     /// port once listening.
+    ///
+    /// - Throws: `data_folder_in_use` when another server (in this process
+    ///   or another) serves the same data folder.
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let folderLock = try DataFolderLock(folder: configuration.dataDirectory)
+        defer { withExtendedLifetime(folderLock) {} }
         let app = Application(
             responder: responder,
             server: HeaderTimedHTTP1Channel.builder(idleTimeout: configuration.idleTimeout, headerTimeout: configuration.headerTimeout),

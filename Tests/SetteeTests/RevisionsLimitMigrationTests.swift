@@ -24,7 +24,7 @@ struct RevisionsLimitMigrationTests {
         let first = try await server.request("PUT", "/db/d", json: ["v": 1])
         var revision = try #require(first.json["rev"]?.stringValue)
         let file = try limitsFile(server, "db")
-        server.server.databases.closeAll()
+        await server.stopKeepingFolder()
         // As an older version left it: both limits in the file, none in the database.
         try Data(#"{"purged_infos_limit":20,"revs_limit":3}"#.utf8).write(to: file)
 
@@ -40,7 +40,7 @@ struct RevisionsLimitMigrationTests {
         #expect(try await again.request("GET", "/db/d?revs=true").json["_revisions"]?["ids"]?.arrayValue?.count == 3)
         // Set anew, it is not taken back from the file at the next start.
         #expect(try await again.request("PUT", "/db/_revs_limit", body: Data("5".utf8)).status == 200)
-        again.server.databases.closeAll()
+        await again.stopKeepingFolder()
         let third = try await RunningServer(configure: { $0.dataDirectory = server.directory })
         #expect(try await third.request("GET", "/db/_revs_limit").json == 5)
         #expect(try await third.request("GET", "/db/_purged_infos_limit").json == 20)
@@ -54,7 +54,7 @@ struct RevisionsLimitMigrationTests {
         let server = try await RunningServer()
         _ = try await server.request("PUT", "/db")
         let file = try limitsFile(server, "db")
-        server.server.databases.closeAll()
+        await server.stopKeepingFolder()
         try Data(#"{"revs_limit":12}"#.utf8).write(to: file)
         let again = try await RunningServer(configure: { $0.dataDirectory = server.directory })
         #expect(try await again.request("GET", "/db/_revs_limit").json == 12)

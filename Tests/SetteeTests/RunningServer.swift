@@ -30,17 +30,29 @@ final class RunningServer: Sendable {
         let server = try SetteeServer(configuration: configuration, logger: logger)
         self.server = server
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-        task = Task { try await server.run { port in portSink.yield(port); portSink.finish() } }
+        task = Task {
+            defer { portSink.finish() }   // a server that fails to start ends the wait for its port
+            try await server.run { port in portSink.yield(port); portSink.finish() }
+        }
         var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw CouchError(.internalServerError, "not_started", "the server did not start") }
+        guard let port = await iterator.next() else {
+            try await task.value
+            throw CouchError(.internalServerError, "not_started", "the server did not start")
+        }
         self.port = port
     }
 
     /// Stops the server (requests under way finish) and removes its folder.
     func stop() async {
+        await stopKeepingFolder()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Stops the server, leaving its folder for another server to serve
+    /// (a data folder is served by one server at a time).
+    func stopKeepingFolder() async {
         await server.stop()
         _ = try? await task.value
-        try? FileManager.default.removeItem(at: directory)
     }
 
     /// A response: status, headers and body.

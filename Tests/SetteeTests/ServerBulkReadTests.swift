@@ -136,7 +136,7 @@ struct ServerBulkReadTests {
         #expect(try await server.request("GET", "/db/_revs_limit").json == 7)
 
         // A second server over the same folder reads them back.
-        server.server.databases.closeAll()
+        await server.stopKeepingFolder()
         let again = try await RunningServer(configure: { $0.dataDirectory = server.directory })
         #expect(try await again.request("GET", "/db/_revs_limit").json == 7)
         #expect(try await again.request("GET", "/db/_purged_infos_limit").json == 20)

@@ -28,14 +28,16 @@ extension CouchResponder {
         let body = try Data(contentsOf: upload, options: .alwaysMapped)
         let parts = try Self.multipartParts(body, boundary: boundary)
         guard let first = parts.first else { throw CouchError.badRequest("multipart/related body without parts") }
-        guard case .object = try? JSONValue(parsing: String(decoding: body[first], as: UTF8.self)) else {
+        guard String(validating: body[first], as: UTF8.self) != nil else { throw CouchError.invalidJSON }
+        guard case .object = try? CouchRequest.json(body[first]) else {
             throw CouchError.badRequest("the first part of a multipart/related document must be its JSON object")
         }
-        var document = try JSONValue(parsing: String(decoding: body[first], as: UTF8.self))
+        var document = try CouchRequest.json(body[first])
         document = Self.setting("_id", to: .string(id), in: document)
         if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) {
             document = Self.setting("_rev", to: .string(rev), in: document)
         }
+        document = try await preparedForWrite(document, database: database, request: request)
         let folder = UploadFolder.url(in: configuration.dataDirectory)
         for part in parts.dropFirst() {
             let file = folder.appendingPathComponent(Self.newUUID())

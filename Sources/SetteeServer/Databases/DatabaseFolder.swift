@@ -18,11 +18,19 @@ public final class DatabaseFolder: Sendable {
     /// Each database's security object once read (``security(of:)``), until it is set again or the database deleted.
     let securityObjects = Mutex<[String: SecurityObject]>([:])
 
+    /// The most PBKDF2 iterations a `_users` document may ask of a login.
+    let maximumPasswordIterations: Int
+
     /// Serves the databases in `url`, creating the folder when missing.
-    public init(url: URL, options: Database.Options = Database.Options(), logger: Logger = Database.quietLogger) throws {
+    public convenience init(url: URL, options: Database.Options = Database.Options(), logger: Logger = Database.quietLogger) throws {
+        try self.init(url: url, options: options, logger: logger, maximumPasswordIterations: 1_000_000)
+    }
+
+    init(url: URL, options: Database.Options, logger: Logger, maximumPasswordIterations: Int) throws {
         self.url = url
         self.options = options
         self.logger = logger
+        self.maximumPasswordIterations = maximumPasswordIterations
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
@@ -89,6 +97,8 @@ public final class DatabaseFolder: Sendable {
     private func opened(_ name: String, at directory: URL, creating: Bool) throws -> Database {
         var options = options
         options.createIfMissing = creating
+        // `_users` and `_replicator` check every write, whatever endpoint made it.
+        if let system = SystemDatabase(name: name) { options.writeRule = system.writeRule(maximumIterations: maximumPasswordIterations) }
         // Opening outside the lock: two first requests may both open; the first kept wins.
         let database = try Database(at: directory, options: options, logger: logger)
         if !options.readOnly { try DatabaseLimits(directory: directory).moveRevisionsLimit(into: database) }
@@ -111,9 +121,16 @@ public final class DatabaseFolder: Sendable {
         if exists(name) {
             throw CouchError(.preconditionFailed, "file_exists", "The database could not be created, the file already exists.")
         }
-        let database = try opened(name, at: directory, creating: true)
-        if partitioned { try database.makePartitioned() }
-        return database
+        do {
+            let database = try opened(name, at: directory, creating: true)
+            if partitioned { try database.makePartitioned() }
+            return database
+        } catch {
+            // A database that could not be made (a full disk) leaves nothing behind: no half-made folder to open later.
+            open.withLock { $0.removeValue(forKey: name) }?.close()
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
     }
 
     /// Deletes the database `name` and its files.

@@ -75,7 +75,9 @@ extension CouchResponder {
             throw CouchError(.badRequest, "illegal_docid", "Document id must not be empty")
         }
         // `_revisions` came in with the document; the one revision kept is `_rev`.
-        let written = try await design.db.put(JSONValue.object(members.filter { $0.key != "_revisions" }).jsonText)
+        let updated = try await preparedForWrite(.object(members.filter { $0.key != "_revisions" }), database: design.database,
+                                                 request: request)
+        let written = try await design.db.put(updated.jsonText)
         return try Self.externalResponse(Self.withCode(201, parts[2]), headers: [
             ("X-Couch-Update-NewRev", written.revision.description),
             ("X-Couch-Id", Self.escapePath(written.id)),
@@ -107,6 +109,11 @@ extension CouchResponder {
             switch key {
             case "code":
                 guard let number = value.doubleValue else { continue }
+                // A final response's status: 1xx are interim, 600 and over no HTTP status at all.
+                guard number.isFinite, number == number.rounded(), number >= 200, number < 600 else {
+                    throw CouchError(.internalServerError, "external_response_error",
+                                     "Invalid data from external server: code \(value.jsonText) is not an HTTP status from 200 to 599")
+                }
                 code = Int(number)
             case "stop":
                 continue

@@ -46,6 +46,7 @@ extension CouchResponder {
         default:
             throw CouchError(.notFound, "rewrite_error", "Invalid path.")
         }
+        try Self.requireInside(design.database, target.path)
         // The request again, with its new path (and method, headers, body), from the root.
         var body: [UInt8]
         if let given = target.body { body = given } else { body = try await request.bodyBytes() }
@@ -57,10 +58,35 @@ extension CouchResponder {
         }
         var rewritten = try CouchRequest(Request(head: head, body: RequestBody(buffer: ByteBuffer(bytes: body))),
                                          user: request.user, limits: request.limits)
+        rewritten.authenticatedBy = request.authenticatedBy
+        rewritten.peer = request.peer
+        rewritten.connection = request.connection
+        try Self.requireInside(design.database, rewritten)
+        // Authorized again as the request it now is: a rewrite grants nothing its caller could not ask for.
         return try await Rewriting.$count.withValue(Rewriting.count + 1) {
             try await Rewriting.$requestedPath.withValue(Rewriting.requestedPath ?? request.segments) {
-                try await route(&rewritten)
+                try await dispatch(&rewritten)
             }
+        }
+    }
+
+    static let insecureRewrite = CouchError(.internalServerError, "insecure_rewrite_rule", "too many ../.. segments")
+
+    /// Refuses a rewritten path that leaves database `database`
+    /// (CouchDB's `secure_rewrites`, on by default): once `..` and `%2E%2E`
+    /// are resolved, its first segment must still be the database.
+    static func requireInside(_ database: String, _ path: String) throws(CouchError) {
+        let pathPart = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
+        guard normalizedPath(pathPart).split(separator: "/").first.map(String.init) == escapePath(database) else {
+            throw insecureRewrite
+        }
+    }
+
+    /// Refuses a rewritten request whose decoded segments leave `database`
+    /// or climb out of it (a `..` of its own, once percent-decoded).
+    static func requireInside(_ database: String, _ request: CouchRequest) throws(CouchError) {
+        guard request.segments.first == database, !request.segments.contains(where: { $0 == ".." || $0 == "." }) else {
+            throw insecureRewrite
         }
     }
 
@@ -181,7 +207,7 @@ extension CouchResponder {
         for part in path.split(separator: "/", omittingEmptySubsequences: true).map(String.init) {
             if part == ".." {
                 upward += 1
-                if upward > 2 { throw CouchError(.internalServerError, "insecure_rewrite_rule", "too many ../.. segments") }
+                if upward > 2 { throw insecureRewrite }
             }
             tokens.append(part)
         }

@@ -14,7 +14,7 @@ extension CouchResponder {
         if request.method == .post {
             let bytes = try await request.bodyBytes()
             if !bytes.isEmpty {
-                guard let parsed = try? JSONValue(parsing: String(decoding: bytes, as: UTF8.self)) else { throw CouchError.invalidJSON }
+                guard let parsed = try? CouchRequest.json(bytes) else { throw CouchError.invalidJSON }
                 guard case .object = parsed else { throw CouchError.badRequest("Request body must be a JSON object") }
                 body = parsed
             }

@@ -22,7 +22,7 @@ extension CouchResponder {
             let db = try databases.database(name)
             var document = try await request.jsonObjectBody()
             if document["_id"] == nil { document = Self.setting("_id", to: .string(Self.newUUID()), in: document) }
-            document = try await usersDocument(document, database: name, user: request.user)
+            document = try await preparedForWrite(document, database: name, request: request)
             let written = try await db.put(document.jsonText)
             return CouchResponse.json(.created, Self.writeResult(written),
                                       headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(written.id))",
@@ -88,13 +88,13 @@ extension CouchResponder {
 
     /// `POST /{db}/_bulk_docs`: every document written in one transaction,
     /// each with its own result (an error for one does not stop the others).
-    func bulkDocuments(_ db: Database, _ request: inout CouchRequest, name: String? = nil) async throws -> Response {
+    func bulkDocuments(_ db: Database, _ request: inout CouchRequest, name: String) async throws -> Response {
         let body = try await request.jsonObjectBody()
         guard case .array(let documents)? = body["docs"] else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
         if body["new_edits"] == .bool(false) { return try await bulkReplicatedDocuments(name, db, documents, &request) }
-        let (prepared, refused) = try await usersDocuments(documents, request: request)
+        let (prepared, refused) = try await preparedForWrite(documents, database: name, request: request)
         let texts = try prepared.map { document throws(CouchError) -> (id: String?, text: String) in
             guard case .object = document else { throw CouchError.badRequest("Document must be a JSON object") }
             var document = document

@@ -8,6 +8,7 @@ extension CouchResponder {
     func designEndpoint(_ name: String, designName: String, rest: [String], _ request: inout CouchRequest) async throws -> Response {
         let id = "_design/" + designName
         guard let first = rest.first else { return try await documentEndpoint(name, id: id, &request) }
+        guard !first.hasPrefix("_") || CouchRoutes.designOperations.contains(first) else { throw CouchError.missing }
         let db = try databases.database(name)
         if first == "_view", rest.count == 3, rest[2] == "queries" { return try await viewQueries(db, designName, rest[1], &request) }
         switch (first, rest.count) {

@@ -12,7 +12,9 @@ extension CouchResponder {
         case .get, .head:
             let attachments = try request.flag("attachments")
             let since = try Self.attachmentsSince(request)
-            if let multipart = try await multipartDocumentGet(db, id: id, request, since: since) { return multipart }
+            // A system database's documents go out to its non-administrators through its read rule, as JSON.
+            let readRule = request.isDatabaseAdministrator ? nil : SystemDatabase(name: name)
+            if readRule == nil, let multipart = try await multipartDocumentGet(db, id: id, request, since: since) { return multipart }
             guard let document = try await db.document(id, attachments: attachments || since != nil, since: since) else {
                 let deleted = try await db.documentIncludingDeleted(id)
                 throw CouchError(.notFound, "not_found", deleted?.isDeleted == true ? "deleted" : "missing")
@@ -25,7 +27,11 @@ extension CouchResponder {
                 return Response(status: .notModified, headers: [.eTag: etag])
             }
             var buffer = ByteBuffer()
-            buffer.writeBytes(document.jsonBytes)
+            if let readRule {
+                buffer.writeString(readRule.afterRead(try document.value, user: request.user).jsonText)
+            } else {
+                buffer.writeBytes(document.jsonBytes)
+            }
             buffer.writeInteger(UInt8(ascii: "\n"))
             return CouchResponse.json(buffer: buffer, headers: [.eTag: etag])
         case .put:
@@ -36,7 +42,7 @@ extension CouchResponder {
             if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) {
                 document = Self.setting("_rev", to: .string(rev), in: document)
             }
-            document = try await usersDocument(document, database: name, user: request.user)
+            document = try await preparedForWrite(document, database: name, request: request)
             let written = try await db.put(document.jsonText)
             return CouchResponse.json(.created, Self.writeResult(written),
                                       headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(written.id))",
@@ -46,7 +52,6 @@ extension CouchResponder {
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
             guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
-            _ = try await usersDocument(["_id": .string(id), "_rev": .string(text), "_deleted": true], database: name, user: request.user)
             let written = try await db.delete(id, revision: revision)
             return CouchResponse.json(.ok, Self.writeResult(written), headers: [.eTag: CouchResponse.etag(written.revision)])
         default:

@@ -184,7 +184,8 @@ extension CouchResponder {
         members.removeAll { $0.key == "_id" || $0.key == "_rev" }
         members.insert(("_id", .string(targetID)), at: 0)
         if let targetRevision { members.insert(("_rev", .string(targetRevision)), at: 1) }
-        let written = try await db.put(JSONValue.object(members).jsonText)
+        let copy = try await preparedForWrite(.object(members), database: name, request: request)
+        let written = try await db.put(copy.jsonText)
         return CouchResponse.json(.created, Self.writeResult(written),
                                   headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(written.id))",
                                             .eTag: CouchResponse.etag(written.revision)])

@@ -74,7 +74,7 @@ extension CouchResponder {
         request.segments = [name] + rest
         request.parameters.removeAll { $0.name == "partition" }
         request.parameters.append((name: "partition", value: partition))
-        return try await route(&request)
+        return try await dispatch(&request)
     }
 
     /// `bad_request` "database is not partitioned" unless it is.

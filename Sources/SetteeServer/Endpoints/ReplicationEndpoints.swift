@@ -11,9 +11,9 @@ extension CouchResponder {
     /// `POST /{db}/_bulk_docs` with `"new_edits": false`: each document's
     /// `_rev` (and `_revisions`) merged into its revision tree. As CouchDB,
     /// the answer lists only the documents refused.
-    func bulkReplicatedDocuments(_ name: String?, _ db: Database, _ documents: [JSONValue],
+    func bulkReplicatedDocuments(_ name: String, _ db: Database, _ documents: [JSONValue],
                                  _ request: inout CouchRequest) async throws -> Response {
-        let (prepared, refused) = try await usersDocuments(documents, request: request)
+        let (prepared, refused) = try await preparedForWrite(documents, database: name, request: request)
         // The documents `_users` refused are answered as refused, the others written.
         let accepted = prepared.indices.filter { refused[$0] == nil }
         var texts: [String] = []
@@ -40,7 +40,7 @@ extension CouchResponder {
         if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)), document["_rev"] == nil {
             document = Self.setting("_rev", to: .string(rev), in: document)
         }
-        document = try await usersDocument(document, database: name, user: request.user)
+        document = try await preparedForWrite(document, database: name, request: request)
         return try await putReplicatedDocument(name, db, id: id, document, following: nil)
     }
 

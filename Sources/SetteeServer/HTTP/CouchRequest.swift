@@ -24,6 +24,8 @@ struct CouchRequest: Sendable {
     var connection: (any Channel)?
     /// The security object of the database requested (`req.secObj`), `{}` for server requests.
     var securityObject: JSONValue = [:]
+    /// Whether the user administers the database requested (or the server, for server requests).
+    var isDatabaseAdministrator = false
     let limits: ServerLimits
 
     init(_ request: Request, user: UserContext, limits: ServerLimits) throws(CouchError) {
@@ -73,13 +75,15 @@ struct CouchRequest: Sendable {
         }
     }
 
-    /// The body's bytes, refused past `max_http_request_size`.
-    mutating func bodyBytes() async throws -> [UInt8] {
+    /// The body's bytes, refused past `max_http_request_size` or past
+    /// `limit`, an endpoint's own bound, before more than that is read.
+    mutating func bodyBytes(limit: Int? = nil) async throws -> [UInt8] {
         let tooLarge = CouchError(.contentTooLarge, "too_large", "the request entity is too large")
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.maximumRequestBytes { throw tooLarge }
+        let maximum = min(limit ?? Int.max, limits.maximumRequestBytes)
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > maximum { throw tooLarge }
         var bytes: [UInt8] = []
         for try await buffer in request.body {
-            guard bytes.count + buffer.readableBytes <= limits.maximumRequestBytes else { throw tooLarge }
+            guard buffer.readableBytes <= maximum - bytes.count else { throw tooLarge }
             bytes += buffer.readableBytesView
         }
         // Kept, so that a request routed again (a rewrite) can read its body a second time.
@@ -88,19 +92,26 @@ struct CouchRequest: Sendable {
     }
 
     /// The body as JSON; CouchDB's `bad_request` when it is not JSON.
-    mutating func jsonBody() async throws -> JSONValue {
-        let bytes = try await bodyBytes()
+    mutating func jsonBody(limit: Int? = nil) async throws -> JSONValue {
+        let bytes = try await bodyBytes(limit: limit)
         guard !bytes.isEmpty else { throw CouchError.badRequest("Request body must be a JSON object") }
+        return try Self.json(bytes)
+    }
+
+    /// `bytes` as JSON: CouchDB's `bad_request` "invalid UTF-8 JSON" when
+    /// they are not JSON, or not UTF-8 (never repaired into U+FFFD).
+    static func json(_ bytes: some Collection<UInt8>) throws(CouchError) -> JSONValue {
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw CouchError.invalidJSON }
         do {
-            return try JSONValue(parsing: String(decoding: bytes, as: UTF8.self))
+            return try JSONValue(parsing: text)
         } catch {
             throw CouchError.invalidJSON
         }
     }
 
     /// The body as a JSON object; `bad_request` otherwise.
-    mutating func jsonObjectBody() async throws -> JSONValue {
-        let body = try await jsonBody()
+    mutating func jsonObjectBody(limit: Int? = nil) async throws -> JSONValue {
+        let body = try await jsonBody(limit: limit)
         guard case .object = body else { throw CouchError.badRequest("Request body must be a JSON object") }
         return body
     }

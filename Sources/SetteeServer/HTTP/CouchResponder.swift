@@ -18,15 +18,13 @@ struct CouchResponder: HTTPResponder {
         let started = ContinuousClock.now
         var response: Response
         do {
-            let authentication = try await authenticate(request)
+            let peer = context.channel.remoteAddress?.ipAddress ?? "127.0.0.1"
+            let authentication = try await authenticate(request, peer: peer)
             var couch = try CouchRequest(request, user: authentication.user, limits: configuration.limits)
             couch.authenticatedBy = authentication.handler
-            let security = try authorize(couch)
-            couch.peer = context.channel.remoteAddress?.ipAddress ?? couch.peer
+            couch.peer = peer
             couch.connection = context.channel
-            couch.securityObject = security?.json ?? [:]
-            let writer = Database.ValidationContext(userContext: authentication.user, securityObject: security?.json ?? .object([]))
-            response = try await Database.$validationContext.withValue(writer) { try await route(&couch) }
+            response = try await dispatch(&couch)
             if let cookie = authentication.refreshedCookie, response.headers[.setCookie] == nil { response.headers[.setCookie] = cookie }
         } catch {
             let couchError = CouchError(from: error)
@@ -48,6 +46,18 @@ struct CouchResponder: HTTPResponder {
         return response
     }
 
+    /// Authorizes the request (``authorize(_:)``), then routes it with its
+    /// writer bound for every write it makes (`userCtx` and `secObj`, which
+    /// the databases' write rules and `validate_doc_update` see). Every
+    /// request passes here: a rewritten one again, as itself.
+    func dispatch(_ couch: inout CouchRequest) async throws -> Response {
+        let security = try authorize(couch)
+        couch.securityObject = security?.json ?? [:]
+        couch.isDatabaseAdministrator = security?.isAdministrator(couch.user) ?? couch.user.roles.contains("_admin")
+        let writer = Database.ValidationContext(userContext: couch.user, securityObject: security?.json ?? .object([]))
+        return try await Database.$validationContext.withValue(writer) { try await route(&couch) }
+    }
+
     /// Routes by the first segments, as `chttpd` does.
     func route(_ request: inout CouchRequest) async throws -> Response {
         let segments = request.segments
@@ -60,8 +70,7 @@ struct CouchResponder: HTTPResponder {
         switch second {
         case "_security": return try await securityEndpoint(first, &request)
         case "_partition": return try await partitionEndpoint(first, &request)
-        case "_all_docs", "_bulk_docs", "_bulk_get", "_changes", "_purge", "_compact", "_revs_limit", "_purged_infos_limit",
-             "_find", "_explain", "_index", "_ensure_full_commit", "_view_cleanup", "_revs_diff", "_missing_revs":
+        case _ where CouchRoutes.databaseOperations.contains(second):
             return try await databaseOperation(first, second, &request)
         case "_design":
             guard segments.count >= 3 else { throw CouchError.missing }

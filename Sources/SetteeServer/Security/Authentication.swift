@@ -22,19 +22,29 @@ struct Authentication: Sendable {
 extension CouchResponder {
     static let incorrectCredentials = CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
 
-    func authenticate(_ request: Request) async throws -> Authentication {
+    func authenticate(_ request: Request, peer: String) async throws -> Authentication {
         if let cookie = Self.cookie("AuthSession", in: request.headers), !cookie.isEmpty,
            let authenticated = try await cookieUser(cookie) {
             return authenticated
         }
         if let (name, password) = try Self.basicCredentials(request.headers[.authorization]) {
-            guard let (user, hash) = try await credentials(name), credentials.verify(password, name: name, against: hash) else {
-                throw Self.incorrectCredentials
-            }
+            guard let user = try await login(name, password, peer: peer) else { throw Self.incorrectCredentials }
             return Authentication(user: user, handler: "default")
         }
         if !credentials.hasAdministrators { return Authentication(user: .administrator, handler: "default") }
         return Authentication(user: UserContext())
+    }
+
+    /// The user `name` when `password` is theirs, nil otherwise; refused
+    /// while `name` is locked out from `peer` (``ServerCredentials/checkLockout(name:peer:)``).
+    func login(_ name: String, _ password: String, peer: String) async throws -> UserContext? {
+        try credentials.checkLockout(name: name, peer: peer)
+        guard let (user, hash) = try await credentials(name), credentials.verify(password, name: name, against: hash) else {
+            credentials.recordLogin(name: name, peer: peer, succeeded: false)
+            return nil
+        }
+        credentials.recordLogin(name: name, peer: peer, succeeded: true)
+        return user
     }
 
     /// The user `name` and their password's hash: a server administrator,
@@ -45,7 +55,7 @@ extension CouchResponder {
             return nil
         }
         let body = try document.value
-        guard let hash = try PasswordHash(userDocument: body) else { return nil }
+        guard let hash = try PasswordHash(userDocument: body, maximumIterations: credentials.maximumIterations) else { return nil }
         let roles = body["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
         return (UserContext(name: name, roles: roles), hash)
     }
@@ -77,12 +87,13 @@ extension CouchResponder {
         let parts = decoded.split(separator: UInt8(ascii: ":"), maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw CouchError.badRequest("Malformed AuthSession cookie. Please clear your cookies.") }
         let name = String(decoding: parts[0], as: UTF8.self), time = String(decoding: parts[1], as: UTF8.self)
-        guard let stamp = Int(time, radix: 16), let (user, hash) = try await credentials(name) else { return nil }
+        // A stamp from the future or past any clock's range is no session (and no overflow below).
         let now = Int(Date().timeIntervalSince1970)
-        guard now < stamp + sessionTimeout else { return nil }
+        guard let stamp = Int(time, radix: 16), stamp >= 0, stamp <= now, let (user, hash) = try await credentials(name) else { return nil }
+        guard now - stamp < sessionTimeout else { return nil }
         let expected = HMACSHA256(key: Array((credentials.secret + hash.salt).utf8)).authenticationCode(Array("\(name):\(time)".utf8))
         guard HMACSHA256.constantTimeEqual(expected, Array(parts[2])) else { return nil }
-        let timeLeft = stamp + sessionTimeout - now
+        let timeLeft = sessionTimeout - (now - stamp)
         let refreshed = Double(timeLeft) < Double(sessionTimeout) * 0.9 ? sessionCookie(name: name, salt: hash.salt) : nil
         return Authentication(user: user, handler: "cookie", refreshedCookie: refreshed)
     }

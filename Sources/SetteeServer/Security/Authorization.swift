@@ -28,7 +28,9 @@ extension CouchResponder {
             return nil
         case "_users", "_replicator":
             if segments.count == 1 && (method == .put || method == .delete) { try requireServerAdministrator() }
-            if second == "_all_docs" || second == "_changes" { try requireServerAdministrator() }
+            if second == "_all_docs" || second == "_changes" || second == "_purge" || second == "_purged_infos_limit" {
+                try requireServerAdministrator()
+            }
         case "_up", "_uuids", "_session":
             return nil
         case _ where first.hasPrefix("_"):
@@ -48,8 +50,9 @@ extension CouchResponder {
         if second == "_security" && method != .get && method != .head && !security.isAdministrator(user) {
             throw SecurityObject.notAdministrator(user)
         }
-        if first == "_users", !security.isAdministrator(user), let second, segments.count == 2 || second == "_design" {
-            try authorizeUsersDocumentRead(segments.dropFirst().joined(separator: "/"), user: user, method: method)
+        // The system databases' read gate: routes closed to non-administrators unless opened there.
+        if let system = SystemDatabase(name: first), !security.isAdministrator(user) {
+            try system.authorize(segments, method: method, parameters: request.parameters, user: user)
         }
         return security
     }

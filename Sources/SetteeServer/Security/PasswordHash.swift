@@ -56,8 +56,10 @@ struct PasswordHash: Sendable, Equatable {
     }
 
     /// The hash a `_users` document carries.
-    /// - Throws: CouchDB's `forbidden` when its scheme or PRF is not PBKDF2 with SHA-256.
-    init?(userDocument document: JSONValue) throws(CouchError) {
+    /// - Throws: CouchDB's `forbidden` when its scheme or PRF is not PBKDF2
+    ///   with SHA-256, or its iteration count is not an integer from 1 to
+    ///   `maximumIterations` (a login never costs more than that).
+    init?(userDocument document: JSONValue, maximumIterations: Int) throws(CouchError) {
         guard let derivedKey = document["derived_key"]?.stringValue, let salt = document["salt"]?.stringValue else { return nil }
         guard document["password_scheme"]?.stringValue == "pbkdf2" else {
             throw CouchError(.forbidden, "forbidden", "password_scheme is not supported: Settee checks pbkdf2 with sha256")
@@ -65,10 +67,47 @@ struct PasswordHash: Sendable, Equatable {
         guard (document["pbkdf2_prf"]?.stringValue ?? "sha") == "sha256" else {
             throw CouchError(.forbidden, "forbidden", "PRF is invalid")
         }
-        let iterations = document["iterations"]?.doubleValue.map { Int($0) } ?? 10_000
-        guard iterations >= 1 else { throw CouchError(.forbidden, "forbidden", "Iteration count is too low for this server") }
-        guard iterations <= 1_000_000_000 else { throw CouchError(.forbidden, "forbidden", "Iteration count is too high for this server") }
+        let iterations = try Self.iterations(document["iterations"] ?? 10_000, maximum: maximumIterations)
         self.init(derivedKey: derivedKey, salt: salt, iterations: iterations)
+    }
+
+    /// An iteration count as an `Int` from 1 to `maximum`.
+    /// - Throws: `forbidden` for anything else (a fraction, a string, 1e300).
+    static func iterations(_ value: JSONValue, maximum: Int) throws(CouchError) -> Int {
+        guard let number = value.doubleValue, number.isFinite, number == number.rounded() else {
+            throw CouchError(.forbidden, "forbidden", "doc.iterations must be an integer")
+        }
+        guard number >= 1 else { throw CouchError(.forbidden, "forbidden", "Iteration count is too low for this server") }
+        guard number <= Double(maximum) else { throw CouchError(.forbidden, "forbidden", "Iteration count is too high for this server") }
+        return Int(number)
+    }
+
+    /// Refuses a `_users` document whose password fields no login could
+    /// use safely: a scheme other than `pbkdf2` or `simple`, an iteration
+    /// count that is not an integer from 1 to `maximumIterations`, a
+    /// `derived_key` or `salt` that is not a string of reasonable length.
+    static func checkStored(_ document: JSONValue, maximumIterations: Int) throws(CouchError) {
+        let fields = ["password_scheme", "derived_key", "salt", "iterations", "pbkdf2_prf", "password_sha"]
+        guard fields.contains(where: { document[$0] != nil }) else { return }
+        func forbidden(_ reason: String) -> CouchError { CouchError(.forbidden, "forbidden", reason) }
+        switch document["password_scheme"]?.stringValue {
+        case "pbkdf2":
+            guard let key = document["derived_key"]?.stringValue, key.utf8.count <= 1024,
+                  key.utf8.allSatisfy({ $0 < 0x80 && Character(Unicode.Scalar($0)).isHexDigit }) else {
+                throw forbidden("doc.derived_key must be a string of hexadecimal digits")
+            }
+            guard let salt = document["salt"]?.stringValue, salt.utf8.count <= 1024 else {
+                throw forbidden("doc.salt must be a string")
+            }
+            if let prf = document["pbkdf2_prf"], prf != "sha256", prf != "sha" { throw forbidden("doc.pbkdf2_prf must be sha256") }
+            if let iterations = document["iterations"] { _ = try Self.iterations(iterations, maximum: maximumIterations) }
+        case "simple":
+            guard document["password_sha"]?.stringValue != nil, document["salt"]?.stringValue != nil else {
+                throw forbidden("doc.password_sha and doc.salt must be strings")
+            }
+        default:
+            throw forbidden("doc.password_scheme must be pbkdf2")
+        }
     }
 
     /// Whether `password` is the one hashed, compared in constant time.

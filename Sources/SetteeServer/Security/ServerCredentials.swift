@@ -14,6 +14,16 @@ final class ServerCredentials: Sendable {
     let secret: String
     /// PBKDF2 iterations for new hashes.
     let iterations: Int
+    /// The most PBKDF2 iterations a stored hash may ask of a login.
+    let maximumIterations: Int
+    /// Failed logins by client address and name, in the last `lockoutLifetime`.
+    private let failures = Mutex<[String: (count: Int, first: ContinuousClock.Instant)]>([:])
+    /// How many failures lock a name out from an address (`[chttpd_auth_lockout] threshold`).
+    static let lockoutThreshold = 5
+    /// How long failures are remembered (`[chttpd_auth_lockout] max_lifetime`, 5 minutes).
+    static let lockoutLifetime: Duration = .seconds(300)
+    /// The most addresses and names remembered (`[chttpd_auth_lockout] max_objects`).
+    static let lockoutEntries = 10_000
     private let administrators: Mutex<[String: PasswordHash]>
     /// Passwords recently verified, as a fast keyed hash of (name, salt,
     /// password): as `couch_passwords_cache`, so Basic auth on every request
@@ -24,9 +34,10 @@ final class ServerCredentials: Sendable {
     /// missing) and stores `configured` (name → password) hashed: a
     /// configured administrator whose stored hash does not verify its
     /// password is hashed anew.
-    init(dataDirectory: URL, configured: [String: String], iterations: Int) throws {
+    init(dataDirectory: URL, configured: [String: String], iterations: Int, maximumIterations: Int = 1_000_000) throws {
         folder = dataDirectory.appendingPathComponent("_settee", isDirectory: true)
         self.iterations = iterations
+        self.maximumIterations = max(maximumIterations, iterations)
         let manager = FileManager.default
         try manager.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let secretFile = folder.appendingPathComponent("secret")
@@ -82,6 +93,40 @@ final class ServerCredentials: Sendable {
             cache[cacheKey] = fast
         }
         return true
+    }
+
+    // MARK: Lockout (CouchDB 3.4's `chttpd_auth_lockout`, mode `enforce`)
+
+    static let lockedOut = CouchError(.forbidden, "forbidden", "Account is temporarily locked due to multiple authentication failures")
+
+    /// Refuses a login of `name` from `peer` after ``lockoutThreshold``
+    /// failures within ``lockoutLifetime``, before any password is checked.
+    func checkLockout(name: String, peer: String) throws(CouchError) {
+        let key = peer + "\u{0}" + name
+        let locked = failures.withLock { failures -> Bool in
+            guard let entry = failures[key] else { return false }
+            if ContinuousClock.now - entry.first > Self.lockoutLifetime {
+                failures[key] = nil
+                return false
+            }
+            return entry.count >= Self.lockoutThreshold
+        }
+        if locked { throw Self.lockedOut }
+    }
+
+    /// Counts a failed login of `name` from `peer`; a success forgets them.
+    func recordLogin(name: String, peer: String, succeeded: Bool) {
+        let key = peer + "\u{0}" + name
+        failures.withLock { failures in
+            if succeeded { failures[key] = nil; return }
+            if failures.count >= Self.lockoutEntries {
+                let now = ContinuousClock.now
+                failures = failures.filter { now - $0.value.first <= Self.lockoutLifetime }
+                if failures.count >= Self.lockoutEntries { failures.removeAll() }
+            }
+            let entry = failures[key] ?? (0, ContinuousClock.now)
+            failures[key] = (entry.count + 1, entry.first)
+        }
     }
 
     /// Writes `data` to `url` atomically, readable by this user only.

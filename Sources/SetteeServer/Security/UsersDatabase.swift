@@ -7,42 +7,63 @@ import Settee
 /// validation): anyone may sign up, a user reads and writes only their own
 /// `org.couchdb.user:NAME` document, only administrators set roles, and a
 /// `password` is never stored: it is hashed into `derived_key` and `salt`.
-extension CouchResponder {
-    static let userPrefix = "org.couchdb.user:"
+///
+/// The database is opened with this rule, so that every write passes it
+/// inside the store, whatever endpoint made it; endpoints hash a `password`
+/// before they write (``CouchResponder/preparedForWrite(_:database:request:)``),
+/// and a write that still holds one is refused.
+struct UsersWriteRule: DocumentWriteRule {
+    static let prefix = "org.couchdb.user:"
+    /// The most PBKDF2 iterations a stored hash may ask of a login.
+    let maximumIterations: Int
 
-    /// Refuses a non-administrator's read of another user's document or of
-    /// a design document (`couch_users_db:after_doc_read/2`).
-    func authorizeUsersDocumentRead(_ id: String, user: UserContext, method: HTTPRequest.Method) throws(CouchError) {
-        guard method == .get || method == .head else { return }
-        if id.hasPrefix("_design/") {
-            throw CouchError(.forbidden, "forbidden", "Only administrators can view design docs in the users database.")
+    func check(_ document: JSONValue, old: JSONValue?, writer: Database.ValidationContext?) throws {
+        guard let writer else { return }
+        let user = writer.userContext, isAdministrator = writer.isDatabaseAdministrator
+        let id = document["_id"]?.stringValue ?? ""
+        // couch_users_db:before_doc_update/3: anonymous sign-ups, or one's own document.
+        if !isAdministrator, let name = user.name, id != Self.prefix + name { throw CouchError.missing }
+        try CouchResponder.checkUserDocument(document, old: old, user: user, isAdministrator: isAdministrator)
+        if document["_deleted"] == .bool(true) { return }
+        if document["password"] != nil {
+            throw CouchError(.forbidden, "forbidden", "A password is stored hashed: this write kept it in clear.")
         }
-        if id.hasPrefix("_local/") { return }
-        guard let name = user.name, id == Self.userPrefix + name else { throw CouchError.missing }
+        try PasswordHash.checkStored(document, maximumIterations: maximumIterations)
+    }
+}
+
+extension CouchResponder {
+    static var userPrefix: String { UsersWriteRule.prefix }
+
+    /// `document`, about to be written to database `database` for `request`,
+    /// as the database's rules store it: in `_users` its `password` hashed
+    /// (and CouchDB's refusals said before the hashing's cost), in
+    /// `_replicator` its `owner` set; other databases' documents are returned
+    /// as they are. Every write path of the server calls this; the rules
+    /// themselves are checked again inside the write (``SystemDatabase``).
+    func preparedForWrite(_ document: JSONValue, database: String, request: CouchRequest) async throws -> JSONValue {
+        guard let system = SystemDatabase(name: database), case .object = document,
+              let id = document["_id"]?.stringValue, !id.hasPrefix("_design/"), !id.hasPrefix("_local/") else { return document }
+        let user = request.user
+        switch system {
+        case .replicator:
+            return ReplicatorWriteRule.owned(document, user: user)
+        case .users:
+            let db = try databases.database(database)
+            let isAdministrator = try databases.security(of: database).isAdministrator(user)
+            let old = try await db.document(id).map { try $0.value }
+            if !isAdministrator, let name = user.name, id != Self.userPrefix + name { throw CouchError.missing }
+            try Self.checkUserDocument(document, old: old, user: user, isAdministrator: isAdministrator)
+            return Self.hashingPassword(in: document, iterations: credentials.iterations)
+        }
     }
 
-    /// `document`, about to be written to database `database` by `user`, as
-    /// `_users` stores it; any other database's documents are returned as they are.
-    /// - Throws: CouchDB's `not_found` for another user's document, `forbidden`
-    ///   with `_design/_auth`'s words for a document it refuses.
-    func usersDocument(_ document: JSONValue, database: String, user: UserContext) async throws -> JSONValue {
-        guard database == "_users", let id = document["_id"]?.stringValue,
-              !id.hasPrefix("_design/"), !id.hasPrefix("_local/") else { return document }
-        let db = try databases.database(database)
-        let security = try databases.security(of: database)
-        let isAdministrator = security.isAdministrator(user)
-        let old = try await db.document(id).map { try $0.value }
-        // couch_users_db:before_doc_update/3
-        if !isAdministrator, let name = user.name, id != Self.userPrefix + name { throw CouchError.missing }
-        try Self.checkUserDocument(document, old: old, user: user, isAdministrator: isAdministrator)
-        return Self.hashingPassword(in: document, iterations: credentials.iterations)
-    }
-
-    /// `_bulk_docs`' documents for `_users`, each as ``usersDocument(_:database:user:)``
+    /// `_bulk_docs`' documents, each as ``preparedForWrite(_:database:request:)``
     /// makes it, and the result rows of those it refuses, by position
     /// (`{"id", "error", "reason"}`, as CouchDB answers them): the others are written.
-    func usersDocuments(_ documents: [JSONValue], request: CouchRequest) async throws -> (documents: [JSONValue], refused: [Int: JSONValue]) {
-        guard request.segments.first == "_users" else { return (documents, [:]) }
+    func preparedForWrite(_ documents: [JSONValue], database: String,
+                          request: CouchRequest) async throws -> (documents: [JSONValue], refused: [Int: JSONValue]) {
+        guard SystemDatabase(name: database) != nil else { return (documents, [:]) }
         var prepared: [JSONValue] = []
         var refused: [Int: JSONValue] = [:]
         for (index, var document) in documents.enumerated() {
@@ -50,7 +71,7 @@ extension CouchResponder {
                 document = Self.setting("_id", to: .string(Self.newUUID()), in: document)
             }
             do {
-                prepared.append(try await usersDocument(document, database: "_users", user: request.user))
+                prepared.append(try await preparedForWrite(document, database: database, request: request))
             } catch let error as CouchError {
                 refused[index] = ["id": document["_id"] ?? .null, "error": .string(error.error), "reason": .string(error.reason)]
                 prepared.append(document)

@@ -1,0 +1,398 @@
+import Foundation
+import Testing
+import Settee
+@testable import SetteeServer
+
+/// `settee serve` as a hostile client tries it: a case for each way in or
+/// down that was found, and every route probed against the two gates.
+@Suite("settee serve against hostile clients: no way in, no way down")
+struct ServerHostileClientTests {
+    static let admin = (name: "admin", password: "s3cret")
+    static let alice = (name: "alice", password: "alicepw")
+    static let bob = (name: "bob", password: "bobpw")
+
+    /// A server with an administrator, `_users` holding alice and bob, an
+    /// admin-only `priv` with a secret, and a public `pub`.
+    static func start(_ configure: @escaping (inout SetteeServer.Configuration) -> Void = { _ in }) async throws -> RunningServer {
+        let server = try await RunningServer { configuration in
+            configuration.administrators = [admin.name: admin.password]
+            configure(&configuration)
+        }
+        for database in ["_users", "_replicator", "priv", "pub"] {
+            _ = try await server.request("PUT", "/\(database)", user: admin)
+        }
+        for user in [alice, bob] {
+            let signup = try await server.request("PUT", "/_users/org.couchdb.user:\(user.name)",
+                                                  json: ["name": .string(user.name), "password": .string(user.password), "roles": [], "type": "user"])
+            #expect(signup.status == 201)
+        }
+        _ = try await server.request("PUT", "/priv/secretdoc", json: ["secret": "TOPSECRET"], user: admin)
+        _ = try await server.request("PUT", "/pub/_security", json: ["members": ["names": [], "roles": []]], user: admin)
+        _ = try await server.request("PUT", "/pub/doc1", json: ["text": "public"], user: admin)
+        return server
+    }
+
+    /// Bob's user document as an administrator reads it.
+    static func bobDocument(_ server: RunningServer) async throws -> JSONValue {
+        try await server.request("GET", "/_users/org.couchdb.user:bob", user: admin).json
+    }
+
+    /// Whether `body` holds any of bob's password fields or the private secret.
+    static func leaks(_ body: Data, bob: JSONValue) -> Bool {
+        let text = String(decoding: body, as: UTF8.self)
+        let secrets = [bob["derived_key"]?.stringValue, bob["salt"]?.stringValue, "TOPSECRET"].compactMap { $0 }
+        return secrets.contains { text.contains($0) }
+    }
+
+    /// A multipart/related body of one JSON part.
+    static func multipart(_ json: JSONValue, boundary: String = "xyz") -> Data {
+        Data("--\(boundary)\r\nContent-Type: application/json\r\n\r\n\(json.jsonText)\r\n--\(boundary)--".utf8)
+    }
+
+    // MARK: Findings
+
+    @Test("1. A multipart/related PUT to _users cannot give its author the _admin role")
+    func multipartAdminEscalation() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let mallory: JSONValue = ["name": "mallory", "type": "user", "roles": ["_admin"], "password_scheme": "pbkdf2",
+                                  "pbkdf2_prf": "sha256", "iterations": 10, "salt": "00",
+                                  "derived_key": "0000000000000000000000000000000000000000000000000000000000000000"]
+        let put = try await server.request("PUT", "/_users/org.couchdb.user:mallory", body: Self.multipart(mallory),
+                                           headers: ["Content-Type": "multipart/related; boundary=\"xyz\""])
+        #expect(put.status == 403)
+        #expect(try await server.request("GET", "/_users/org.couchdb.user:mallory", user: Self.admin).status == 404)
+        // The same through every other write: bulk, replicated, POST.
+        let bulk = try await server.request("POST", "/_users/_bulk_docs",
+                                            json: ["docs": [JSONValue.object([("_id", "org.couchdb.user:mallory")] + (mallory.objectValue ?? []))]])
+        #expect(bulk.json[0]?["error"] == "forbidden")
+        let replicated = try await server.request("POST", "/_users/_bulk_docs", json: [
+            "new_edits": false,
+            "docs": [JSONValue.object([("_id", "org.couchdb.user:mallory"), ("_rev", "1-0123456789abcdef0123456789abcdef")] + (mallory.objectValue ?? []))],
+        ])
+        #expect(replicated.json[0]?["error"] == "forbidden")
+        #expect(try await server.request("GET", "/_users/org.couchdb.user:mallory", user: Self.admin).status == 404)
+    }
+
+    @Test("2. A rewrite cannot leave its database, and the request it makes is authorized again as itself")
+    func rewriteEscape() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let design: JSONValue = ["rewrites": [["from": "doc/:id", "to": "../../:id"],
+                                              ["from": "security", "to": "../../_security", "method": "PUT"], ["from": "*", "to": "*"]]]
+        #expect(try await server.request("PUT", "/pub/_design/app", json: design, user: Self.admin).status == 201)
+        let bob = try await Self.bobDocument(server)
+        for path in ["%2E%2E/%2E%2E/%2E%2E/priv/secretdoc", "%2E%2E/%2E%2E/%2E%2E/_users/_all_docs?include_docs=true",
+                     "%2E%2E/%2E%2E/%2E%2E/_users/org.couchdb.user:bob", "../../../priv/secretdoc"] {
+            let reply = try await server.request("GET", "/pub/_design/app/_rewrite/" + path)
+            #expect(reply.status != 200, "\(path)")
+            #expect(!Self.leaks(reply.body, bob: bob), "\(path)")
+        }
+        for (method, path) in [("PUT", "%2E%2E/%2E%2E/%2E%2E/priv/_security"), ("PUT", "%2E%2E/%2E%2E/%2E%2E/newdb"),
+                               ("DELETE", "%2E%2E/%2E%2E/%2E%2E/priv")] {
+            let reply = try await server.request(method, "/pub/_design/app/_rewrite/" + path, json: ["members": [:]])
+            #expect(reply.status >= 400, "\(method) \(path)")
+        }
+        #expect(try await server.request("GET", "/priv/secretdoc", user: Self.admin).status == 200)
+        #expect(try await server.request("GET", "/newdb", user: Self.admin).status == 404)
+        // Inside its database a rewrite still works, and what it reaches is authorized as itself.
+        #expect(try await server.request("GET", "/pub/_design/app/_rewrite/doc/doc1").json["text"] == "public")
+        let security = try await server.request("PUT", "/pub/_design/app/_rewrite/security", json: ["members": ["names": ["x"]]])
+        #expect(security.status == 401)
+        #expect(try await server.request("GET", "/pub/_security", user: Self.admin).json["members"]?["names"] == [])
+
+        // The function form: a path out of the database is refused too.
+        let function = "function (req) { return {path: '../../../priv/secretdoc'}; }"
+        _ = try await server.request("PUT", "/pub/_design/fn", json: ["rewrites": .string(function)], user: Self.admin)
+        let escaped = try await server.request("GET", "/pub/_design/fn/_rewrite/anything")
+        #expect(escaped.status == 500)
+        #expect(escaped.json["error"] == "insecure_rewrite_rule")
+        #expect(!Self.leaks(escaped.body, bob: bob))
+    }
+
+    @Test("3. Nobody but an administrator reads _users through _find, _bulk_get, COPY or _local")
+    func usersReads() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let bob = try await Self.bobDocument(server)
+        #expect(bob["derived_key"]?.stringValue != nil)
+        for user in [nil, Self.alice] as [(name: String, password: String)?] {
+            let find = try await server.request("POST", "/_users/_find", json: ["selector": [:]], user: user)
+            let bulkGet = try await server.request("POST", "/_users/_bulk_get", json: ["docs": [["id": "org.couchdb.user:bob"]]], user: user)
+            let copy = try await server.request("COPY", "/_users/org.couchdb.user:bob", headers: ["Destination": "_local/leak"], user: user)
+            let local = try await server.request("GET", "/_users/_local/leak", user: user)
+            let allDocs = try await server.request("GET", "/_users/_all_docs?include_docs=true", user: user)
+            for reply in [find, bulkGet, copy, local, allDocs] {
+                #expect([401, 403, 404].contains(reply.status), "\(reply.status) \(reply.json.jsonText)")
+                #expect(!Self.leaks(reply.body, bob: bob))
+            }
+        }
+        #expect(try await server.request("GET", "/_users/_local/leak", user: Self.admin).status == 404)
+        // Their own document, users still read.
+        #expect(try await server.request("GET", "/_users/org.couchdb.user:alice", user: Self.alice).status == 200)
+    }
+
+    @Test("4. Nobody takes over another account: COPY over a user document, attachments on one, a delete of one")
+    func accountTakeover() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let bob = try await Self.bobDocument(server)
+        let rev = try #require(bob["_rev"]?.stringValue)
+        let copy = try await server.request("COPY", "/_users/org.couchdb.user:alice",
+                                            headers: ["Destination": "org.couchdb.user:bob?rev=\(rev)"], user: Self.alice)
+        #expect(copy.status == 403)
+        #expect(try await server.request("GET", "/_session", user: (name: "bob", password: Self.alice.password)).status == 401)
+        let attachment = try await server.request("PUT", "/_users/org.couchdb.user:bob/x.txt?rev=\(rev)", body: Data("x".utf8),
+                                                  headers: ["Content-Type": "text/plain"])
+        #expect(attachment.status == 401)
+        let delete = try await server.request("DELETE", "/_users/org.couchdb.user:bob?rev=\(rev)", user: Self.alice)
+        #expect(delete.status == 404)
+        #expect(try await Self.bobDocument(server) == bob)
+        #expect(try await server.request("GET", "/_session", user: Self.bob).json["userCtx"]?["name"] == "bob")
+    }
+
+    @Test("5. A session cookie with a time past any clock is no session, not a crash")
+    func cookieTimeOverflow() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        for time in ["7FFFFFFFFFFFFFFF", "FFFFFFFFFFFFFFFF", "-8000000000000000", "0"] {
+            let raw = Array("admin:\(time):".utf8) + [UInt8](repeating: 0x41, count: 32)
+            let cookie = Data(raw).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            let reply = try await server.request("GET", "/_session", headers: ["Cookie": "AuthSession=\(cookie)"])
+            #expect(reply.status == 200)
+            #expect(reply.json["userCtx"]?["name"] == .null)
+        }
+        #expect(try await server.request("GET", "/_up").status == 200)
+    }
+
+    @Test("6 and 12. A user document's hash parameters are checked on write and bounded; logins lock out after five failures")
+    func passwordParameters() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        for iterations: JSONValue in [1e300, 2_000_000, 0, 1.5, "10"] {
+            let planted = try await server.request("PUT", "/_users/org.couchdb.user:carol", json: [
+                "name": "carol", "type": "user", "roles": [], "password_scheme": "pbkdf2", "iterations": iterations,
+                "derived_key": "abcd", "salt": "00",
+            ])
+            #expect(planted.status == 403, "iterations \(iterations.jsonText)")
+        }
+        let noScheme = try await server.request("PUT", "/_users/org.couchdb.user:carol",
+                                                json: ["name": "carol", "type": "user", "roles": [], "iterations": 1e300])
+        #expect(noScheme.status == 403)
+        #expect(try await server.request("GET", "/_session", user: (name: "carol", password: "x")).status == 401)
+
+        // A hash stored before these checks (written past the server) refuses its logins; the server stays up.
+        let users = try server.server.databases.database("_users")
+        _ = try await users.put(#"{"_id":"org.couchdb.user:dave","name":"dave","type":"user","roles":[],"password_scheme":"pbkdf2","pbkdf2_prf":"sha256","iterations":1e300,"derived_key":"ab","salt":"cd"}"#)
+        let dave = try await server.request("GET", "/_session", user: (name: "dave", password: "x"))
+        #expect(dave.status == 403)
+        #expect(dave.json["reason"] == "Iteration count is too high for this server")
+        #expect(try await server.request("GET", "/_up").status == 200)
+
+        // Five wrong passwords lock the name out from this address, the right one included.
+        for _ in 1...5 {
+            #expect(try await server.request("GET", "/_session", user: (name: "bob", password: "wrong")).status == 401)
+        }
+        let locked = try await server.request("GET", "/_session", user: Self.bob)
+        #expect(locked.status == 403)
+        #expect(locked.json == ["error": "forbidden", "reason": "Account is temporarily locked due to multiple authentication failures"])
+        let form = try await server.request("POST", "/_session", body: Data("name=bob&password=bobpw".utf8),
+                                            headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        #expect(form.status == 403)
+        #expect(try await server.request("GET", "/_session", user: Self.alice).json["userCtx"]?["name"] == "alice")
+    }
+
+    @Test("7. A show, list or update answering a status outside 200–599 gets CouchDB's error, and the server stays up")
+    func designFunctionStatusCodes() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let codes = ["1000", "999999", "-5", "1e300", "50", "0", "101", "200.5"]
+        var shows: [(String, JSONValue)] = []
+        for (index, code) in codes.enumerated() {
+            shows.append(("s\(index)", .string("function (doc, req) { return {code: \(code), body: 'x'}; }")))
+        }
+        let design: JSONValue = [
+            "shows": .object(shows),
+            "updates": ["u": "function (doc, req) { return [null, {code: 1000, body: 'x'}]; }"],
+            "lists": ["l": "function (head, req) { start({code: 1e300}); send('x'); }"],
+            "views": ["v": ["map": "function (doc) { emit(doc._id, 1); }"]],
+        ]
+        #expect(try await server.request("PUT", "/pub/_design/codes", json: design, user: Self.admin).status == 201)
+        for index in codes.indices {
+            let reply = try await server.request("GET", "/pub/_design/codes/_show/s\(index)")
+            #expect(reply.status == 500, "code \(codes[index])")
+            #expect(reply.json["error"] == "external_response_error", "code \(codes[index])")
+        }
+        #expect(try await server.request("POST", "/pub/_design/codes/_update/u").status == 500)
+        #expect(try await server.request("GET", "/pub/_design/codes/_list/l/v").status == 500)
+        #expect(try await server.request("GET", "/_up").status == 200)
+    }
+
+    @Test("13 and 17. A login form is bounded before it is read; a login redirects only within the server")
+    func sessionBounds() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let big = Data("name=bob&password=".utf8) + Data(repeating: UInt8(ascii: "%"), count: 2 << 20)
+        let reply = try await server.request("POST", "/_session", body: big, headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        #expect(reply.status == 413)
+        for next in ["https://elsewhere.example/", "//elsewhere.example/", "/\\elsewhere.example"] {
+            let escaped = next.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? next
+            let login = try await server.request("POST", "/_session?next=\(escaped)", json: ["name": "bob", "password": "bobpw"])
+            #expect(login.status == 400, "\(next)")
+            #expect(login.header("Location") == nil)
+        }
+        // Within the server, the redirect is followed (by the client) to the document.
+        let inside = try await server.request("POST", "/_session?next=%2Fpub%2Fdoc1", json: ["name": "bob", "password": "bobpw"])
+        #expect(inside.json["text"] == "public")
+    }
+
+    @Test("15. Invalid UTF-8 in a document is refused with 400, on every write path")
+    func invalidUTF8() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let bad = Data(#"{"text":""#.utf8) + Data([0xFF, 0xFE, 0x41]) + Data(#""}"#.utf8)
+        let bulk = Data(#"{"docs":[{"_id":"b","text":""#.utf8) + Data([0xC3]) + Data(#""}]}"#.utf8)
+        for (method, path, body) in [("PUT", "/pub/a", bad), ("POST", "/pub", bad), ("POST", "/pub/_bulk_docs", bulk)] {
+            let reply = try await server.request(method, path, body: body, user: Self.admin)
+            #expect(reply.status == 400, "\(method) \(path)")
+            #expect(reply.json == ["error": "bad_request", "reason": "invalid UTF-8 JSON"], "\(method) \(path)")
+        }
+        let part = try await server.request("PUT", "/pub/m", body: Data("--xyz\r\nContent-Type: application/json\r\n\r\n".utf8) + bad + Data("\r\n--xyz--".utf8),
+                                            headers: ["Content-Type": "multipart/related; boundary=\"xyz\""], user: Self.admin)
+        #expect(part.status == 400)
+        for id in ["a", "b", "m"] {
+            #expect(try await server.request("GET", "/pub/\(id)", user: Self.admin).status == 404)
+        }
+    }
+
+    @Test("16. _replicator: owners write their own documents, others read them without credentials, anonymous clients nothing")
+    func replicatorOwnership() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let job: JSONValue = ["source": "http://alice:hunter2@remote.example/a", "target": ["url": "http://remote.example/b",
+                                                                                        "headers": ["Authorization": "Basic c2VjcmV0"]]]
+        #expect(try await server.request("PUT", "/_replicator/anon", json: job).status == 401)
+        let put = try await server.request("PUT", "/_replicator/job", json: job, user: Self.alice)
+        #expect(put.status == 201)
+        let own = try await server.request("GET", "/_replicator/job", user: Self.alice).json
+        #expect(own["owner"] == "alice")
+        #expect(own["source"] == "http://alice:hunter2@remote.example/a")
+        let other = try await server.request("GET", "/_replicator/job", user: Self.bob)
+        #expect(other.json["source"] == "http://remote.example/a")
+        #expect(other.json["target"] == ["url": "http://remote.example/b"])
+        #expect(!String(decoding: other.body, as: UTF8.self).contains("hunter2"))
+        let rev = try #require(own["_rev"]?.stringValue)
+        let takeover = try await server.request("PUT", "/_replicator/job?rev=\(rev)", json: ["source": "x", "target": "y", "owner": "bob"],
+                                                user: Self.bob)
+        #expect(takeover.status == 403)
+        #expect(takeover.json["reason"] == "Can't update replication documents from other users.")
+        #expect(try await server.request("DELETE", "/_replicator/job?rev=\(rev)", user: Self.bob).status == 403)
+        for (method, path) in [("GET", "/_replicator/anon"), ("POST", "/_replicator/_find"), ("GET", "/_replicator/_all_docs"),
+                               ("GET", "/_replicator/job?open_revs=all")] {
+            let user = path.hasSuffix("anon") ? nil : Self.bob
+            let reply = method == "POST" ? try await server.request(method, path, json: ["selector": [:]], user: user)
+                : try await server.request(method, path, user: user)
+            #expect(reply.status >= 400, "\(method) \(path)")
+            #expect(!String(decoding: reply.body, as: UTF8.self).contains("hunter2"), "\(method) \(path)")
+        }
+        #expect(try await server.request("GET", "/_replicator/job", user: Self.admin).json["source"] == "http://alice:hunter2@remote.example/a")
+    }
+
+    @Test("8. A database that cannot be made on a full disk answers storage_full and leaves no folder behind",
+          .enabled(if: SmallFileSystem.available, "mounting a tmpfs needs root"))
+    func createOnFullDisk() async throws {
+        let disk = try #require(SmallFileSystem(megabytes: 2))
+        let server = try await RunningServer { $0.dataDirectory = disk.url.appendingPathComponent("data") }
+        defer { Task { await server.stop() } }
+        #expect(try await server.request("PUT", "/db1").status == 201)
+        for left in [4096, 12288, 24576] {
+            try disk.fill(leaving: left)
+            let reply = try await server.request("PUT", "/db2")
+            #expect(reply.json["error"] == "storage_full", "\(left) bytes left: \(reply.json.jsonText)")
+            try disk.removeFiller()
+            #expect(!FileManager.default.fileExists(atPath: disk.url.appendingPathComponent("data/db2").path), "\(left) bytes left")
+            #expect(try await server.request("GET", "/db2").status == 404)
+        }
+        #expect(try await server.request("PUT", "/db2").status == 201)
+        #expect(try await server.request("PUT", "/db2/doc", json: ["a": 1]).status == 201)
+    }
+
+    @Test("10. A data folder is served by one server at a time")
+    func oneServerPerFolder() async throws {
+        let server = try await RunningServer()
+        defer { Task { await server.stop() } }
+        var configuration = SetteeServer.Configuration(dataDirectory: server.directory)
+        configuration.port = 0
+        let second = try SetteeServer(configuration: configuration)
+        await #expect { try await second.run() } throws: { error in (error as? CouchError)?.error == "data_folder_in_use" }
+        #expect(try await server.request("PUT", "/db").status == 201)
+    }
+
+    @Test("17. Only addresses of this machine count as loopback: a name that starts with 127. is not one")
+    func loopbackAddresses() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("settee-bind-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for host in ["127.0.0.1", "127.1.2.3", "::1", "localhost"] {
+            var configuration = SetteeServer.Configuration(dataDirectory: folder)
+            configuration.host = host
+            #expect(throws: Never.self) { _ = try SetteeServer(configuration: configuration) }
+        }
+        for host in ["127.evil.example", "127.0.0.1.example", "0.0.0.0", "::"] {
+            var configuration = SetteeServer.Configuration(dataDirectory: folder)
+            configuration.host = host
+            #expect(throws: CouchError.self, "\(host)") { _ = try SetteeServer(configuration: configuration) }
+        }
+    }
+
+    // MARK: The two gates, route by route
+
+    @Test("Every route the router answers, every method, as an anonymous client and as a user: no secret read, no user, account or private document changed")
+    func everyRoutePassesBothGates() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let design: JSONValue = ["views": ["v": ["map": "function (doc) { emit(doc._id, doc); }"]],
+                                 "shows": ["f": "function (doc, req) { return {json: doc}; }"],
+                                 "lists": ["f": "function (head, req) { var r; while ((r = getRow())) send(toJSON(r)); }"],
+                                 "updates": ["f": "function (doc, req) { return [doc, toJSON(doc)]; }"],
+                                 "rewrites": [["from": "*", "to": "../../*"]]]
+        for database in ["_users", "priv"] {
+            #expect(try await server.request("PUT", "/\(database)/_design/ddoc", json: design, user: Self.admin).status == 201)
+        }
+        let bob = try await Self.bobDocument(server)
+        let priv = try await server.request("GET", "/priv/_all_docs?include_docs=true", user: Self.admin).json
+        // One body that every endpoint reads its part of: documents to write, a selector, keys, a user document.
+        let hostile: JSONValue = [
+            "_id": "org.couchdb.user:bob", "name": "bob", "type": "user", "roles": ["_admin"], "password": "mine",
+            "docs": [["_id": "org.couchdb.user:bob", "_rev": bob["_rev"] ?? .null, "name": "bob", "type": "user", "roles": ["_admin"],
+                      "password": "mine"], ["id": "org.couchdb.user:bob"], ["_id": "secretdoc", "secret": "changed"]],
+            "selector": [:], "keys": ["org.couchdb.user:bob", "secretdoc"], "queries": [["include_docs": true]],
+            "org.couchdb.user:bob": [bob["_rev"] ?? .null], "secretdoc": ["1-0123456789abcdef0123456789abcdef"],
+            "index": ["fields": ["name"]], "members": ["names": []], "admins": ["names": ["mallory"]],
+        ]
+        var probes = 0
+        for database in ["_users", "priv"] {
+            let id = database == "_users" ? "org.couchdb.user:bob" : "secretdoc"
+            for path in CouchRoutes.examplePaths(database: database, document: id) {
+                for method in ["GET", "HEAD", "POST", "PUT", "DELETE", "COPY"] {
+                    for user in [nil, Self.alice] as [(name: String, password: String)?] {
+                        let query = path.contains("?") ? "&" : "?"
+                        let target = method == "GET" ? path + query + "include_docs=true&attachments=true&revs=true" : path
+                        let body = method == "GET" || method == "HEAD" ? nil : Data(hostile.jsonText.utf8)
+                        let reply = try await server.request(method, target, body: body,
+                                                             headers: method == "COPY" ? ["Destination": "_local/leak"] : [:], user: user)
+                        probes += 1
+                        #expect(!Self.leaks(reply.body, bob: bob), "\(method) \(target) as \(user?.name ?? "anonymous"): \(reply.status)")
+                    }
+                }
+            }
+        }
+        #expect(probes > 400)
+        #expect(try await Self.bobDocument(server) == bob)
+        #expect(try await server.request("GET", "/priv/_all_docs?include_docs=true", user: Self.admin).json == priv)
+        #expect(try await server.request("GET", "/_session", user: Self.alice).json["userCtx"] == ["name": "alice", "roles": []])
+        #expect(try await server.request("GET", "/_users/_local/leak", user: Self.admin).status == 404)
+        #expect(try await server.request("GET", "/priv/_local/leak", user: Self.admin).status == 404)
+        #expect(try await server.request("GET", "/_all_dbs", user: Self.admin).json == ["_replicator", "_users", "priv", "pub"])
+    }
+}
