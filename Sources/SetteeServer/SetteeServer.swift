@@ -77,6 +77,12 @@ public struct SetteeServer: Sendable {
         /// Tasks a handler creates with `Task {}` or `Task.detached` run on
         /// the cooperative pool as usual.
         public var requestThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        /// How long a stop (SIGTERM, SIGINT, ``SetteeServer/stop()``) waits
+        /// for the requests under way before it cancels them (10 seconds): a
+        /// cancelled request's database work (a scan, an index build,
+        /// JavaScript) stops at its next check, so the process ends soon
+        /// after, whatever its clients asked.
+        public var shutdownTimeout: Duration = .seconds(10)
         /// Limits on requests.
         public var limits = ServerLimits()
         /// Options for every database opened.
@@ -156,7 +162,10 @@ public struct SetteeServer: Sendable {
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
         defer { databases.closeAll() }
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        var groupConfiguration = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+        groupConfiguration.maximumCancellationDuration = .seconds(5)
+        let group = ServiceGroup(configuration: groupConfiguration)
         if running.start(group) { await group.triggerGracefulShutdown() }
         if #available(macOS 15.0, *), configuration.requestThreads > 0 {
             // Connections are child tasks of the group's: they, and the handlers they run, prefer these threads.

@@ -302,7 +302,7 @@ struct ServerHostileClientTests {
     @Test("8. A database that cannot be made on a full disk answers storage_full and leaves no folder behind",
           .enabled(if: SmallFileSystem.available, "mounting a tmpfs needs root"))
     func createOnFullDisk() async throws {
-        let disk = try #require(SmallFileSystem(megabytes: 2))
+        let disk = try #require(SmallFileSystem(megabytes: 8))
         let server = try await RunningServer { $0.dataDirectory = disk.url.appendingPathComponent("data") }
         defer { Task { await server.stop() } }
         #expect(try await server.request("PUT", "/db1").status == 201)
@@ -314,8 +314,50 @@ struct ServerHostileClientTests {
             #expect(!FileManager.default.fileExists(atPath: disk.url.appendingPathComponent("data/db2").path), "\(left) bytes left")
             #expect(try await server.request("GET", "/db2").status == 404)
         }
-        #expect(try await server.request("PUT", "/db2").status == 201)
+        let made = try await server.request("PUT", "/db2")
+        #expect(made.status == 201, "\(made.json.jsonText)")
         #expect(try await server.request("PUT", "/db2/doc", json: ["a": 1]).status == 201)
+    }
+
+    /// A database of `count` documents and a `_find` body whose `$or` of
+    /// `clauses` conditions matches none of them: a query that examines
+    /// every document against every clause, for many seconds.
+    static func slowFind(_ server: RunningServer, documents count: Int = 20_000, clauses: Int = 4_000) async throws -> String {
+        _ = try await server.request("PUT", "/big")
+        for start in stride(from: 0, to: count, by: 5_000) {
+            let docs = (start..<min(start + 5_000, count)).map { JSONValue.object([("n", .number(Double($0)))]) }
+            _ = try await server.request("POST", "/big/_bulk_docs", json: ["docs": .array(docs)])
+        }
+        let or = (0..<clauses).map { JSONValue.object([("f\($0)", .number(Double($0)))]) }
+        return JSONValue.object([("selector", ["$or": .array(or)]), ("limit", 1)]).jsonText
+    }
+
+    @Test("14. A query stops when its client leaves: the server's stop does not wait for it")
+    func workStopsWithItsClient() async throws {
+        let server = try await RunningServer { $0.shutdownTimeout = .seconds(120) }
+        let body = try await Self.slowFind(server)
+        let connection = try RawConnection(port: server.port)
+        #expect(connection.send("POST /big/_find HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"))
+        try await Task.sleep(for: .milliseconds(500))
+        connection.close()
+        try await Task.sleep(for: .milliseconds(200))
+        // Were the query still running, the stop would wait for it (up to the 120 s shutdown timeout).
+        let clock = ContinuousClock()
+        let stopped = await clock.measure { await server.stop() }
+        #expect(stopped < .seconds(30), "stop took \(stopped)")
+    }
+
+    @Test("14. A stop cancels the requests still under way after its timeout, and their database work stops")
+    func stopIsBounded() async throws {
+        let server = try await RunningServer { $0.shutdownTimeout = .seconds(1) }
+        let body = try await Self.slowFind(server)
+        let connection = try RawConnection(port: server.port)
+        defer { connection.close() }
+        #expect(connection.send("POST /big/_find HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"))
+        try await Task.sleep(for: .milliseconds(500))
+        let clock = ContinuousClock()
+        let stopped = await clock.measure { await server.stop() }
+        #expect(stopped < .seconds(30), "stop took \(stopped)")
     }
 
     @Test("10. A data folder is served by one server at a time")

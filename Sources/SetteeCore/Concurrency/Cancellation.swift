@@ -78,3 +78,19 @@ private let currentKey: pthread_key_t = {
     pthread_key_create(&key, nil)
     return key
 }()
+
+/// The check a long loop makes for its thread's ``Cancellation/current``:
+/// every so many steps, so that a scan over millions of documents stops
+/// soon after its caller goes away, at the cost of a counter per step.
+package struct CancellationCheck {
+    private let cancellation = Cancellation.current
+    private var steps: UInt32 = 0
+
+    package init() {}
+
+    /// Counts a step; throws `CancellationError` once the work is called off.
+    package mutating func step() throws(CancellationError) {
+        steps &+= 1
+        if steps & 63 == 0, let cancellation { try cancellation.checkCancelled() }
+    }
+}

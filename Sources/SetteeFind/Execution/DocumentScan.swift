@@ -60,7 +60,9 @@ struct DocumentScan {
                 var json: [UInt8] = []
                 var pages = MappedPagesRelease(store.environment)
                 var isFirst = true
+                var cancellation = CancellationCheck()
                 while true {
+                    try cancellation.step()
                     if !isFirst { entry = descending ? try cursor.previous() : try cursor.next() }
                     isFirst = false
                     guard let (key, value) = entry else { return }

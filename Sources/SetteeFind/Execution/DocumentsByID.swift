@@ -13,7 +13,9 @@ struct DocumentsByID {
     func forEach(of ids: [String], after: String?, _ body: (String, [UInt8]) throws -> Bool) throws {
         try store.environment.read { transaction in
             var pages = MappedPagesRelease(store.environment)
+            var cancellation = CancellationCheck()
             for id in ids {
+                try cancellation.step()
                 if let after, JSONValue.compareBytes(id, after) <= 0 { continue }
                 if id.utf8.starts(with: Self.designPrefix) { continue }
                 guard let document = try store.record(id, in: transaction), !document.isDeleted else { continue }
@@ -32,7 +34,9 @@ struct DocumentsByID {
                 var json: [UInt8] = []
                 var pages = MappedPagesRelease(store.environment)
                 var isFirst = true
+                var cancellation = CancellationCheck()
                 while true {
+                    try cancellation.step()
                     if !isFirst { entry = try cursor.next() }
                     isFirst = false
                     guard let (key, value) = entry else { return }

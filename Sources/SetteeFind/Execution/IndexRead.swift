@@ -84,7 +84,9 @@ struct IndexRead {
         var examined = (keys: 0, documents: 0)
         // Rows on a bound the selector leaves out (`$gt`, `$lt`), when the keys prove the rest.
         let excluded = keysProveSelector ? FieldRange.excludedKeyPrefixes(ranges) : []
+        var cancellation = CancellationCheck()
         try reader(index, scan) { entry in
+            try cancellation.step()
             examined.keys += 1
             let row = entry.row
             if let mark = resuming {

@@ -24,7 +24,7 @@ struct CouchResponder: HTTPResponder {
             couch.authenticatedBy = authentication.handler
             couch.peer = peer
             couch.connection = context.channel
-            response = try await dispatch(&couch)
+            response = try await Disconnection.cancelling(on: context.channel) { try await dispatch(&couch) }
             if let cookie = authentication.refreshedCookie, response.headers[.setCookie] == nil { response.headers[.setCookie] = cookie }
         } catch {
             let couchError = CouchError(from: error)
