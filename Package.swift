@@ -16,6 +16,8 @@ let package = Package(
         // `settee serve`: CouchDB's HTTP API, on SwiftNIO. Only SetteeServer links it.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // Hummingbird's own SwiftNIO: the server reads connections (NIOCore) and HTTP/1 parse errors (NIOHTTP1).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         // Hummingbird's own service lifecycle: `SetteeServer.stop()` shuts its group down gracefully.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // `swift package generate-documentation` (`make docs`); a plugin, not linked.
@@ -91,6 +93,8 @@ let package = Package(
                 "Settee", "SetteeQueryServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -247,6 +247,40 @@ struct ServerHostileClientTests {
         #expect(inside.json["text"] == "public")
     }
 
+    @Test("17. Range headers past the attachment or past any integer get 416; suffixes past the start clamp; nothing traps")
+    func rangeBounds() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let put = try await server.request("PUT", "/pub/att/a.txt", body: Data("0123456789".utf8), headers: ["Content-Type": "text/plain"],
+                                           user: Self.admin)
+        #expect(put.status == 201)
+        for range in ["bytes=99999999999999999999-", "bytes=10-20", "bytes=5-99999999999999999999999,99999999999999999999-", "bytes=-0"] {
+            let reply = try await server.request("GET", "/pub/att/a.txt", headers: ["Range": range])
+            #expect(reply.status == 416, "\(range)")
+        }
+        let clamped = try await server.request("GET", "/pub/att/a.txt", headers: ["Range": "bytes=5-99999999999999999999999"])
+        #expect(clamped.status == 206)
+        #expect(String(decoding: clamped.body, as: UTF8.self) == "56789")
+        let suffix = try await server.request("GET", "/pub/att/a.txt", headers: ["Range": "bytes=-99999999999999999999"])
+        #expect(String(decoding: suffix.body, as: UTF8.self) == "0123456789")
+        // A header that does not parse is ignored, as mochiweb ignores it: the whole body.
+        #expect(try await server.request("GET", "/pub/att/a.txt", headers: ["Range": "bytes=--9223372036854775808"]).status == 200)
+        #expect(try await server.request("GET", "/_up").status == 200)
+    }
+
+    @Test("17. A chunk size past any integer is the client's error: 400, not 500")
+    func oversizedChunk() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let connection = try RawConnection(port: server.port)
+        defer { connection.close() }
+        connection.send("PUT /pub/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + "FFFFFFFFFFFFFFFFFFFF\r\n{}\r\n0\r\n\r\n")
+        let received = await connection.receive(for: 3)
+        #expect(received.text.hasPrefix("HTTP/1.1 400"), "\(received.text.prefix(80))")
+        #expect(try await server.request("GET", "/pub/x", user: Self.admin).status == 404)
+    }
+
     @Test("15. Invalid UTF-8 in a document is refused with 400, on every write path")
     func invalidUTF8() async throws {
         let server = try await Self.start()
@@ -358,6 +392,24 @@ struct ServerHostileClientTests {
         let clock = ContinuousClock()
         let stopped = await clock.measure { await server.stop() }
         #expect(stopped < .seconds(30), "stop took \(stopped)")
+    }
+
+    @Test("17. An attachment upload on a full disk answers storage_full and leaves no upload behind",
+          .enabled(if: SmallFileSystem.available, "mounting a tmpfs needs root"))
+    func uploadOnFullDisk() async throws {
+        let disk = try #require(SmallFileSystem(megabytes: 8))
+        let server = try await RunningServer { $0.dataDirectory = disk.url.appendingPathComponent("data") }
+        defer { Task { await server.stop() } }
+        #expect(try await server.request("PUT", "/db").status == 201)
+        let rev = try #require(try await server.request("PUT", "/db/doc", json: ["a": 1]).json["rev"]?.stringValue)
+        try disk.fill(leaving: 16384)
+        let reply = try await server.request("PUT", "/db/doc/big.bin?rev=\(rev)", body: Data(count: 1 << 20),
+                                             headers: ["Content-Type": "application/octet-stream"])
+        #expect(reply.json["error"] == "storage_full", "\(reply.json.jsonText)")
+        try disk.removeFiller()
+        let uploads = (try? FileManager.default.contentsOfDirectory(atPath: UploadFolder.url(in: disk.url.appendingPathComponent("data")).path)) ?? []
+        #expect(uploads.isEmpty)
+        #expect(try await server.request("GET", "/db/doc", user: nil).json["_rev"]?.stringValue == rev)
     }
 
     @Test("10. A data folder is served by one server at a time")

@@ -87,14 +87,14 @@ extension CouchResponder {
             let text = token.trimmingCharacters(in: .whitespaces)
             if text.isEmpty { continue }
             if text.hasPrefix("-") {
-                guard let suffix = Int(text.dropFirst()) else { return nil }
+                guard let suffix = position(text.dropFirst()) else { return nil }
                 parsed.append((nil, suffix))
                 continue
             }
             let parts = text.split(separator: "-", omittingEmptySubsequences: true)
-            guard parts.count == 1 || parts.count == 2, let from = Int(parts[0]) else { return nil }
+            guard parts.count == 1 || parts.count == 2, let from = position(parts[0]) else { return nil }
             if parts.count == 2 {
-                guard let to = Int(parts[1]) else { return nil }
+                guard let to = position(parts[1]) else { return nil }
                 parsed.append((from, to))
             } else {
                 parsed.append((from, nil))
@@ -112,6 +112,14 @@ extension CouchResponder {
             to = max(from, to)
             return from ..< to + 1
         }
+    }
+
+    /// A byte position of a `Range` header: its digits, `Int.max` past
+    /// `Int`'s range (a position no attachment reaches, as Erlang's integers
+    /// read it); nil for anything but digits.
+    private static func position(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return Int(text) ?? Int.max
     }
 
     /// A body streaming `ranges` of the attachment's bytes, one after another.
@@ -199,7 +207,7 @@ extension CouchResponder {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let file = folder.appendingPathComponent(Self.newUUID())
         guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
-            throw CouchError(.internalServerError, "file_error", "could not create the upload file \(file.path)")
+            throw Self.uploadError(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO), file: file)
         }
         do {
             let handle = try FileHandle(forWritingTo: file)
@@ -221,9 +229,28 @@ extension CouchResponder {
             }
         } catch {
             try? FileManager.default.removeItem(at: file)
-            throw error
+            throw Self.uploadError(error, file: file)
         }
         return file
+    }
+
+    /// What a failed upload says: CouchDB's errors as they are, a full disk
+    /// as `storage_full` (as a full database says it), anything else as a
+    /// `file_error` naming the file.
+    static func uploadError(_ error: any Error, file: URL) -> any Error {
+        if error is CouchError || error is CancellationError { return error }
+        let code = (error as? POSIXError)?.code.rawValue ?? {
+            let described = error as NSError
+            if described.domain == NSPOSIXErrorDomain { return Int32(described.code) }
+            if let underlying = described.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+                return Int32(underlying.code)
+            }
+            return described.domain == NSCocoaErrorDomain && described.code == CocoaError.fileWriteOutOfSpace.rawValue ? ENOSPC : 0
+        }()
+        if code == ENOSPC || code == EDQUOT {
+            return CouchError(.internalServerError, "storage_full", "No space left on device - while receiving an upload to \(file.path)")
+        }
+        return CouchError(.internalServerError, "file_error", "\(error.localizedDescription) - while receiving an upload to \(file.path)")
     }
 
     // MARK: DELETE

@@ -63,7 +63,7 @@ struct DatabaseLimits {
               case .object(let members)? = try? JSONValue(parsing: String(decoding: data, as: UTF8.self)) else { return [:] }
         var values: [String: Int] = [:]
         for (key, value) in members {
-            if case .number(let number) = value { values[key] = Int(number) }
+            if case .number(let number) = value, let integer = Int(exactly: number) { values[key] = integer }
         }
         return values
     }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOHTTP1
 import Settee
 
 /// An HTTP error in CouchDB's shape: a status and a body `{"error": …, "reason": …}`.
@@ -48,6 +49,12 @@ public struct CouchError: Error, Sendable, Equatable {
             self.init(Self.status(of: error.code), word, Self.reason(of: error))
         case is JSONParseError:
             self = .invalidJSON
+        case let error as HTTPParserError:
+            // A body the client framed wrongly (a chunk size past any integer, …): the client's error.
+            self.init(.badRequest, "bad_request", "malformed HTTP request: \(error)")
+        case is CancellationError:
+            // The client went away (or the server stopped) while its request was answered.
+            self.init(.serviceUnavailable, "cancelled", "the request was called off: its client left or the server is stopping")
         case let error as any SetteeError:
             let status: HTTPResponse.Status = switch error.errorCode {
             case .notFound: .notFound
