@@ -164,7 +164,6 @@ public struct SetteeServer: Sendable {
         defer { databases.closeAll() }
         var groupConfiguration = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
-        groupConfiguration.maximumCancellationDuration = .seconds(5)
         let group = ServiceGroup(configuration: groupConfiguration)
         if running.start(group) { await group.triggerGracefulShutdown() }
         if #available(macOS 15.0, *), configuration.requestThreads > 0 {

@@ -229,6 +229,43 @@ struct ServerHostileClientTests {
         #expect(try await server.request("GET", "/_up").status == 200)
     }
 
+    @Test("11. One database's looping shows wait behind each other, not in front of another database's show")
+    func showsOfDatabasesAreIsolated() async throws {
+        let server = try await Self.start { $0.shutdownTimeout = .seconds(1) }
+        defer { Task { await server.stop() } }
+        let loop: JSONValue = ["shows": ["loop": "function (doc, req) { while (true) {} }"]]
+        let fine: JSONValue = ["shows": ["fine": "function (doc, req) { return 'fine'; }"]]
+        #expect(try await server.request("PUT", "/pub/_design/loop", json: loop, user: Self.admin).status == 201)
+        #expect(try await server.request("PUT", "/priv/_design/fine", json: fine, user: Self.admin).status == 201)
+        // Warm the other database's show first, so that what is timed below is waiting, not compiling.
+        #expect(try await server.request("GET", "/priv/_design/fine/_show/fine", user: Self.admin).status == 200)
+        // Four: two hold the workers, two wait behind them (and the client keeps connections for all).
+        let looping = (0..<4).map { _ in Task { try await server.request("GET", "/pub/_design/loop/_show/loop") } }
+        try await Task.sleep(for: .milliseconds(500))
+        let clock = ContinuousClock()
+        var reply: RunningServer.Reply?
+        let waited = try await clock.measure { reply = try await server.request("GET", "/priv/_design/fine/_show/fine", user: Self.admin) }
+        #expect(reply.map { String(decoding: $0.body, as: UTF8.self) } == "fine")
+        // Each looping call runs until its 5 s timeout: behind them, this show would wait at least that long.
+        #expect(waited < .seconds(3), "the other database's show waited \(waited)")
+        for task in looping { task.cancel() }
+    }
+
+    @Test("17. A show that allocates without end answers an out-of-memory error; the next show runs")
+    func showOutOfMemory() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let design: JSONValue = ["shows": [
+            "bomb": "function (doc, req) { var kept = []; while (true) kept.push(new Array(1 << 20).fill(1.5)); }",
+            "fine": "function (doc, req) { return 'fine'; }",
+        ]]
+        #expect(try await server.request("PUT", "/pub/_design/mem", json: design, user: Self.admin).status == 201)
+        let bomb = try await server.request("GET", "/pub/_design/mem/_show/bomb")
+        #expect(bomb.status == 500)
+        #expect(bomb.json["reason"]?.stringValue?.hasPrefix("out of memory") == true, "\(bomb.json.jsonText)")
+        #expect(String(decoding: try await server.request("GET", "/pub/_design/mem/_show/fine").body, as: UTF8.self) == "fine")
+    }
+
     @Test("13 and 17. A login form is bounded before it is read; a login redirects only within the server")
     func sessionBounds() async throws {
         let server = try await Self.start()

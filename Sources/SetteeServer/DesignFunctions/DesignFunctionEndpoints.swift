@@ -245,7 +245,8 @@ struct DesignFunctionCall: Sendable {
     /// Runs `path` with `arguments` on the shared runner.
     func call(_ path: [String], arguments: JSONValue, input: [String] = []) async throws -> [JSONValue] {
         let key = "\(db.url.path)/\(document.id)@\(document.revision)"
-        return try await DesignFunctionRunner.shared.call(key: key, designDocument: String(decoding: document.jsonBytes, as: UTF8.self),
+        return try await DesignFunctionRunner.shared.call(key: key, tenant: db.url.path,
+                                                          designDocument: String(decoding: document.jsonBytes, as: UTF8.self),
                                                           path: path, arguments: arguments, input: input)
     }
 

@@ -16,7 +16,11 @@ import Synchronization
 /// worker is replaced, as CouchDB starts a new `couchjs`.
 final class DesignFunctionRunner: Sendable {
     /// The runner every server in the process shares, started on first use.
-    static let shared = DesignFunctionRunner(count: 2)
+    /// A call that finds both workers busy gets one of its own (up to 6
+    /// such) unless its database already holds as many calls as there are
+    /// workers: one database's slow functions wait behind each other, not
+    /// in front of another database's.
+    static let shared = DesignFunctionRunner(count: 2, extraWorkers: 6)
     /// The runner of streamed lists, which hold their worker while their
     /// client reads: a slow client does not hold up shows, updates or filters.
     /// A list that finds every worker busy gets one of its own for the call
@@ -30,6 +34,8 @@ final class DesignFunctionRunner: Sendable {
     private let extraWorkers: Int
     /// Those running now.
     private let extraInUse = Atomic<Int>(0)
+    /// Calls under way or queued, by database.
+    private let tenants = Mutex<[String: Int]>([:])
 
     /// The workers kept running between calls.
     var steadyWorkers: Int { slots.count }
@@ -49,11 +55,28 @@ final class DesignFunctionRunner: Sendable {
     ///
     /// - Parameters:
     ///   - key: Names the design document in this revision (and database).
+    ///   - tenant: Whose call it is (the database's folder): a tenant holding
+    ///     as many calls as there are workers gets no extra worker; nil for
+    ///     calls that take one whenever one is free (lists).
     ///   - designDocument: The design document's JSON text.
     /// - Throws: ``CouchError`` for an `["error", type, reason]` answer, or when
     ///   the JavaScript engine cannot start.
-    func call(key: String, designDocument: String, path: [String], arguments: JSONValue,
+    func call(key: String, tenant: String? = nil, designDocument: String, path: [String], arguments: JSONValue,
               input: [String] = [], pipe: ListPipe? = nil) async throws -> [JSONValue] {
+        let held = tenant.map { tenant in
+            tenants.withLock { tenants in
+                defer { tenants[tenant, default: 0] += 1 }
+                return tenants[tenant, default: 0]
+            }
+        } ?? 0
+        defer {
+            if let tenant {
+                tenants.withLock { tenants in
+                    let left = tenants[tenant, default: 1] - 1
+                    tenants[tenant] = left > 0 ? left : nil
+                }
+            }
+        }
         // The slot with the fewest calls under way (or queued), the next in turn among equals.
         let first = turn.add(1, ordering: .relaxed).newValue
         var slot = slots[first % slots.count]
@@ -62,7 +85,7 @@ final class DesignFunctionRunner: Sendable {
             if other.calls.load(ordering: .relaxed) < slot.calls.load(ordering: .relaxed) { slot = other }
         }
         let answers: [JSONValue]
-        if slot.calls.load(ordering: .relaxed) > 0, let extra = takeExtraWorker() {
+        if slot.calls.load(ordering: .relaxed) > 0, held < slots.count, let extra = takeExtraWorker() {
             defer { extra.end() }
             answers = try await extra.call(key: key, designDocument: designDocument, path: path, arguments: arguments, input: input, pipe: pipe)
         } else {
@@ -215,8 +238,21 @@ final class DesignFunctionRunner: Sendable {
             let command: JSONValue = ["ddoc", .string(key), .array(path.map(JSONValue.string)), arguments]
             let status = transport.send(command.jsonText, to: server)
             let answers = transport.answers()
-            if status != nil { broken.store(true, ordering: .releasing) }
+            if let status {
+                broken.store(true, ordering: .releasing)
+                // A query server that ended without saying why: the engine's own limit stopped it.
+                if answers.isEmpty { throw Self.stopped(status: status, path: path) }
+            }
             return answers
+        }
+
+        /// The error of a query server that ended, answering nothing, during a call of `path`.
+        static func stopped(status: Int32, path: [String]) -> CouchError {
+            let function = path.joined(separator: ".")
+            let reason = status == 1
+                ? "out of memory: \(function) took more than the JavaScript engine's heap limit, and its query server was stopped"
+                : "the query server stopped (exit status \(status)) running \(function)"
+            return CouchError(.internalServerError, "os_process_error", reason)
         }
     }
 }

@@ -20,7 +20,7 @@ extension CouchResponder {
             return CouchResponse.ok()
         case .post:
             let db = try databases.database(name)
-            var document = try await request.jsonObjectBody()
+            var document = try await request.documentBody(id: nil)
             if document["_id"] == nil { document = Self.setting("_id", to: .string(Self.newUUID()), in: document) }
             document = try await preparedForWrite(document, database: name, request: request)
             let written = try await db.put(document.jsonText)

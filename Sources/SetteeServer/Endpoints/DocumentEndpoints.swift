@@ -37,7 +37,7 @@ extension CouchResponder {
         case .put:
             if let multipart = try await multipartDocumentPut(db, database: name, id: id, &request) { return multipart }
             if request.parameter("new_edits") == "false" { return try await putReplicatedDocument(name, db, id: id, &request) }
-            var document = try await request.jsonObjectBody()
+            var document = try await request.documentBody(id: id)
             document = Self.setting("_id", to: .string(id), in: document)
             if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) {
                 document = Self.setting("_rev", to: .string(rev), in: document)

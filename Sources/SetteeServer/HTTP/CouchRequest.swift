@@ -109,6 +109,19 @@ struct CouchRequest: Sendable {
         }
     }
 
+    /// The body of a document write (`id`, when the path names it): refused
+    /// with CouchDB's 413 `document_too_large` once it passes
+    /// `max_document_size`, before more of it is read.
+    mutating func documentBody(id: String?) async throws -> JSONValue {
+        do {
+            return try await jsonObjectBody(limit: limits.maximumDocumentBytes)
+        } catch let error as CouchError where error.error == "too_large" {
+            // Past max_http_request_size it is the request that is too large, as CouchDB says first.
+            if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.maximumRequestBytes { throw error }
+            throw CouchError(.contentTooLarge, "document_too_large", id ?? "the document is larger than max_document_size")
+        }
+    }
+
     /// The body as a JSON object; `bad_request` otherwise.
     mutating func jsonObjectBody(limit: Int? = nil) async throws -> JSONValue {
         let body = try await jsonBody(limit: limit)
