@@ -131,10 +131,9 @@ struct ReplicatorWriteRule: DocumentWriteRule {
     /// `document` with its `owner` set to the writer when it names none, as
     /// `before_doc_update` sets it.
     static func owned(_ document: JSONValue, user: UserContext) -> JSONValue {
-        guard case .object = document, document["_deleted"] != .bool(true), !user.roles.contains("_replicator"),
+        guard case .object(var members) = document, document["_deleted"] != .bool(true), !user.roles.contains("_replicator"),
               document["owner"] == nil || document["owner"] == .null,
               !(document["_id"]?.stringValue ?? "").hasPrefix("_design/") else { return document }
-        guard case .object(var members) = document else { return document }
         members.removeAll { $0.key == "owner" }
         members.append(("owner", user.name.map(JSONValue.string) ?? .null))
         return .object(members)

@@ -21,14 +21,20 @@ struct UsersWriteRule: DocumentWriteRule {
         guard let writer else { return }
         let user = writer.userContext, isAdministrator = writer.isDatabaseAdministrator
         let id = document["_id"]?.stringValue ?? ""
-        // couch_users_db:before_doc_update/3: anonymous sign-ups, or one's own document.
-        if !isAdministrator, let name = user.name, id != Self.prefix + name { throw CouchError.missing }
+        try Self.checkWriter(of: id, user: user, isAdministrator: isAdministrator)
         try CouchResponder.checkUserDocument(document, old: old, user: user, isAdministrator: isAdministrator)
         if document["_deleted"] == .bool(true) { return }
         if document["password"] != nil {
-            throw CouchError(.forbidden, "forbidden", "A password is stored hashed: this write kept it in clear.")
+            throw CouchError(.forbidden, "forbidden",
+                             "\(id): a password is stored only hashed, and this write reached the database with it in clear")
         }
         try PasswordHash.checkStored(document, maximumIterations: maximumIterations)
+    }
+
+    /// `couch_users_db:before_doc_update/3`: a non-administrator signs up
+    /// anonymously or writes their own document; another's is `not_found`.
+    static func checkWriter(of id: String, user: UserContext, isAdministrator: Bool) throws(CouchError) {
+        if !isAdministrator, let name = user.name, id != prefix + name { throw CouchError.missing }
     }
 }
 
@@ -49,11 +55,9 @@ extension CouchResponder {
         case .replicator:
             return ReplicatorWriteRule.owned(document, user: user)
         case .users:
-            let db = try databases.database(database)
-            let isAdministrator = try databases.security(of: database).isAdministrator(user)
-            let old = try await db.document(id).map { try $0.value }
-            if !isAdministrator, let name = user.name, id != Self.userPrefix + name { throw CouchError.missing }
-            try Self.checkUserDocument(document, old: old, user: user, isAdministrator: isAdministrator)
+            let old = try await databases.database(database).document(id).map { try $0.value }
+            try UsersWriteRule.checkWriter(of: id, user: user, isAdministrator: request.isDatabaseAdministrator)
+            try Self.checkUserDocument(document, old: old, user: user, isAdministrator: request.isDatabaseAdministrator)
             return Self.hashingPassword(in: document, iterations: credentials.iterations)
         }
     }
