@@ -3,7 +3,7 @@
 #   make test   runs the whole test suite
 # Both install the Debian packages Settee needs when they are missing.
 
-APT_PACKAGES := libmozjs-102-dev liblmdb-dev libicu-dev pkg-config
+APT_PACKAGES := libmozjs-102-dev liblmdb-dev libicu-dev zlib1g-dev pkg-config
 SWIFT ?= swift
 DEMO_DB ?= demo-db
 BENCH_DOCS ?= 1000000

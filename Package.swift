@@ -30,6 +30,12 @@ let package = Package(
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"])]
         ),
+        // zlib, from Debian's zlib1g-dev: gzip request bodies and attachments.
+        .systemLibrary(
+            name: "CSetteeZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         // ICU's root collator (Debian's libicu-dev) behind a plain C header: Swift
         // must not see ICU's headers, which clash with the copy Foundation carries.
         .target(
@@ -47,8 +53,8 @@ let package = Package(
             linkerSettings: [.linkedLibrary("mozjs-102"), .linkedLibrary("m"), .linkedLibrary("pthread")]
         ),
         // JSON values, the JSON lexer, parser and writer, CouchDB's collation,
-        // hashing, the error vocabulary.
-        .target(name: "SetteeCore", dependencies: ["CSetteeCollation"]),
+        // hashing, gzip, the error vocabulary.
+        .target(name: "SetteeCore", dependencies: ["CSetteeCollation", "CSetteeZlib"]),
         // LMDB environments and tables, the document store, revisions and changes.
         .target(
             name: "SetteeStorage",

@@ -340,6 +340,37 @@ struct ServerHostileClientTests {
         }
     }
 
+    @Test("17. A gzip-encoded JSON body is inflated as CouchDB inflates it, held to the same limits inflated; others are refused")
+    func gzipBodies() async throws {
+        let server = try await Self.start { $0.limits.maximumDocumentBytes = 100_000 }
+        defer { Task { await server.stop() } }
+        let gzip = ["Content-Encoding": "gzip", "Content-Type": "application/json"]
+        let document = Data(Gzip.compress(Array(#"{"text":"inflated"}"#.utf8)))
+        #expect(try await server.request("PUT", "/pub/z", body: document, headers: gzip, user: Self.admin).status == 201)
+        #expect(try await server.request("GET", "/pub/z", user: Self.admin).json["text"] == "inflated")
+        let bulk = Data(Gzip.compress(Array(#"{"docs":[{"_id":"zb","n":1}]}"#.utf8)))
+        #expect(try await server.request("POST", "/pub/_bulk_docs", body: bulk, headers: gzip, user: Self.admin).status == 201)
+        let find = Data(Gzip.compress(Array(#"{"selector":{"n":1}}"#.utf8)))
+        let found = try await server.request("POST", "/pub/_find", body: find, headers: gzip, user: Self.admin)
+        #expect(found.json["docs"]?[0]?["_id"] == "zb")
+        // 20 KB that inflate past max_document_size: 413 before the whole is held.
+        let bomb = Data(Gzip.compress(Array(#"{"a":""#.utf8) + [UInt8](repeating: 0x61, count: 20_000_000) + Array(#""}"#.utf8), level: 9))
+        #expect(bomb.count < 100_000)
+        let refused = try await server.request("PUT", "/pub/bomb", body: bomb, headers: gzip, user: Self.admin)
+        #expect(refused.status == 413)
+        #expect(refused.json["error"] == "document_too_large")
+        let broken = try await server.request("PUT", "/pub/broken", body: Data("not gzip".utf8), headers: gzip, user: Self.admin)
+        #expect(broken.status == 400)
+        #expect(broken.json == ["error": "bad_request", "reason": "Request body is not properly gzipped."])
+        let other = try await server.request("PUT", "/pub/other", body: Data(#"{}"#.utf8),
+                                             headers: ["Content-Encoding": "br", "Content-Type": "application/json"], user: Self.admin)
+        #expect(other.status == 415)
+        #expect(other.json["error"] == "bad_content_type")
+        for id in ["bomb", "broken", "other"] {
+            #expect(try await server.request("GET", "/pub/\(id)", user: Self.admin).status == 404)
+        }
+    }
+
     @Test("16. _replicator: owners write their own documents, others read them without credentials, anonymous clients nothing")
     func replicatorOwnership() async throws {
         let server = try await Self.start()

@@ -12,7 +12,7 @@ extension CouchResponder {
         try allow(request, "GET,HEAD,POST")
         var body: JSONValue?
         if request.method == .post {
-            let bytes = try await request.bodyBytes()
+            let bytes = try await request.decodedBodyBytes()
             if !bytes.isEmpty {
                 guard let parsed = try? CouchRequest.json(bytes) else { throw CouchError.invalidJSON }
                 guard case .object = parsed else { throw CouchError.badRequest("Request body must be a JSON object") }

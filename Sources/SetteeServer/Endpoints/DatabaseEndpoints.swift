@@ -69,7 +69,7 @@ extension CouchResponder {
             try allow(request, "POST")
             try request.requireContentType()
             let body = try await request.jsonObjectBody().lastMemberWins
-            try FindRequest.refuseIntegersWrittenAsFloats(jsonText: try await request.bodyBytes())
+            try FindRequest.refuseIntegersWrittenAsFloats(jsonText: try await request.decodedBodyBytes())
             let find = try FindRequest(json: body)
             if operation == "_explain" { return CouchResponse.json(try await db.explain(find)) }
             return CouchResponse.json(text: try await db.find(find).jsonText)

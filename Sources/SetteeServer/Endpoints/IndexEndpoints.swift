@@ -15,7 +15,7 @@ extension CouchResponder {
             case .post:
                 try request.requireContentType()
                 let body = try await request.jsonObjectBody()
-                try IndexRequest.refuseIntegersWrittenAsFloats(jsonText: try await request.bodyBytes())
+                try IndexRequest.refuseIntegersWrittenAsFloats(jsonText: try await request.decodedBodyBytes())
                 let created = try await db.createIndex(try IndexRequest(json: body))
                 return CouchResponse.json(.ok, created.json)
             default: throw CouchError.methodNotAllowed("GET,POST")

@@ -46,7 +46,7 @@ extension CouchResponder {
             if let given = body["partition"], given != .string(partition) {
                 throw CouchError.badRequest("Conflicting value for `partition` in the request body: \(given.jsonText), in the path: \"\(partition)\"")
             }
-            try FindRequest.refuseIntegersWrittenAsFloats(jsonText: try await request.bodyBytes())
+            try FindRequest.refuseIntegersWrittenAsFloats(jsonText: try await request.decodedBodyBytes())
             var find = try FindRequest(json: body)
             find.partition = partition
             if rest[0] == "_explain" { return CouchResponse.json(try await db.explain(find)) }

@@ -93,9 +93,31 @@ struct CouchRequest: Sendable {
 
     /// The body as JSON; CouchDB's `bad_request` when it is not JSON.
     mutating func jsonBody(limit: Int? = nil) async throws -> JSONValue {
-        let bytes = try await bodyBytes(limit: limit)
+        let bytes = try await decodedBodyBytes(limit: limit)
         guard !bytes.isEmpty else { throw CouchError.badRequest("Request body must be a JSON object") }
         return try Self.json(bytes)
+    }
+
+    /// The body's bytes as `bodyBytes(limit:)` reads them, inflated first
+    /// when sent with `Content-Encoding: gzip` (as CouchDB reads JSON bodies)
+    /// and held to the same limit inflated; another encoding is 415.
+    mutating func decodedBodyBytes(limit: Int? = nil) async throws -> [UInt8] {
+        var bytes = try await bodyBytes(limit: limit)
+        switch header(.contentEncoding)?.trimmingCharacters(in: .whitespaces).lowercased() ?? "identity" {
+        case "identity", "":
+            break
+        case "gzip":
+            do {
+                bytes = try Gzip.decompress(bytes, limit: min(limit ?? Int.max, limits.maximumRequestBytes))
+            } catch .tooLarge {
+                throw CouchError(.contentTooLarge, "too_large", "the request entity is too large")
+            } catch {
+                throw CouchError.badRequest("Request body is not properly gzipped.")
+            }
+        case let other:
+            throw CouchError(.unsupportedMediaType, "bad_content_type", "\(other) is not a supported content encoding.")
+        }
+        return bytes
     }
 
     /// `bytes` as JSON: CouchDB's `bad_request` "invalid UTF-8 JSON" when
