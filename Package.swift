@@ -30,6 +30,9 @@ let package = Package(
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"])]
         ),
+        // LMDB's page-walking calls behind a guard: a damaged page answers
+        // MDB_CORRUPTED where LMDB would abort or fault.
+        .target(name: "CSetteeLMDBGuard", dependencies: ["CSetteeLMDB"]),
         // zlib, from Debian's zlib1g-dev: gzip request bodies and attachments.
         .systemLibrary(
             name: "CSetteeZlib",
@@ -58,7 +61,7 @@ let package = Package(
         // LMDB environments and tables, the document store, revisions and changes.
         .target(
             name: "SetteeStorage",
-            dependencies: ["SetteeCore", "CSetteeLMDB", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["SetteeCore", "CSetteeLMDB", "CSetteeLMDBGuard", .product(name: "Logging", package: "swift-log")]
         ),
         // The embedded JavaScript engine: workers, their pool, contexts.
         .target(

@@ -8,6 +8,10 @@
 #   GET /bench/_design/b/_view/by_n?key=N   a view key lookup (random key)
 #   POST /bench/_find               {"selector":{"n":N}} on a JSON index of n
 #   POST /bench/_bulk_docs          1,000 new documents a request
+# then a mixed overload (MIXED_SECONDS, 200 connections at once, one wrk per
+# kind): 50 document GETs, 50 view key lookups, 40 `_find`s, 50
+# `_changes?feed=longpoll&timeout=2000&since=now` and 10 single-document
+# writers; p50/p99 per kind, and the documents acknowledged are counted back.
 # Usage: Scripts/bench-http.sh SETTEE_BINARY
 set -euo pipefail
 settee="$1"
@@ -98,3 +102,51 @@ run "GET /{db}/{docid}" get.lua "$connections"
 run "GET view ?key=" view.lua "$connections"
 run "POST _find (indexed field)" find.lua "$connections"
 run "POST _bulk_docs (1,000 docs)" bulk.lua 4
+
+# The mixed overload: every kind at once, 200 connections in all.
+mixed_seconds="${MIXED_SECONDS:-30}"
+cat >"$work/longpoll.lua" <<'EOF'
+request = function()
+  return wrk.format("GET", "/bench/_changes?feed=longpoll&timeout=2000&since=now")
+end
+EOF
+cat >"$work/write.lua" <<'EOF'
+request = function()
+  return wrk.format("POST", "/bench", {["Content-Type"] = "application/json"}, '{"kind":"mixed","text":"written under load"}')
+end
+EOF
+sleep 1
+doc_count() { curl -sf "$url/bench" | sed -n 's/.*"doc_count":\([0-9]*\).*/\1/p'; }
+before="$(doc_count)"
+printf '\nMixed overload: %s connections for %s s at once (one wrk of one thread per kind)\n' "$((190 + ${MIXED_WRITERS:-10}))" "$mixed_seconds"
+printf '%-34s %12s %10s %10s\n' "request" "requests/s" "p50" "p99"
+kinds=("GET /{db}/{docid}|get.lua|50" "GET view ?key=|view.lua|50" "POST _find (indexed field)|find.lua|40"
+       "GET _changes longpoll 2 s|longpoll.lua|50")
+writers="${MIXED_WRITERS:-10}"
+[ "$writers" -gt 0 ] && kinds+=("POST /{db} (one document)|write.lua|$writers")
+pids=()
+for kind in "${kinds[@]}"; do
+    IFS='|' read -r label script conns <<<"$kind"
+    wrk -t1 -c"$conns" -d"${mixed_seconds}s" --timeout 60s --latency -s "$work/$script" "$url/" >"$work/mixed-$script.out" 2>&1 &
+    pids+=($!)
+done
+wait "${pids[@]}"
+written=0
+for kind in "${kinds[@]}"; do
+    IFS='|' read -r label script conns <<<"$kind"
+    out="$(cat "$work/mixed-$script.out")"
+    rps="$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")"
+    p50="$(awk '$1 == "50%" { print $2 }' <<<"$out")"
+    p99="$(awk '$1 == "99%" { print $2 }' <<<"$out")"
+    errors="$(awk '/Non-2xx or 3xx responses:/ { print $NF }' <<<"$out")"
+    timeouts="$(sed -n 's/.*timeout \([0-9]*\).*/\1/p' <<<"$out")"
+    printf '%-34s %12s %10s %10s %s%s\n' "$label" "$rps" "$p50" "$p99" "${errors:+($errors non-2xx) }" \
+        "$([ "${timeouts:-0}" -gt 0 ] && echo "($timeouts timed out)")"
+    if [ "$script" = write.lua ]; then
+        written=$(( $(awk '/requests in/ { print $1 }' <<<"$out") - ${errors:-0} ))
+    fi
+done
+sleep 1
+added=$(( $(doc_count) - before ))
+printf 'Writes acknowledged under load: %s; documents added: %s %s\n' "$written" "$added" \
+    "$([ "$added" -ge "$written" ] && echo "(none lost)" || echo "(WRITES LOST)")"

@@ -21,6 +21,8 @@ private func typeCheckAsDependent(_ source: String, in directory: TemporaryDirec
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["swiftc"] + stage + [file.path, "-I", modules.path,
                          "-Xcc", "-fmodule-map-file=\(packageRoot.path)/Sources/CSetteeLMDB/module.modulemap",
+                         "-Xcc", "-fmodule-map-file=\(packageRoot.path)/Sources/CSetteeZlib/module.modulemap",
+                         "-Xcc", "-fmodule-map-file=\(build.path)/CSetteeLMDBGuard.build/module.modulemap",
                          "-Xcc", "-fmodule-map-file=\(build.path)/CSetteeJS.build/module.modulemap",
                          "-Xcc", "-fmodule-map-file=\(build.path)/CSetteeCollation.build/module.modulemap"] + arguments
     let output = Pipe()

@@ -1,4 +1,5 @@
 import CSetteeLMDB
+import CSetteeLMDBGuard
 import Foundation
 import SetteeCore
 
@@ -150,15 +151,9 @@ package final class LMDBEnvironment: @unchecked Sendable {
         do {
             try check(mdb_env_create(&env), "creating the storage environment")
             handle = env
-            // LMDB aborts the process when it finds a page it cannot make sense of
-            // (a damaged file); it says so in words first.
-            mdb_env_set_assert(env) { env, message in
-                var directory: UnsafePointer<CChar>?
-                mdb_env_get_path(env, &directory)
-                let path = directory.map { String(cString: $0) } ?? "?"
-                let text = "settee: the database at \(path) is damaged: LMDB stopped on a page it cannot read (\(message.map { String(cString: $0) } ?? "")); restore it from a copy\n"
-                FileHandle.standardError.write(Data(text.utf8))
-            }
+            // A page LMDB cannot make sense of (a damaged file) answers
+            // MDB_CORRUPTED through the guard instead of aborting the process.
+            settee_lmdb_guard_environment(env)
             try check(mdb_env_set_maxdbs(env, 4096), "configuring \(path)")
             try check(mdb_env_set_maxreaders(env, 512), "configuring \(path)")
             // A map set earlier by another process (or a previous run) wins if larger.
@@ -174,7 +169,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
                     flags |= MDB_NOLOCK
                 }
             }
-            try check(mdb_env_open(env, path, UInt32(flags), 0o644), "opening the database at \(path)")
+            try check(settee_mdb_env_open(env, path, UInt32(flags), 0o644), "opening the database at \(path)")
             try Self.checkFileLength(env!, dataFile: dataFile, path: path)
             // Reader slots of processes that died inside a read transaction pin
             // the pages of their snapshot for every writer, and fill the table.
@@ -326,10 +321,10 @@ package final class LMDBEnvironment: @unchecked Sendable {
             }
             mdb_txn_abort(idle)
         }
-        let code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+        let code = settee_mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
         guard code == MDB_READERS_FULL else { return code }
         // The slots may be held by dead processes: free theirs, then try again.
-        return Self.clearDeadReaders(environment) > 0 ? mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn) : code
+        return Self.clearDeadReaders(environment) > 0 ? settee_mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn) : code
     }
 
     private func endRead(_ txn: OpaquePointer) {
@@ -454,7 +449,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
         // No write transaction is open in this process: LMDB lets handles close now.
         for dbi in closings.closable() { mdb_dbi_close(environment, dbi) }
         var txn: OpaquePointer?
-        try check(mdb_txn_begin(environment, nil, 0, &txn), "beginning a write transaction on \(path)")
+        try check(settee_mdb_txn_begin(environment, nil, 0, &txn), "beginning a write transaction on \(path)")
         let result: T
         do {
             result = try body(LMDBTransaction(txn: txn!, environment: self))
@@ -464,7 +459,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
             throw error
         }
         let id = mdb_txn_id(txn)
-        var code = mdb_txn_commit(txn)
+        var code = settee_mdb_txn_commit(txn)
         if code == 0 { ownCommitLock.withLock { ownCommit = id } }
         if code != 0 { closings.rolledBack() }
         if code == MDB_MAP_FULL { throw StorageError(code: code, operation: "committing to \(path)") }
@@ -559,7 +554,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     package func database(_ name: String, in transaction: LMDBTransaction) throws(StorageError) -> LMDBTable {
         if let table = databasesLock.withLock({ databases[name] }) { return table }
         var dbi = MDB_dbi()
-        try check(mdb_dbi_open(transaction.txn, name, UInt32(MDB_CREATE), &dbi), "opening the table \(name) in \(path)")
+        try check(settee_mdb_dbi_open(transaction.txn, name, UInt32(MDB_CREATE), &dbi), "opening the table \(name) in \(path)")
         return LMDBTable(dbi: dbi)
     }
 
@@ -600,19 +595,19 @@ package final class LMDBEnvironment: @unchecked Sendable {
             throw Self.closedError(path)
         }
         var txn: OpaquePointer?
-        var code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+        var code = settee_mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
         if code == MDB_MAP_RESIZED {
             pthread_rwlock_unlock(resizeLock)
             adoptMapSize()
             pthread_rwlock_rdlock(resizeLock)
-            code = mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
+            code = settee_mdb_txn_begin(environment, nil, UInt32(MDB_RDONLY), &txn)
         }
         defer { pthread_rwlock_unlock(resizeLock) }
         try check(code, "beginning a read transaction on \(path)")
         var handles: [LMDBTable] = []
         for name in names {
             var dbi = MDB_dbi()
-            let code = mdb_dbi_open(txn, name, 0, &dbi)
+            let code = settee_mdb_dbi_open(txn, name, 0, &dbi)
             if code == MDB_NOTFOUND && !isReadOnly {
                 mdb_txn_abort(txn)
                 return nil
@@ -627,7 +622,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
             }
             handles.append(LMDBTable(dbi: dbi))
         }
-        try check(mdb_txn_commit(txn), "opening tables in \(path)")
+        try check(settee_mdb_txn_commit(txn), "opening tables in \(path)")
         return handles
     }
 
@@ -662,7 +657,7 @@ package final class LMDBEnvironment: @unchecked Sendable {
     /// and is used again if its index comes back.
     package func emptyDatabase(_ name: String, in transaction: LMDBTransaction) throws(StorageError) {
         let table = try database(name, in: transaction)
-        try check(mdb_drop(transaction.txn, table.dbi, 0), "emptying the table \(name) in \(path)")
+        try check(settee_mdb_drop(transaction.txn, table.dbi, 0), "emptying the table \(name) in \(path)")
         closings.emptied(name, dbi: table.dbi)
         databasesLock.withLock { databases[name] = nil }
     }

@@ -1,4 +1,5 @@
 import CSetteeLMDB
+import CSetteeLMDBGuard
 import Foundation
 import SetteeCore
 
@@ -17,7 +18,7 @@ package struct LMDBTransaction {
     package func get(_ table: LMDBTable, _ key: UnsafeRawBufferPointer) throws(StorageError) -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
-        let code = mdb_get(txn, table.dbi, &k, &v)
+        let code = settee_mdb_get(txn, table.dbi, &k, &v)
         // A key LMDB cannot hold (empty, or past its size limit) is one no table has.
         if code == MDB_NOTFOUND || code == MDB_BAD_VALSIZE { return nil }
         try check(code, "reading from \(environment.path)")
@@ -34,7 +35,7 @@ package struct LMDBTransaction {
     package func put(_ table: LMDBTable, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, append: Bool = false) throws(StorageError) {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-        try check(mdb_put(txn, table.dbi, &k, &v, append ? UInt32(MDB_APPEND) : 0), "writing to \(environment.path)")
+        try check(settee_mdb_put(txn, table.dbi, &k, &v, append ? UInt32(MDB_APPEND) : 0), "writing to \(environment.path)")
     }
 
     package func put(_ table: LMDBTable, _ key: some ContiguousBytes, _ value: some ContiguousBytes, append: Bool = false) throws(StorageError) {
@@ -63,7 +64,7 @@ package struct LMDBTransaction {
     @discardableResult
     package func delete(_ table: LMDBTable, _ key: UnsafeRawBufferPointer) throws(StorageError) -> Bool {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-        let code = mdb_del(txn, table.dbi, &k, nil)
+        let code = settee_mdb_del(txn, table.dbi, &k, nil)
         if code == MDB_NOTFOUND { return false }
         try check(code, "deleting from \(environment.path)")
         return true
@@ -88,7 +89,7 @@ package struct LMDBTransaction {
 
     /// Removes every entry of `table`, keeping the table.
     package func clear(_ table: LMDBTable) throws(StorageError) {
-        try check(mdb_drop(txn, table.dbi, 0), "clearing a table of \(environment.path)")
+        try check(settee_mdb_drop(txn, table.dbi, 0), "clearing a table of \(environment.path)")
     }
 
     /// Number of entries in `table`.
@@ -109,7 +110,7 @@ package struct LMDBTransaction {
 
     private func statistics(_ table: LMDBTable) throws(StorageError) -> MDB_stat {
         var stat = MDB_stat()
-        try check(mdb_stat(txn, table.dbi, &stat), "reading the size of a table of \(environment.path)")
+        try check(settee_mdb_stat(txn, table.dbi, &stat), "reading the size of a table of \(environment.path)")
         return stat
     }
 }
@@ -129,7 +130,7 @@ package struct LMDBTransaction {
     package func get(_ op: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil) throws(StorageError) -> Entry? {
         var k = MDB_val(mv_size: key?.count ?? 0, mv_data: UnsafeMutableRawPointer(mutating: key?.baseAddress))
         var v = MDB_val()
-        let code = mdb_cursor_get(cursor, &k, &v, op)
+        let code = settee_mdb_cursor_get(cursor, &k, &v, op)
         if code == MDB_NOTFOUND { return nil }
         try check(code, "reading from \(path)")
         return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size), UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
@@ -150,7 +151,7 @@ package struct LMDBTransaction {
         var v = MDB_val()
         let code = key.withUnsafeBytes { key in
             k.mv_data = UnsafeMutableRawPointer(mutating: key.baseAddress)
-            return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
+            return settee_mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
         }
         if code == MDB_NOTFOUND { return nil }
         try check(code, "reading from \(path)")
@@ -164,11 +165,11 @@ package struct LMDBTransaction {
     package func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, append: Bool = false) throws(StorageError) {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-        try check(mdb_cursor_put(cursor, &k, &v, append ? UInt32(MDB_APPEND) : 0), "writing to \(path)")
+        try check(settee_mdb_cursor_put(cursor, &k, &v, append ? UInt32(MDB_APPEND) : 0), "writing to \(path)")
     }
 
     /// Deletes the entry under the cursor.
     package func deleteCurrent() throws(StorageError) {
-        try check(mdb_cursor_del(cursor, 0), "deleting from \(path)")
+        try check(settee_mdb_cursor_del(cursor, 0), "deleting from \(path)")
     }
 }

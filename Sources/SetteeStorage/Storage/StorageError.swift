@@ -1,5 +1,6 @@
 import SetteeCore
 import CSetteeLMDB
+import CSetteeLMDBGuard
 import Foundation
 
 /// A failure of the storage engine (LMDB), with what was being done.
@@ -47,6 +48,14 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
         StorageError(code: MDB_CORRUPTED, operation: operation, explanation: explanation)
     }
 
+    /// What the guard saw when LMDB's call stopped on a damaged page
+    /// (an assertion, a fault), in words; nil for LMDB's own answers.
+    @usableFromInline
+    package static func damageSeen(_ code: Int32) -> String? {
+        guard code == MDB_CORRUPTED, let seen = settee_lmdb_take_damage(), seen.pointee != 0 else { return nil }
+        return "the database is damaged: " + String(cString: seen)
+    }
+
     package static func damagedRecord(_ what: String, in path: String, _ problem: String) -> StorageError {
         StorageError(code: MDB_CORRUPTED, operation: "reading \(what) in \(path)",
                      explanation: "the database is damaged: \(problem)")
@@ -55,7 +64,7 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
 
 @inlinable
 package func check(_ code: Int32, _ operation: @autoclosure () -> String) throws(StorageError) {
-    if code != 0 { throw StorageError(code: code, operation: operation()) }
+    if code != 0 { throw StorageError(code: code, operation: operation(), explanation: StorageError.damageSeen(code)) }
 }
 
 extension StorageError: SetteeError {
