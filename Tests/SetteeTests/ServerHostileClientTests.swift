@@ -251,6 +251,46 @@ struct ServerHostileClientTests {
         for task in looping { task.cancel() }
     }
 
+    @Test("11. One database's looping filters wait behind each other, not in front of another database's filter")
+    func filtersOfDatabasesAreIsolated() async throws {
+        let server = try await Self.start { $0.shutdownTimeout = .seconds(1) }
+        defer { Task { await server.stop() } }
+        let loop: JSONValue = ["filters": ["f": "function (doc, req) { while (true) {} }"]]
+        let fine: JSONValue = ["filters": ["f": "function (doc, req) { return true; }"]]
+        #expect(try await server.request("PUT", "/pub/_design/loop", json: loop, user: Self.admin).status == 201)
+        #expect(try await server.request("PUT", "/priv/_design/fine", json: fine, user: Self.admin).status == 201)
+        #expect(try await server.request("GET", "/priv/_changes?filter=fine/f", user: Self.admin).status == 200)
+        // Ten, each on a connection of its own: more than the runner's two workers and six extra ones together.
+        let looping = try (0..<10).map { _ in try RawConnection(port: server.port) }
+        defer { for connection in looping { connection.close() } }
+        for connection in looping { _ = connection.send("GET /pub/_changes?filter=loop/f HTTP/1.1\r\nHost: x\r\n\r\n") }
+        try await Task.sleep(for: .milliseconds(800))
+        let clock = ContinuousClock()
+        var reply: RunningServer.Reply?
+        let waited = try await clock.measure { reply = try await server.request("GET", "/priv/_changes?filter=fine/f", user: Self.admin) }
+        #expect(reply?.json["results"]?.arrayValue?.isEmpty == false)
+        #expect(waited < .seconds(3), "the other database's filter waited \(waited)")
+    }
+
+    @Test("11. Long native operations in a show (a 512 MiB string, a million-deep JSON.parse) answer within twice the timeout")
+    func longNativeOperations() async throws {
+        let server = try await Self.start()
+        defer { Task { await server.stop() } }
+        let design: JSONValue = ["shows": [
+            "repeat": "function (doc, req) { var s = 'x'.repeat(Math.pow(2, 29)); return s.indexOf('y') + ''; }",
+            "deep": "function (doc, req) { var t = '['.repeat(1000000) + ']'.repeat(1000000); return JSON.stringify(JSON.parse(t)).length + ''; }",
+        ]]
+        #expect(try await server.request("PUT", "/pub/_design/native", json: design, user: Self.admin).status == 201)
+        let clock = ContinuousClock()
+        for show in ["repeat", "deep"] {
+            var reply: RunningServer.Reply?
+            let took = try await clock.measure { reply = try await server.request("GET", "/pub/_design/native/_show/\(show)") }
+            #expect(took < .seconds(10), "\(show) answered after \(took)")
+            #expect(reply?.status == 500, "\(show): \(reply.map { String(decoding: $0.body, as: UTF8.self) } ?? "")")
+        }
+        #expect(try await server.request("GET", "/_up").status == 200)
+    }
+
     @Test("17. A show that allocates without end answers an out-of-memory error; the next show runs")
     func showOutOfMemory() async throws {
         let server = try await Self.start()

@@ -20,6 +20,9 @@ struct ChangesFilter: Sendable {
     }
 
     let kind: Kind
+    /// Whose filter calls these are (the database's folder): one database's
+    /// slow filters wait behind each other, not in front of another's.
+    let tenant: String
 
     /// Whether deciding needs the documents.
     var needsDocuments: Bool {
@@ -32,6 +35,7 @@ struct ChangesFilter: Sendable {
     /// The filter `query.filter` names; `body` is a POST's JSON body.
     init(_ query: ChangesQuery, request: CouchRequest, body: JSONValue?, database name: String, db: Database) async throws {
         let filter = query.filter
+        tenant = db.url.path
         switch filter {
         case "":
             kind = .all
@@ -123,9 +127,9 @@ struct ChangesFilter: Sendable {
                 return selector.matches(try document.value)
             }
         case .view(let id, let design, let name):
-            return try await Self.askQueryServer(documents, design: design, id: id, function: ["views", name, "map"], request: nil)
+            return try await Self.askQueryServer(documents, design: design, id: id, function: ["views", name, "map"], request: nil, tenant: tenant)
         case .function(let id, let design, let name, let request):
-            return try await Self.askQueryServer(documents, design: design, id: id, function: ["filters", name], request: request)
+            return try await Self.askQueryServer(documents, design: design, id: id, function: ["filters", name], request: request, tenant: tenant)
         }
     }
 
@@ -137,13 +141,13 @@ struct ChangesFilter: Sendable {
     }
 
     private static func askQueryServer(_ documents: [Document?], design: JSONValue, id: String, function: [String],
-                                       request: JSONValue?) async throws -> [Bool] {
+                                       request: JSONValue?, tenant: String) async throws -> [Bool] {
         var present: [JSONValue] = []
         for document in documents {
             if let document { present.append(try Self.queryServerDocument(document)) }
         }
         var answers = try await DesignFunctionRunner.shared.passes(present, ddoc: design, id: id, function: function,
-                                                                   request: request)[...]
+                                                                   request: request, tenant: tenant)[...]
         return documents.map { document in document == nil ? false : answers.popFirst() ?? false }
     }
 
