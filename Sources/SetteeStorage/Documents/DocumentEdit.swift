@@ -47,6 +47,7 @@ package struct DocumentEdit: Sendable {
         var deleted = false
         var attachments: [AttachmentEdit]?
         var revisionHistory: [Revision]?
+        var revisions: UnsafeRawBufferPointer?
         var body: [UInt8] = [UInt8(ascii: "{")]
         body.reserveCapacity(json.count)
         for member in members {
@@ -72,7 +73,8 @@ package struct DocumentEdit: Sendable {
                     attachments = try AttachmentEdit.parse(value, id: id)
                     continue
                 case "_revisions":
-                    revisionHistory = try Self.revisionHistory(value, id: id)
+                    // Read once the id is known: a local document's is ignored, as CouchDB ignores it.
+                    revisions = value
                     continue
                 case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
                     // What a read with those options adds, ignored on the way back in, as CouchDB does.
@@ -87,6 +89,9 @@ package struct DocumentEdit: Sendable {
             body.append(contentsOf: value)
         }
         body.append(UInt8(ascii: "}"))
+        if let revisions, !(id?.hasPrefix(DocumentStore.localPrefix) ?? false) {
+            revisionHistory = try Self.revisionHistory(revisions, id: id)
+        }
         if let id, json.count > sizeLimits.limit(forID: id) {
             throw sizeLimits.tooLarge(bytes: json.count, id: id, limit: sizeLimits.limit(forID: id))
         }

@@ -111,7 +111,8 @@ extension DocumentStore {
             throw DocumentError(.badRequest, "A replicated write (new_edits: false) names the revision it writes: _rev is missing", id: id)
         }
         if id.hasPrefix(Self.localPrefix) {
-            throw DocumentError(.badRequest, "Local documents (`_local/`) have no revision tree; write them with new_edits true", id: id)
+            // A replicator's checkpoint: written as it comes, the last writer winning.
+            return try applyLocal(edit, id: id, in: transaction, scratch: &scratch, replicated: true)
         }
         var path = edit.revisionHistory ?? [revision]
         if path.first != revision {

@@ -41,18 +41,26 @@ extension DocumentStore {
 
     /// Writes or deletes a local document: `_rev` must name its current
     /// revision (none for a new one); the write takes no sequence number
-    /// (its result's is 0) and changes no count.
-    func applyLocal(_ edit: DocumentEdit, id: String, in transaction: LMDBTransaction, scratch: inout [UInt8]) throws -> WriteResult {
+    /// (its result's is 0) and changes no count. A `replicated` write
+    /// (`new_edits: false`) is not checked against the current revision:
+    /// its own revision is counted on, as CouchDB counts on a local
+    /// document's `_rev`.
+    func applyLocal(_ edit: DocumentEdit, id: String, in transaction: LMDBTransaction, scratch: inout [UInt8],
+                    replicated: Bool = false) throws -> WriteResult {
         let local = try writable(local)
         let current = try localRecord(id, in: transaction)?.revision
         if edit.deleted {
-            guard let current else { throw DocumentError(.notFound, "missing", id: id) }
-            if let revision = edit.revision, revision != current { throw DocumentError.conflict(id) }
+            guard let current else {
+                if replicated { return WriteResult(id: id, revision: Revision(local: 0), sequence: 0) }
+                throw DocumentError(.notFound, "missing", id: id)
+            }
+            if !replicated, let revision = edit.revision, revision != current { throw DocumentError.conflict(id) }
             _ = try transaction.delete(local, Array(id.utf8))
             return WriteResult(id: id, revision: Revision(local: 0), sequence: 0)
         }
-        guard edit.revision == current else { throw DocumentError.conflict(id) }
-        let revision = Revision(local: (current?.localNumber ?? 0) + 1)
+        guard replicated || edit.revision == current else { throw DocumentError.conflict(id) }
+        let base = replicated ? edit.revision?.localNumber : current?.localNumber
+        let revision = Revision(local: (base ?? 0) + 1)
         edit.body.withUnsafeBytes { DocumentRecord.encode(sequence: 0, revision: revision, deleted: false, body: $0, into: &scratch) }
         try transaction.put(local, Array(id.utf8), scratch)
         return WriteResult(id: id, revision: revision, sequence: 0)
