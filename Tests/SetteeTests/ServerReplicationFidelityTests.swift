@@ -41,3 +41,32 @@ struct ServerReplicationFidelityTests {
         #expect(plain.status == 400)
     }
 }
+
+extension ServerReplicationFidelityTests {
+    @Test("A replicated write keeps the revpos its sender gives new attachment bytes, inline and multipart; an edit gives its own generation")
+    func revposKept() async throws {
+        let server = try await RunningServer()
+        defer { Task { await server.stop() } }
+        #expect(try await server.request("PUT", "/db").status == 201)
+        let rev3 = "3-" + String(repeating: "c", count: 32)
+        let revisions: JSONValue = ["start": 3, "ids": [.string(String(repeating: "c", count: 32)), .string(String(repeating: "b", count: 32)),
+                                                        .string(String(repeating: "a", count: 32))]]
+        let inline = try await server.request("POST", "/db/_bulk_docs", json: ["new_edits": false, "docs": [[
+            "_id": "inline", "_rev": .string(rev3), "_revisions": revisions,
+            "_attachments": ["a.txt": ["content_type": "text/plain", "revpos": 2, "data": "aGVsbG8="]],
+        ]]])
+        #expect(inline.status == 201)
+        #expect(try await server.request("GET", "/db/inline").json["_attachments"]?["a.txt"]?["revpos"] == 2)
+        let json: JSONValue = ["_id": "parts", "_rev": .string(rev3), "_revisions": revisions,
+                               "_attachments": ["b.bin": ["content_type": "application/octet-stream", "revpos": 1, "follows": true, "length": 3]]]
+        let body = Data("--xyz\r\nContent-Type: application/json\r\n\r\n\(json.jsonText)\r\n--xyz\r\n\r\nabc\r\n--xyz--".utf8)
+        let multipart = try await server.request("PUT", "/db/parts?new_edits=false", body: body,
+                                                 headers: ["Content-Type": "multipart/related; boundary=\"xyz\""])
+        #expect(multipart.status == 201, "\(multipart.json.jsonText)")
+        #expect(try await server.request("GET", "/db/parts").json["_attachments"]?["b.bin"]?["revpos"] == 1)
+        // An edit of its own: the new generation, whatever revpos it names.
+        let edited = try await server.request("PUT", "/db/own", json: ["_attachments": ["c.txt": ["content_type": "text/plain", "revpos": 7, "data": "aGk="]]])
+        #expect(edited.status == 201)
+        #expect(try await server.request("GET", "/db/own").json["_attachments"]?["c.txt"]?["revpos"] == 1)
+    }
+}

@@ -30,12 +30,13 @@ extension Database {
             guard case .object(var members) = try JSONValue(parsing: json) else {
                 throw DocumentError(.badRequest, "Document must be a JSON object")
             }
-            var following: [(name: String, contentType: String)] = []
+            var following: [(name: String, contentType: String, revpos: Int?)] = []
             if let index = members.firstIndex(where: { $0.key == "_attachments" }), case .object(let attachments) = members[index].value {
                 var kept: [(key: String, value: JSONValue)] = []
                 for (name, value) in attachments {
                     if value["follows"] == .bool(true) {
-                        following.append((name, value["content_type"]?.stringValue ?? AttachmentEdit.defaultContentType))
+                        following.append((name, value["content_type"]?.stringValue ?? AttachmentEdit.defaultContentType,
+                                          try AttachmentEdit.revpos(value, name: name, id: nil)))
                     } else {
                         kept.append((name, value))
                     }
@@ -52,7 +53,9 @@ extension Database {
             for (attachment, file) in zip(following, files) {
                 try AttachmentEdit.validate(name: attachment.name, id: id)
                 attachments.removeAll { $0.name == attachment.name }
-                attachments.append(try AttachmentEdit(name: attachment.name, contentType: attachment.contentType, file: file))
+                var following = try AttachmentEdit(name: attachment.name, contentType: attachment.contentType, file: file)
+                following.senderRevpos = attachment.revpos
+                attachments.append(following)
             }
             edit.attachments = attachments
             return edit

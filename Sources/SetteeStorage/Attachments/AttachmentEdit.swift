@@ -23,6 +23,10 @@ package struct AttachmentEdit: Sendable {
     package var name: String
     package var contentType: String
     package var content: Content
+    /// The `revpos` a replicated write (`new_edits: false`) gives new bytes,
+    /// kept as the sender has it, as CouchDB keeps it; an edit's own write
+    /// gives them its new generation.
+    package var senderRevpos: Int?
 
     package init(name: String, contentType: String, content: Content) {
         self.name = name
@@ -73,20 +77,16 @@ package struct AttachmentEdit: Sendable {
                 }
                 contentType = text
             }
+            let revpos = try Self.revpos(value, name: name, id: id)
             if value["stub"] == .bool(true) {
-                var revpos: Int?
-                if let number = value["revpos"] {
-                    guard let position = number.doubleValue, position >= 0, position == position.rounded(), position < 1e15 else {
-                        throw DocumentError(.badRequest, "attachment \(name): revpos must be a non-negative integer", id: id)
-                    }
-                    revpos = Int(position)
-                }
                 edits.append(AttachmentEdit(name: name, contentType: contentType, content: .stub(revpos: revpos)))
             } else if let data = value["data"] {
                 guard let text = data.stringValue, let bytes = Data(base64Encoded: text.filter { !$0.isWhitespace }) else {
                     throw DocumentError(.badRequest, "Invalid attachment data for \(name)", id: id)
                 }
-                edits.append(AttachmentEdit(name: name, contentType: contentType, bytes: bytes))
+                var edit = AttachmentEdit(name: name, contentType: contentType, bytes: bytes)
+                edit.senderRevpos = revpos
+                edits.append(edit)
             } else if value["follows"] == .bool(true) {
                 throw DocumentError(.badRequest, "attachment \(name) \"follows\" a multipart request, which Settee does not take: send its bytes as base64 \"data\", or put it with settee attachment put / Database.putAttachment", id: id)
             } else {
@@ -94,6 +94,15 @@ package struct AttachmentEdit: Sendable {
             }
         }
         return edits
+    }
+
+    /// An attachment's `revpos`, when it gives one.
+    package static func revpos(_ value: JSONValue, name: String, id: String?) throws(DocumentError) -> Int? {
+        guard let number = value["revpos"] else { return nil }
+        guard let position = number.doubleValue, position >= 0, position == position.rounded(), position < 1e15 else {
+            throw DocumentError(.badRequest, "attachment \(name): revpos must be a non-negative integer", id: id)
+        }
+        return Int(position)
     }
 }
 

@@ -32,7 +32,7 @@ extension DocumentStore {
     /// names a revision (it follows the tombstone); re-creating a deleted
     /// document without `_rev` merges no stubs (`couch_db:prep_and_validate_update`).
     func writeAttachments(of edit: DocumentEdit, id: String, current: DocumentRecord?, generation: Int,
-                          releasingCurrent: Bool = true,
+                          releasingCurrent: Bool = true, keepingSenderRevpos: Bool = false,
                           in transaction: LMDBTransaction) throws -> (body: [UInt8], term: [UInt8])? {
         let held: [AttachmentStub] = if let current, current.hasAttachments {
             try AttachmentStub.stubs(inBody: current.body)
@@ -50,7 +50,8 @@ extension DocumentStore {
                 stubs.append(kept)
             case .new(let source, let digest, let length):
                 stubs.removeAll { $0.name == attachment.name }
-                stubs.append(AttachmentStub(name: attachment.name, contentType: attachment.contentType, revpos: generation,
+                let revpos = keepingSenderRevpos ? attachment.senderRevpos ?? generation : generation
+                stubs.append(AttachmentStub(name: attachment.name, contentType: attachment.contentType, revpos: revpos,
                                             digest: digest, length: length))
                 sources[digest] = (source, attachment.name)
             }

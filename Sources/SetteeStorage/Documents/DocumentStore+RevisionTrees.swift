@@ -145,10 +145,11 @@ extension DocumentStore {
                 if let stubSource, let leaf = tree.leaves[stubSource] {
                     attached = try withLeafRecord(stubSource, leaf, key: key) { record in
                         try writeAttachments(of: edit, id: id, current: record, generation: Int(revision.generation),
-                                             releasingCurrent: extended != nil, in: transaction)
+                                             releasingCurrent: extended != nil, keepingSenderRevpos: true, in: transaction)
                     }
                 } else {
-                    attached = try writeAttachments(of: edit, id: id, current: nil, generation: Int(revision.generation), in: transaction)
+                    attached = try writeAttachments(of: edit, id: id, current: nil, generation: Int(revision.generation),
+                                                    keepingSenderRevpos: true, in: transaction)
                 }
             }
             _ = tree.merge(path: path, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
