@@ -5,7 +5,9 @@ import Settee
 
 /// `settee serve` as a hostile client tries it: a case for each way in or
 /// down that was found, and every route probed against the two gates.
-@Suite("settee serve against hostile clients: no way in, no way down")
+/// One test at a time: the isolation tests measure waits on the JavaScript
+/// workers the process shares, which the looping functions of the others would fill.
+@Suite("settee serve against hostile clients: no way in, no way down", .serialized)
 struct ServerHostileClientTests {
     static let admin = (name: "admin", password: "s3cret")
     static let alice = (name: "alice", password: "alicepw")

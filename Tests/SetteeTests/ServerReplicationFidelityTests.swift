@@ -70,3 +70,39 @@ extension ServerReplicationFidelityTests {
         #expect(try await server.request("GET", "/db/own").json["_attachments"]?["c.txt"]?["revpos"] == 1)
     }
 }
+
+extension ServerReplicationFidelityTests {
+    static let numbers = #""a":9007199254740993,"b":12345678901234567890,"c":1.0,"d":[2.50,-0.0,1e3],"e":{"f":123456789012345678901234567890}"#
+
+    /// Whether `body` holds every number of ``numbers`` as it was sent.
+    static func holdsNumbers(_ body: Data) -> Bool {
+        String(decoding: body, as: UTF8.self).contains(numbers)
+    }
+
+    @Test("Numbers arrive as sent on every HTTP write path and read back so everywhere; revision ids are CouchDB's")
+    func numbersExact() async throws {
+        let server = try await RunningServer()
+        defer { Task { await server.stop() } }
+        #expect(try await server.request("PUT", "/db").status == 201)
+        let json = ["Content-Type": "application/json"]
+        #expect(try await server.request("PUT", "/db/put", body: Data("{\(Self.numbers)}".utf8), headers: json).status == 201)
+        #expect(try await server.request("POST", "/db", body: Data(#"{"_id":"post",\#(Self.numbers)}"#.utf8), headers: json).status == 201)
+        #expect(try await server.request("POST", "/db/_bulk_docs", body: Data(#"{"docs":[{"_id":"bulk",\#(Self.numbers)}]}"#.utf8), headers: json).status == 201)
+        let replicated = #"{"docs":[{"_id":"replicated","_rev":"1-\#(String(repeating: "a", count: 32))",\#(Self.numbers)}],"new_edits":false}"#
+        #expect(try await server.request("POST", "/db/_bulk_docs", body: Data(replicated.utf8), headers: json).status == 201)
+        let part = Data("--xyz\r\nContent-Type: application/json\r\n\r\n{\(Self.numbers)}\r\n--xyz--".utf8)
+        #expect(try await server.request("PUT", "/db/multipart", body: part, headers: ["Content-Type": "multipart/related; boundary=\"xyz\""]).status == 201)
+        for id in ["put", "post", "bulk", "replicated", "multipart"] {
+            #expect(Self.holdsNumbers(try await server.request("GET", "/db/\(id)").body), "\(id)")
+        }
+        for path in ["/db/_all_docs?include_docs=true", "/db/_changes?include_docs=true"] {
+            let body = String(decoding: try await server.request("GET", path).body, as: UTF8.self)
+            #expect(body.components(separatedBy: Self.numbers).count == 6, "\(path)")
+        }
+        let found = try await server.request("POST", "/db/_find", body: Data(#"{"selector":{"c":1}}"#.utf8), headers: json)
+        #expect(String(decoding: found.body, as: UTF8.self).components(separatedBy: Self.numbers).count == 6)
+        // CouchDB's revision id for the same body (its float 1.0 and 2.0 are floats in the revision's term).
+        let floats = try await server.request("PUT", "/db/floats", body: Data(#"{"one":1.0,"two":2.0}"#.utf8), headers: json)
+        #expect(floats.json["rev"] == "1-13f523a7ba9f5e2a304b41d812e1e755")
+    }
+}

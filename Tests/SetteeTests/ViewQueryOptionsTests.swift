@@ -16,7 +16,7 @@ private func testCompare(_ a: JSONValue, _ b: JSONValue) -> Int {
         }
     }
     switch (a, b) {
-    case let (.number(x), .number(y)):
+    case let (.number(x, _), .number(y, _)):
         return x < y ? -1 : (x > y ? 1 : 0)
     case let (.string(x), .string(y)):
         return x.unicodeScalars.lexicographicallyPrecedes(y.unicodeScalars) ? -1 : (x == y ? 0 : 1)

@@ -47,7 +47,7 @@ extension Database {
             guard following.count == files.count else {
                 throw DocumentError(.badRequest, "\(following.count) attachments marked \"follows\" but \(files.count) attachment parts sent", id: id)
             }
-            var text = JSONValue.object(members).jsonText
+            var text = JSONValue.object(members).exactJSONText
             var edit = try text.withUTF8 { try DocumentEdit(json: UnsafeRawBufferPointer($0), sizeLimits: self.options.sizeLimits) }
             var attachments = edit.attachments ?? []
             for (attachment, file) in zip(following, files) {

@@ -20,7 +20,7 @@ extension CollationKey {
             let rightRank = rank(right, tags)
             if leftRank != rightRank { return leftRank < rightRank ? -1 : 1 }
             switch (left, right) {
-            case let (.number(x), .number(y)):
+            case let (.number(x, _), .number(y, _)):
                 let result = compareNumbers(x, y)
                 if result != 0 { return result }
             case let (.string(x), .string(y)):

@@ -129,7 +129,7 @@ package enum CollationKey {
                 out.append(tags.null)
             case .bool(let flag):
                 out.append(flag ? tags.true : tags.false)
-            case .number(let number):
+            case .number(let number, _):
                 appendNumber(number, tag: tags.number, to: &out)
             case .string(let string):
                 appendString(string, mode: mode, tag: tags.string, to: &out)

@@ -87,7 +87,7 @@ package struct ReduceLimit: Equatable {
 
     private static func number(_ value: JSONValue) -> Double? {
         switch value {
-        case .number(let number): number
+        case .number(let number, _): number
         case .string(let text): Double(text)
         default: nil
         }
@@ -100,7 +100,7 @@ extension JSONValue {
         switch self {
         case .null: false
         case .bool(let value): value
-        case .number(let value): value != 0 && !value.isNaN
+        case .number(let value, _): value != 0 && !value.isNaN
         case .string(let value): !value.isEmpty
         case .array, .object: true
         }

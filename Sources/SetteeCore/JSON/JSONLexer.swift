@@ -338,6 +338,27 @@ package struct JSONLexer {
     /// computed when the number might exceed the `Double` range, so that validation
     /// rejects exactly what parsing rejects; the result is then meaningless.
     @inline(__always)
+    /// The text of the number just scanned from `start`, when writing its
+    /// `Double` could give other text: it has a fraction or an exponent
+    /// (`1.0`, `2.50`, `1e3`), or more than 15 digits (an integer past what a
+    /// `Double` holds exactly). Nil for the common integer, written back as read.
+    package func numberLiteral(from start: Int) -> String? {
+        let length = position - start
+        if length <= 15 {
+            var index = start
+            while index < position {
+                let byte = byte(at: index)
+                if byte == UInt8(ascii: ".") || byte | 0x20 == UInt8(ascii: "e") { break }
+                index &+= 1
+            }
+            if index == position { return nil }
+        }
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            for offset in 0 ..< length { buffer[offset] = byte(at: start + offset) }
+            return length
+        }
+    }
+
     package mutating func scanNumber(materialize: Bool) throws(JSONParseError) -> Double {
         let start = position
         var index = position

@@ -58,7 +58,9 @@ package enum JSONParser {
                 try lexer.skipLiteral("null")
                 value = .null
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                value = .number(try lexer.scanNumber(materialize: true))
+                let start = lexer.position
+                let number = try lexer.scanNumber(materialize: true)
+                value = .number(number, literal: lexer.numberLiteral(from: start))
             default:
                 throw lexer.unexpected()
             }

@@ -46,7 +46,7 @@ extension JSONValue: Codable {
         case .bool(let value):
             var container = encoder.singleValueContainer()
             try container.encode(value)
-        case .number(let value):
+        case .number(let value, _):
             var container = encoder.singleValueContainer()
             try container.encode(value)
         case .string(let value):

@@ -7,8 +7,13 @@ public enum JSONValue: Sendable, Equatable {
     case null
     /// `true` or `false`.
     case bool(Bool)
-    /// A number; JSON numbers are read as, and limited to, `Double`.
-    case number(Double)
+    /// A number: its value as a `Double` (what comparisons, collation and
+    /// JavaScript see) and, where writing the `Double` would not give back
+    /// the text it was read from (`1.0`, `2.50`, `1e3`, an integer past 15
+    /// digits such as `9007199254740993`), that `literal`, written in its
+    /// place: a number read and written again is the number sent, as CouchDB
+    /// returns it.
+    case number(Double, literal: String? = nil)
     /// A string.
     case string(String)
     /// An array.
@@ -24,7 +29,7 @@ public enum JSONValue: Sendable, Equatable {
             return true
         case let (.bool(a), .bool(b)):
             return a == b
-        case let (.number(a), .number(b)):
+        case let (.number(a, _), .number(b, _)):
             return a == b
         case let (.string(a), .string(b)):
             return a == b
@@ -67,7 +72,7 @@ extension JSONValue {
 
     /// The number, if this is a number.
     public var doubleValue: Double? {
-        if case .number(let value) = self { return value }
+        if case .number(let value, _) = self { return value }
         return nil
     }
 
@@ -104,6 +109,12 @@ extension JSONValue: CustomStringConvertible {
 
     /// The compact JSON text, as `JSON.stringify` writes it.
     public var jsonText: String { JSONWriter.string(self) }
+
+    /// The compact JSON text with every number that kept its text written
+    /// as it was read (`1.0`, `2.50`, `9007199254740993`): a document parsed
+    /// and written again is the document sent, numbers included, as CouchDB
+    /// keeps them. ``jsonText`` writes numbers as JavaScript does.
+    public var exactJSONText: String { JSONWriter.string(self, literals: true) }
 
     /// Parses `text` as exactly one JSON value.
     public init(parsing text: String) throws(JSONParseError) {
@@ -155,7 +166,7 @@ extension JSONValue: Hashable {
         case .bool(let value):
             hasher.combine(1)
             hasher.combine(value)
-        case .number(let value):
+        case .number(let value, _):
             hasher.combine(2)
             hasher.combine(value)
         case .string(let value):

@@ -5,22 +5,24 @@
 /// keys, hashes of emitted rows), so the text must agree exactly: no whitespace,
 /// the same escapes and the same number formatting.
 package enum JSONWriter {
-    /// Appends the compact JSON text of `value` to `bytes`.
-    package static func write(_ value: JSONValue, into bytes: inout [UInt8]) {
+    /// Appends the compact JSON text of `value` to `bytes`: numbers as
+    /// JavaScript writes them, or, with `literals`, as they were read where
+    /// they kept their text (a document's `1.0`, `9007199254740993`).
+    package static func write(_ value: JSONValue, into bytes: inout [UInt8], literals: Bool = false) {
         switch value {
         case .null:
             bytes.append(contentsOf: "null".utf8)
         case .bool(let flag):
             bytes.append(contentsOf: flag ? "true".utf8 : "false".utf8)
-        case .number(let number):
-            writeNumber(number, into: &bytes)
+        case .number(let number, let literal):
+            if literals, let literal { bytes.append(contentsOf: literal.utf8) } else { writeNumber(number, into: &bytes) }
         case .string(let text):
             writeString(text, into: &bytes)
         case .array(let elements):
             bytes.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                write(element, into: &bytes)
+                write(element, into: &bytes, literals: literals)
             }
             bytes.append(UInt8(ascii: "]"))
         case .object(let members):
@@ -29,17 +31,17 @@ package enum JSONWriter {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
                 writeString(member.key, into: &bytes)
                 bytes.append(UInt8(ascii: ":"))
-                write(member.value, into: &bytes)
+                write(member.value, into: &bytes, literals: literals)
             }
             bytes.append(UInt8(ascii: "}"))
         }
     }
 
     /// The compact JSON text of `value`.
-    package static func string(_ value: JSONValue) -> String {
+    package static func string(_ value: JSONValue, literals: Bool = false) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(64)
-        write(value, into: &bytes)
+        write(value, into: &bytes, literals: literals)
         return String(decoding: bytes, as: UTF8.self)
     }
 

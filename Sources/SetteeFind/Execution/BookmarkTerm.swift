@@ -103,7 +103,7 @@ enum BookmarkTerm {
         case .null: appendAtom("null", to: &out)
         case .bool(let flag): appendAtom(flag ? "true" : "false", to: &out)
         case .string(let text): appendBinary(text.utf8, to: &out)
-        case .number(let number):
+        case .number(let number, _):
             if let value = integral(number) {
                 if value >= 0 && value <= 255 {
                     out.append(smallInteger)
@@ -132,7 +132,7 @@ enum BookmarkTerm {
             }
             // A list of bytes is a string to Erlang.
             let bytes = elements.compactMap { element -> UInt8? in
-                guard case .number(let number) = element, let value = integral(number), value >= 0, value <= 255 else { return nil }
+                guard case .number(let number, _) = element, let value = integral(number), value >= 0, value <= 255 else { return nil }
                 return UInt8(value)
             }
             if bytes.count == elements.count, bytes.count <= 65535 {

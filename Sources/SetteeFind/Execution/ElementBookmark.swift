@@ -22,7 +22,7 @@ struct ElementBookmark: Equatable {
     /// - Throws: CouchDB's `invalid_bookmark` for anything else (a `find` bookmark among them).
     init(decoding text: String) throws(MangoError) {
         let bookmark = try Bookmark(decoding: text)
-        guard case .number(let number) = bookmark.key, number >= 0, number < 1e15, number.rounded(.towardZero) == number else {
+        guard case .number(let number, _) = bookmark.key, number >= 0, number < 1e15, number.rounded(.towardZero) == number else {
             throw MangoError(error: "invalid_bookmark", reason: "Invalid bookmark value: \(JSONValue.string(text).jsonText)")
         }
         self.init(documentID: bookmark.id, position: Int(number))

@@ -41,7 +41,7 @@ extension FindRequest {
             if let found { try refuseFloatSize(found.value, form: found.form) }
         }
         for (key, value, form) in lastOfEach(body, forms) where form == .bool(true) {
-            guard case .number(let number) = value else { continue }
+            guard case .number(let number, _) = value else { continue }
             let written = String(decoding: ErlangFormat.floatText(number), as: UTF8.self)
             if nonNegative.contains(key) {
                 throw MangoError(error: "invalid_non_neg_integer", reason: "\(written) is not an integer greater than or equal to zero")
@@ -64,7 +64,7 @@ extension FindRequest {
                 guard case .array(let elements) = value, case .array(let forms) = form, forms.count == elements.count else { continue }
                 for (element, elementForm) in zip(elements, forms) { try refuseFloatSize(element, form: elementForm) }
             case "$size":
-                if case .number(let number) = value, form == .bool(true) {
+                if case .number(let number, _) = value, form == .bool(true) {
                     throw MangoError(error: "bad_arg", reason: "Bad argument for operator $size: \(String(decoding: ErlangFormat.floatText(number), as: UTF8.self))")
                 }
             case "$not", "$elemMatch", "$allMatch", "$keyMapMatch":

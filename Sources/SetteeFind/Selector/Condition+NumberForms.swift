@@ -79,7 +79,7 @@ extension Condition {
     /// the request's JSON is read) and a stored value of that form.
     private static func isExactly(_ argument: JSONValue, _ value: JSONValue, form: JSONValue) -> Bool {
         switch (argument, value, form) {
-        case (.number(let a), .number(let b), .bool(let isFloat)):
+        case (.number(let a, _), .number(let b, _), .bool(let isFloat)):
             return a == b && isFloat == (a.rounded(.towardZero) != a)
         case (.array(let a), .array(let b), .array(let forms)):
             return a.count == b.count && forms.count == b.count && zip(a, zip(b, forms)).allSatisfy { isExactly($0, $1.0, form: $1.1) }

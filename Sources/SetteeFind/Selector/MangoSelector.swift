@@ -203,7 +203,7 @@ indirect enum Condition: @unchecked Sendable {
         case .type(let name):
             return Condition.typeName(value) == name
         case .mod(let divisor, let remainder):
-            guard case .number(let number) = value, let integer = SelectorNormalization.integer(.number(number)) else { return false }
+            guard case .number(let number, _) = value, let integer = SelectorNormalization.integer(.number(number)) else { return false }
             return integer % divisor == remainder
         case .regex(let regex):
             guard case .string(let text) = value else { return false }

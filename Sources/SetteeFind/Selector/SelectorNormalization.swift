@@ -92,7 +92,7 @@ enum SelectorNormalization {
 
     /// The integer a JSON number holds, when it holds one.
     static func integer(_ value: JSONValue) -> Int? {
-        guard case .number(let number) = value, number.rounded() == number, abs(number) < 9.0e15 else { return nil }
+        guard case .number(let number, _) = value, number.rounded() == number, abs(number) < 9.0e15 else { return nil }
         return Int(number)
     }
 

@@ -133,7 +133,7 @@ public final class QueryServer {
         library = "null"
         let configuration = try command.value(0)
         reduceLimit = ReduceLimit(configuration: configuration)
-        if case .number(let milliseconds)? = configuration?["timeout"], milliseconds >= 1 {
+        if case .number(let milliseconds, _)? = configuration?["timeout"], milliseconds >= 1 {
             settee_js_context_set_timeout(context.raw, UInt32(min(milliseconds, Double(UInt32.max))))
         }
         return answer(true)

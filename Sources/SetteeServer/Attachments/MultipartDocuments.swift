@@ -52,7 +52,7 @@ extension CouchResponder {
         if request.parameter("new_edits") == "false" {
             return try await putReplicatedDocument(database, db, id: id, document, following: files)
         }
-        let written = try await db.put(document.jsonText, following: files)
+        let written = try await db.put(document.exactJSONText, following: files)
         return CouchResponse.json(.created, Self.writeResult(written),
                                   headers: [.location: "/\(Self.escapePath(database))/\(Self.escapePath(written.id))",
                                             .eTag: CouchResponse.etag(written.revision)])
@@ -120,7 +120,7 @@ extension CouchResponder {
                                           ("digest", stub["digest"] ?? .null), ("length", stub["length"] ?? 0), ("follows", true)])))
         }
         members[index].value = .object(listed)
-        let json = JSONValue.object(members).jsonText
+        let json = JSONValue.object(members).exactJSONText
         let etag = CouchResponse.etag(document.revision)
         guard !following.isEmpty else {
             return Response(status: .ok, headers: [.contentType: "application/json", .eTag: etag, .contentLength: String(json.utf8.count)],

@@ -137,7 +137,7 @@ struct ChangesFilter: Sendable {
     /// selector's `fields` when it names some.
     func shownDocument(_ document: Document) throws -> [UInt8] {
         guard case .selector(_, let fields?) = kind else { return document.jsonBytes }
-        return Array(Self.project(try document.value, fields: fields).jsonText.utf8)
+        return Array(Self.project(try document.value, fields: fields).exactJSONText.utf8)
     }
 
     private static func askQueryServer(_ documents: [Document?], design: JSONValue, id: String, function: [String],

@@ -63,7 +63,7 @@ struct DatabaseLimits {
               case .object(let members)? = try? JSONValue(parsing: String(decoding: data, as: UTF8.self)) else { return [:] }
         var values: [String: Int] = [:]
         for (key, value) in members {
-            if case .number(let number) = value, let integer = Int(exactly: number) { values[key] = integer }
+            if case .number(let number, _) = value, let integer = Int(exactly: number) { values[key] = integer }
         }
         return values
     }
@@ -82,7 +82,7 @@ extension CouchResponder {
             let value = isRevisionsLimit ? try await db.revisionsLimit() : limits.value(key)
             return CouchResponse.json(.number(Double(value)))
         }
-        guard case .number(let number) = try await request.jsonBody(), number > 0, number == number.rounded(),
+        guard case .number(let number, _) = try await request.jsonBody(), number > 0, number == number.rounded(),
               number <= Double(Int32.max) else {
             throw CouchError.badRequest("`\(key)` must be positive integer")
         }

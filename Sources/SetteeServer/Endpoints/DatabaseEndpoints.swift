@@ -23,7 +23,7 @@ extension CouchResponder {
             var document = try await request.documentBody(id: nil)
             if document["_id"] == nil { document = Self.setting("_id", to: .string(Self.newUUID()), in: document) }
             document = try await preparedForWrite(document, database: name, request: request)
-            let written = try await db.put(document.jsonText)
+            let written = try await db.put(document.exactJSONText)
             return CouchResponse.json(.created, Self.writeResult(written),
                                       headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(written.id))",
                                                 .eTag: CouchResponse.etag(written.revision)])
@@ -99,7 +99,7 @@ extension CouchResponder {
             guard case .object = document else { throw CouchError.badRequest("Document must be a JSON object") }
             var document = document
             if document["_id"] == nil { document = Self.setting("_id", to: .string(Self.newUUID()), in: document) }
-            return (document["_id"]?.stringValue, document.jsonText)
+            return (document["_id"]?.stringValue, document.exactJSONText)
         }
         let results = try await db.write { batch in
             texts.enumerated().map { index, entry -> JSONValue in

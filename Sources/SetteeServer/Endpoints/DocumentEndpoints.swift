@@ -28,7 +28,7 @@ extension CouchResponder {
             }
             var buffer = ByteBuffer()
             if let readRule {
-                buffer.writeString(readRule.afterRead(try document.value, user: request.user).jsonText)
+                buffer.writeString(readRule.afterRead(try document.value, user: request.user).exactJSONText)
             } else {
                 buffer.writeBytes(document.jsonBytes)
             }
@@ -43,7 +43,7 @@ extension CouchResponder {
                 document = Self.setting("_rev", to: .string(rev), in: document)
             }
             document = try await preparedForWrite(document, database: name, request: request)
-            let written = try await db.put(document.jsonText)
+            let written = try await db.put(document.exactJSONText)
             return CouchResponse.json(.created, Self.writeResult(written),
                                       headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(written.id))",
                                                 .eTag: CouchResponse.etag(written.revision)])

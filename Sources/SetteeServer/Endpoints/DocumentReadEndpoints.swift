@@ -185,7 +185,7 @@ extension CouchResponder {
         members.insert(("_id", .string(targetID)), at: 0)
         if let targetRevision { members.insert(("_rev", .string(targetRevision)), at: 1) }
         let copy = try await preparedForWrite(.object(members), database: name, request: request)
-        let written = try await db.put(copy.jsonText)
+        let written = try await db.put(copy.exactJSONText)
         return CouchResponse.json(.created, Self.writeResult(written),
                                   headers: [.location: "/\(Self.escapePath(name))/\(Self.escapePath(written.id))",
                                             .eTag: CouchResponse.etag(written.revision)])

@@ -19,7 +19,7 @@ extension CouchResponder {
         var texts: [String] = []
         for index in accepted {
             guard case .object = prepared[index] else { throw CouchError.badRequest("Document must be a JSON object") }
-            texts.append(prepared[index].jsonText)
+            texts.append(prepared[index].exactJSONText)
         }
         let results = try await db.putReplicated(texts)
         var errors: [JSONValue] = refused.keys.sorted().compactMap { refused[$0] }
@@ -52,9 +52,9 @@ extension CouchResponder {
             throw CouchError.badRequest("new_edits=false needs the document's _rev (N-<32 hex digits>)")
         }
         if let files {
-            _ = try await db.putReplicated(document.jsonText, following: files)
+            _ = try await db.putReplicated(document.exactJSONText, following: files)
         } else {
-            let results = try await db.putReplicated([document.jsonText])
+            let results = try await db.putReplicated([document.exactJSONText])
             if case .failure(let error) = results.first { throw error }
         }
         return CouchResponse.json(.created, ["ok": true, "id": .string(id), "rev": .string(revision.description)],
@@ -187,6 +187,6 @@ extension DocumentReadOptions {
     /// The document's JSON bytes: as stored when nothing is added.
     func bytes(of document: Document, revisions: DocumentRevisions?) throws -> [UInt8] {
         guard revs || revsInfo || localSeq || (revisions != nil && (conflicts || deletedConflicts)) else { return document.jsonBytes }
-        return Array(try json(of: document, revisions: revisions).jsonText.utf8)
+        return Array(try json(of: document, revisions: revisions).exactJSONText.utf8)
     }
 }

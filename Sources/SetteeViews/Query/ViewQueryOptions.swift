@@ -187,7 +187,7 @@ public struct ViewQueryOptions: Sendable, Equatable {
             return true
         case let (.bool(x), .bool(y)):
             return x == y
-        case let (.number(x), .number(y)):
+        case let (.number(x, _), .number(y, _)):
             return x == y
         case let (.string(x), .string(y)):
             return sameBytes(x, y)

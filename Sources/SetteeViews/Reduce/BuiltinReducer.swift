@@ -331,13 +331,13 @@ package enum BuiltinSum {
 
     private static func sumValues(_ value: JSONValue, _ accumulator: JSONValue) throws(Thrown) -> JSONValue {
         switch (value, accumulator) {
-        case let (.number(v), .number(a)):
+        case let (.number(v, _), .number(a, _)):
             return .number(a + v)
         case let (.array(v), .array(a)):
             return try sumArrays(a, v)
-        case let (.number(v), .array(a)):
+        case let (.number(v, _), .array(a)):
             return try sumArrays(a, [.number(v)])
-        case let (.array(v), .number(a)):
+        case let (.array(v), .number(a, _)):
             return try sumArrays([.number(a)], v)
         case let (.object(members), _):
             if let error = members.first(where: { JSONValue.sameBytes($0.key, "error") }) {
@@ -348,7 +348,7 @@ package enum BuiltinSum {
                 throw .builtinReduceError(value)
             }
             switch accumulator {
-            case .number(0):
+            case .number(0, _):
                 // The integer 0 (the fold's start): the object is taken as it is, unchecked.
                 return value
             case .object(let accumulatorMembers):
@@ -409,7 +409,7 @@ package enum BuiltinSum {
         result.reserveCapacity(max(xs.count, ys.count))
         var index = 0
         while index < xs.count && index < ys.count {
-            guard case .number(let x) = xs[index], case .number(let y) = ys[index] else {
+            guard case .number(let x, _) = xs[index], case .number(let y, _) = ys[index] else {
                 throw .invalidValue(cause: .array(Array(xs[index...])))
             }
             result.append(.number(x + y))
@@ -484,7 +484,7 @@ package enum BuiltinStats {
             accumulators.reserveCapacity(elements.count)
             for element in elements { accumulators.append(try initialAccumulator(element)) }
             return .list(accumulators)
-        case .number(let x):
+        case .number(let x, _):
             return .tuple(Tuple(single: ErlangNumber(json: x)))
         case .object(let members):
             return .tuple(try unpack(members))
@@ -511,7 +511,7 @@ package enum BuiltinStats {
             return .list(result)
         case let (.json(.object(members)), _):
             return try statValues(.tuple(try unpack(members)), accumulator)
-        case let (.json(.number(x)), _):
+        case let (.json(.number(x, _)), _):
             return try statValues(.tuple(Tuple(single: ErlangNumber(json: x))), accumulator)
         case let (.tuple(v), .tuple(a)):
             return .tuple(Tuple(
@@ -536,7 +536,7 @@ package enum BuiltinStats {
                 let printed = ErlangFormat.print(ErlangTerm.proplist(members), column: prefix.count + 1)
                 throw .invalidValue(prefix + printed + [UInt8(ascii: ")")])
             }
-            guard case .number(let x) = member.value else {
+            guard case .number(let x, _) = member.value else {
                 throw .invalidValue(
                     Array("non-numeric _stats input received for \(key): ".utf8) + ErlangFormat.write(ErlangTerm(member.value))
                 )

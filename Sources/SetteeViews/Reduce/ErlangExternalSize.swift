@@ -28,12 +28,12 @@ package enum ErlangExternalSize {
         switch value {
         case .null, .bool(true): return 7  // ATOM_EXT: 3 + "null" / "true"
         case .bool(false): return 8
-        case .number(let x): return number(x)
+        case .number(let x, _): return number(x)
         case .string(let text): return 5 + text.utf8.count  // BINARY_EXT
         case .array(let elements):
             if elements.isEmpty { return 1 }  // NIL_EXT
             // A list of integers 0...255 is a STRING_EXT.
-            if elements.count < 65536, elements.allSatisfy({ if case .number(let x) = $0 { return x >= 0 && x <= 255 && x == x.rounded() }; return false }) {
+            if elements.count < 65536, elements.allSatisfy({ if case .number(let x, _) = $0 { return x >= 0 && x <= 255 && x == x.rounded() }; return false }) {
                 return 3 + elements.count
             }
             return 5 + elements.reduce(0) { $0 + encoded($1) } + 1

@@ -26,7 +26,7 @@ package indirect enum ErlangTerm: Sendable, Equatable {
         switch json {
         case .null: self = .atom("null")
         case .bool(let flag): self = .atom(flag ? "true" : "false")
-        case .number(let number): self = ErlangNumber(json: number).term
+        case .number(let number, _): self = ErlangNumber(json: number).term
         case .string(let text): self = .binary(Array(text.utf8))
         case .array(let elements): self = .list(elements.map(ErlangTerm.init))
         case .object(let members): self = .tuple([ErlangTerm.proplist(members)])
@@ -106,7 +106,7 @@ extension JSONValue {
         let rankA = rank(a), rankB = rank(b)
         if rankA != rankB { return rankA < rankB ? -1 : 1 }
         switch (a, b) {
-        case let (.number(x), .number(y)):
+        case let (.number(x, _), .number(y, _)):
             return x < y ? -1 : (x > y ? 1 : 0)
         case let (.string(x), .string(y)):
             return compareBytes(x, y)

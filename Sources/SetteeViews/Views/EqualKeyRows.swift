@@ -113,7 +113,7 @@ package enum ErlangTermOrder {
         let (rankA, rankB) = (rank(a), rank(b))
         if rankA != rankB { return rankA < rankB ? -1 : 1 }
         switch (a, b) {
-        case let (.number(x), .number(y)):
+        case let (.number(x, _), .number(y, _)):
             return x < y ? -1 : (x == y ? 0 : 1)
         case let (.string(x), .string(y)):
             return compareUTF8(x, y)
