@@ -56,6 +56,8 @@ swift_bin="$(dirname "$(command -v "$SWIFT")")"
   -Xcc -fmodule-map-file="$bin/CSetteeCollation.build/module.modulemap" \
   -Xcc -fmodule-map-file="$bin/CSetteeJS.build/module.modulemap" \
   -Xcc -fmodule-map-file=Sources/CSetteeLMDB/module.modulemap \
+  -Xcc -fmodule-map-file=Sources/CSetteeZlib/module.modulemap \
+  -Xcc -fmodule-map-file="$bin/CSetteeLMDBGuard.build/module.modulemap" \
   -Xcc -ISources/CSetteeJS/include -Xcc -ISources/CSetteeCollation/include \
   -minimum-access-level public \
   -experimental-allowed-reexported-modules=SetteeCore,SetteeStorage,SetteeViews,SetteeJavaScript,SetteeFind \
@@ -86,6 +88,8 @@ done
   -I "$bin/Modules" \
   "${module_maps[@]}" \
   -Xcc -fmodule-map-file=Sources/CSetteeLMDB/module.modulemap \
+  -Xcc -fmodule-map-file=Sources/CSetteeZlib/module.modulemap \
+  -Xcc -fmodule-map-file="$bin/CSetteeLMDBGuard.build/module.modulemap" \
   -Xcc -ISources/CSetteeJS/include -Xcc -ISources/CSetteeCollation/include \
   -minimum-access-level public \
   -output-dir "$server_graphs"

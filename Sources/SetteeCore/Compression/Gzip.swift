@@ -3,9 +3,9 @@ import CSetteeZlib
 /// gzip (RFC 1952) through zlib: request bodies sent with
 /// `Content-Encoding: gzip`, and attachments stored as CouchDB stores
 /// compressible ones.
-public enum Gzip {
+package enum Gzip {
     /// Why bytes could not be inflated.
-    public enum Failure: Error, Sendable, Equatable {
+    package enum Failure: Error, Sendable, Equatable {
         /// The bytes are not gzip, or are cut short.
         case notGzip
         /// Inflated, they would pass the limit given.
@@ -15,7 +15,7 @@ public enum Gzip {
     /// The bytes `gzip` inflates into, refused past `limit` bytes before
     /// more than that is held (a small body may inflate into gigabytes).
     /// Concatenated members inflate one after another, as `gunzip` does.
-    public static func decompress(_ bytes: some Collection<UInt8>, limit: Int = .max) throws(Failure) -> [UInt8] {
+    package static func decompress(_ bytes: some Collection<UInt8>, limit: Int = .max) throws(Failure) -> [UInt8] {
         let input = Array(bytes)
         guard !input.isEmpty else { throw .notGzip }
         var output: [UInt8] = []
@@ -57,7 +57,7 @@ public enum Gzip {
 
     /// `bytes` compressed as gzip at `level` (0–9) with zlib's defaults
     /// otherwise (no name, no time), as CouchDB compresses attachments.
-    public static func compress(_ bytes: some Collection<UInt8>, level: Int = 8) -> [UInt8] {
+    package static func compress(_ bytes: some Collection<UInt8>, level: Int = 8) -> [UInt8] {
         let input = Array(bytes)
         var stream = z_stream()
         let clamped = Int32(max(0, min(9, level)))
