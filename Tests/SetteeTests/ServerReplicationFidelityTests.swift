@@ -106,3 +106,76 @@ extension ServerReplicationFidelityTests {
         #expect(floats.json["rev"] == "1-13f523a7ba9f5e2a304b41d812e1e755")
     }
 }
+
+extension ServerReplicationFidelityTests {
+    /// The parts of a multipart body: each one's headers (names lowercased) and bytes.
+    static func parts(_ body: Data, boundary: String) -> [(headers: [String: String], body: Data)] {
+        let delimiter = Data("--\(boundary)".utf8)
+        var parts: [(headers: [String: String], body: Data)] = []
+        var ranges: [Range<Data.Index>] = []
+        var searchFrom = body.startIndex
+        while let found = body.range(of: delimiter, in: searchFrom ..< body.endIndex) {
+            ranges.append(found)
+            searchFrom = found.upperBound
+        }
+        for (this, next) in zip(ranges, ranges.dropFirst()) {
+            var part = body[this.upperBound ..< next.lowerBound]
+            if part.starts(with: Data("\r\n".utf8)) { part = part.dropFirst(2) }
+            if part.suffix(2) == Data("\r\n".utf8) { part = part.dropLast(2) }
+            guard let split = part.range(of: Data("\r\n\r\n".utf8)) else { continue }
+            var headers: [String: String] = [:]
+            for line in String(decoding: part[part.startIndex ..< split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n") {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+            parts.append((headers, Data(part[split.upperBound...])))
+        }
+        return parts
+    }
+
+    static func boundary(_ contentType: String?) -> String? {
+        contentType?.components(separatedBy: "boundary=").last?.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+    }
+
+    @Test("open_revs with Accept: multipart/mixed answers as CouchDB does: JSON parts, attachments following in multipart/related parts, missing revisions marked")
+    func openRevisionsMultipart() async throws {
+        let server = try await RunningServer()
+        defer { Task { await server.stop() } }
+        #expect(try await server.request("PUT", "/db").status == 201)
+        let design = try await server.request("PUT", "/db/_design/app", json: ["views": ["v": ["map": "function (doc) { emit(doc._id, 1.0); }"]]])
+        let withFile = try await server.request("PUT", "/db/d", json: ["n": 1, "_attachments": ["a.bin": ["content_type": "application/octet-stream", "data": "AAEC/w=="]]])
+        let designRev = try #require(design.json["rev"]?.stringValue)
+        let fileRev = try #require(withFile.json["rev"]?.stringValue)
+        let accept = ["Accept": "multipart/mixed"]
+        let missing = "9-" + String(repeating: "f", count: 32)
+        let plain = try await server.request("GET", "/db/_design/app?revs=true&latest=true&open_revs=%5B%22\(designRev)%22,%22\(missing)%22%5D", headers: accept)
+        #expect(plain.status == 200)
+        let outer = try #require(Self.boundary(plain.header("Content-Type")))
+        #expect(plain.header("Content-Type")?.hasPrefix("multipart/mixed") == true)
+        let parts = Self.parts(plain.body, boundary: outer)
+        #expect(parts.count == 2)
+        #expect(parts.first?.headers["content-type"] == "application/json")
+        let designJSON = try JSONValue(parsing: String(decoding: parts[0].body, as: UTF8.self))
+        #expect(designJSON["_rev"]?.stringValue == designRev)
+        #expect(designJSON["_revisions"]?["start"] == 1)
+        #expect(parts.last?.headers["content-type"] == "application/json; error=\"true\"")
+        #expect(String(decoding: parts[1].body, as: UTF8.self) == #"{"missing":"\#(missing)"}"#)
+
+        let attached = try await server.request("GET", "/db/d?revs=true&open_revs=%5B%22\(fileRev)%22%5D", headers: accept)
+        let outerParts = Self.parts(attached.body, boundary: try #require(Self.boundary(attached.header("Content-Type"))))
+        #expect(outerParts.count == 1)
+        let related = try #require(outerParts.first)
+        #expect(related.headers["content-type"]?.hasPrefix("multipart/related") == true)
+        let inner = Self.parts(related.body, boundary: try #require(Self.boundary(related.headers["content-type"])))
+        #expect(inner.count == 2)
+        let json = try JSONValue(parsing: String(decoding: inner[0].body, as: UTF8.self))
+        #expect(json["_attachments"]?["a.bin"]?["follows"] == true)
+        #expect(json["_attachments"]?["a.bin"]?["length"] == 4)
+        #expect(json["_attachments"]?["a.bin"]?["data"] == nil)
+        #expect(inner[1].headers["content-disposition"] == "attachment; filename=\"a.bin\"")
+        #expect(inner[1].body == Data([0, 1, 2, 255]))
+        // Without multipart, the JSON array as before.
+        let array = try await server.request("GET", "/db/d?open_revs=all")
+        #expect(array.json[0]?["ok"]?["_id"] == "d")
+    }
+}

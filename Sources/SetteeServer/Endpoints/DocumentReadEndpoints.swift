@@ -94,6 +94,13 @@ extension CouchResponder {
         guard options.changesTheDocument else { return nil }
         let db = try databases.database(name)
         if let open = options.openRevisions {
+            if request.header(.accept)?.lowercased().contains("multipart/mixed") == true {
+                // As CouchDB sends them to a replicator: every attachment's bytes (since atts_since) as parts.
+                var withAttachments = options
+                withAttachments.attachments = true
+                let results = try await openRevisionResults(db, id: id, open, options: withAttachments)
+                return try OpenRevisionsMultipart.response(results)
+            }
             return try await openRevisions(db, id: id, open, options: options)
         }
         var document = try await read(db, id: id, options: options)
@@ -140,19 +147,26 @@ extension CouchResponder {
     /// as CouchDB answers a client that does not ask for multipart.
     private func openRevisions(_ db: Database, id: String, _ open: DocumentReadOptions.OpenRevisions,
                                options: DocumentReadOptions) async throws -> Response {
+        let results = try await openRevisionResults(db, id: id, open, options: options)
+        return CouchResponse.json(text: "[" + results.map(\.jsonText).joined(separator: ",") + "]")
+    }
+
+    /// The leaves `open` names, or `{"missing": rev}` for each it cannot find.
+    private func openRevisionResults(_ db: Database, id: String, _ open: DocumentReadOptions.OpenRevisions,
+                                     options: DocumentReadOptions) async throws -> [OpenRevision] {
         var current = try await read(db, id: id, options: options)
         if current == nil { current = try await readIncludingDeleted(db, id: id, options: options) }
-        var results: [String] = []
         switch open {
         case .all:
             guard let current else { throw CouchError.missing }
-            results = try await openAllRevisions(db, id: id, current: current, options: options)
+            return try await openAllRevisions(db, id: id, current: current, options: options)
         case .some(let revisions):
+            var results: [OpenRevision] = []
             for text in revisions {
                 results += try await openNamedRevision(db, id: id, text, current: current, options: options)
             }
+            return results
         }
-        return CouchResponse.json(text: "[" + results.joined(separator: ",") + "]")
     }
 
     /// `COPY /{db}/{docid}` with `Destination: target` or `target?rev=…`:

@@ -114,12 +114,12 @@ extension CouchResponder {
     }
 
     /// `open_revs=all`: every leaf, the winner first.
-    func openAllRevisions(_ db: Database, id: String, current: Document, options: DocumentReadOptions) async throws -> [String] {
+    func openAllRevisions(_ db: Database, id: String, current: Document, options: DocumentReadOptions) async throws -> [OpenRevision] {
         let leaves = try await db.revisions(of: id)?.leaves.map(\.revision) ?? [current.revision]
-        var results: [String] = []
+        var results: [OpenRevision] = []
         for revision in leaves {
             guard let document = try await leaf(db, id: id, revision: revision, current: current, options: options) else { continue }
-            results.append("{\"ok\":\(String(decoding: try await documentBytes(db, document, options: options), as: UTF8.self))}")
+            results.append(.found(try await documentBytes(db, document, options: options)))
         }
         return results
     }
@@ -127,25 +127,25 @@ extension CouchResponder {
     /// `open_revs=[…]`: each revision named, a leaf (or, with `latest`, the
     /// leaves that descend from it) or `{"missing": rev}`.
     func openNamedRevision(_ db: Database, id: String, _ text: String, current: Document?,
-                           options: DocumentReadOptions) async throws -> [String] {
+                           options: DocumentReadOptions) async throws -> [OpenRevision] {
         let revision = Revision(text)!
         if let current, let document = try await leaf(db, id: id, revision: revision, current: current, options: options) {
-            return ["{\"ok\":\(String(decoding: try await documentBytes(db, document, options: options), as: UTF8.self))}"]
+            return [.found(try await documentBytes(db, document, options: options))]
         }
         if options.latest, current != nil, let revisions = try await db.revisions(of: id) {
-            var results: [String] = []
+            var results: [OpenRevision] = []
             for leaf in revisions.leaves where revisions.history(of: leaf.revision).contains(revision) {
                 guard let document = try await self.leaf(db, id: id, revision: leaf.revision, current: current, options: options) else { continue }
-                results.append("{\"ok\":\(String(decoding: try await documentBytes(db, document, options: options), as: UTF8.self))}")
+                results.append(.found(try await documentBytes(db, document, options: options)))
             }
             if !results.isEmpty { return results }
             // A document written before histories were kept knows no ancestors: an older revision is taken for one.
             if let current, revisions.leaves.count == 1, revisions.history(of: current.revision).count == 1,
                current.revision.generation > revision.generation {
-                return ["{\"ok\":\(String(decoding: try await documentBytes(db, current, options: options), as: UTF8.self))}"]
+                return [.found(try await documentBytes(db, current, options: options))]
             }
         }
-        return ["{\"missing\":\(JSONValue.string(text).jsonText)}"]
+        return [.missing(text)]
     }
 }
 
