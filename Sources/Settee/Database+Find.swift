@@ -52,7 +52,7 @@ extension Database {
     /// as Swift values are encoded).
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func find<T: Decodable>(_ request: FindRequest, as type: T.Type) throws -> [T] {
-        try find(request).decoded(as: T.self, decoder: options.coding.makeDecoder())
+        try find(request).documents(as: T.self, coding: options.coding)
     }
 
     /// Runs a `find` query on a Settee queue (see ``find(_:)``).
@@ -69,11 +69,25 @@ extension Database {
     /// Runs a `find` query on a Settee queue and decodes the documents as `T`
     /// once they are read (see ``find(_:as:)``); `T` need not be `Sendable`.
     public func find<T: Decodable>(_ request: FindRequest, as type: T.Type) async throws -> [T] {
-        try await find(request).decoded(as: T.self, decoder: options.coding.makeDecoder())
+        try await find(request).documents(as: T.self, coding: options.coding)
     }
 
     /// How ``find(_:)-52ig6`` would run `request` (see ``explain(_:)``).
     public func explain(_ request: FindRequest) async throws -> JSONValue {
         try await background { try self.explain(request) }
+    }
+}
+
+extension FindResult {
+    /// The documents found decoded as `T`, each from its text; a
+    /// ``DocumentModel`` gets the `_id` and `_rev` the document holds, as
+    /// ``Database/get(_:as:coding:)`` gives them.
+    func documents<T: Decodable>(as type: T.Type, coding: DocumentCoding) throws -> [T] {
+        var bytes: [UInt8] = []
+        return try found.map { document in
+            bytes.removeAll(keepingCapacity: true)
+            document.writeJSON(into: &bytes)
+            return try Document.decode(T.self, from: bytes, coding: coding, subject: "a document found")
+        }
     }
 }

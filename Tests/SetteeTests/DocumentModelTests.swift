@@ -373,3 +373,26 @@ struct WriteBatchRunsOnceTests {
         #expect(info.fileSize < 1 << 20)
     }
 }
+
+extension DocumentModelTests {
+    @Test("find(_:as:) and liveFind(_:as:) give a DocumentModel its id and revision: a found document edited and saved is the same document")
+    func foundModelsKeepIdentity() async throws {
+        let directory = TemporaryDirectory()
+        let db = try openDatabase(directory)
+        var note = Note(title: "Found")
+        try await db.save(&note)
+        let request = try FindRequest(json: ["selector": ["title": "Found"]])
+        var found = try #require(try await db.find(request, as: Note.self).first)
+        #expect(found.id == note.id && found.revision == note.revision)
+        found.title = "Found and edited"
+        try await db.save(&found)
+        #expect(try await db.info().documentCount == 1)
+        #expect(try await db.get(try #require(note.id), as: Note.self)?.title == "Found and edited")
+        var live = db.liveFind(try FindRequest(json: ["selector": ["title": "Found and edited"]]), as: Note.self).makeAsyncIterator()
+        let first = try #require(try await live.next()?.first)
+        #expect(first.id == note.id && first.revision == found.revision)
+        // Fields without _id and _rev: decoded, identity left unset.
+        let partial = try await db.find(try FindRequest(json: ["selector": ["title": "Found and edited"], "fields": ["title", "created"]]), as: Note.self)
+        #expect(partial.first?.title == "Found and edited" && partial.first?.id == nil)
+    }
+}

@@ -114,7 +114,7 @@ public struct TypedLiveFind<T: Decodable>: AsyncSequence, Sendable {
         /// The documents now (the first call), then the next time the result changes.
         /// - Returns: nil once the calling task is cancelled or the database closed.
         public mutating func next() async throws -> [T]? {
-            try await base.next()?.decoded(as: T.self, decoder: coding.makeDecoder())
+            try await base.next()?.documents(as: T.self, coding: coding)
         }
     }
 }

@@ -111,13 +111,14 @@ extension Document {
         return model as! T
     }
 
-    /// The whole document `json` (as a view row includes it) decoded as `T`;
-    /// a ``DocumentModel`` gets the `_id` and `_rev` the JSON holds.
+    /// The whole document `json` (as a view row includes it, as `find`
+    /// finds it) decoded as `T`; a ``DocumentModel`` gets the `_id` and `_rev`
+    /// the JSON holds (neither when `find`'s `fields` left them out).
     package static func decode<T: Decodable>(_ type: T.Type, from json: [UInt8], coding: DocumentCoding,
                                              subject: @autoclosure () -> String) throws -> T {
         let value = try CodingError.decode(T.self, from: json, coding: coding, subject: subject())
-        guard var model = value as? any DocumentModel else { return value }
-        let identity = try CodingError.decode(Identity.self, from: json, subject: subject())
+        guard var model = value as? any DocumentModel,
+              let identity = try? CodingError.decode(Identity.self, from: json, subject: subject()) else { return value }
         model.id = identity._id
         model.revision = identity._rev
         return model as! T
