@@ -179,3 +179,25 @@ extension ServerReplicationFidelityTests {
         #expect(array.json[0]?["ok"]?["_id"] == "d")
     }
 }
+
+extension ServerReplicationFidelityTests {
+    @Test("An attachment part sent gzip-encoded (as CouchDB's replicator sends compressible ones) is stored as its own bytes")
+    func gzipEncodedParts() async throws {
+        let server = try await RunningServer()
+        defer { Task { await server.stop() } }
+        #expect(try await server.request("PUT", "/db").status == 201)
+        let text = Data(String(repeating: "compressible text ", count: 200).utf8)
+        let compressed = Data(Gzip.compress(Array(text)))
+        let json: JSONValue = ["_id": "t", "_rev": .string("1-" + String(repeating: "d", count: 32)),
+                               "_attachments": ["note.txt": ["content_type": "text/plain", "revpos": 1, "follows": true,
+                                                             "encoding": "gzip", "encoded_length": .number(Double(compressed.count)),
+                                                             "length": .number(Double(text.count))]]]
+        var body = Data("--xyz\r\nContent-Type: application/json\r\n\r\n\(json.jsonText)\r\n--xyz\r\n\r\n".utf8)
+        body += compressed + Data("\r\n--xyz--".utf8)
+        let put = try await server.request("PUT", "/db/t?new_edits=false", body: body, headers: ["Content-Type": "multipart/related; boundary=\"xyz\""])
+        #expect(put.status == 201, "\(put.json.jsonText)")
+        let attachment = try await server.request("GET", "/db/t/note.txt")
+        #expect(attachment.body == text)
+        #expect(try await server.request("GET", "/db/t").json["_attachments"]?["note.txt"]?["length"] == .number(Double(text.count)))
+    }
+}
