@@ -109,4 +109,65 @@ struct WriterLockTests {
         let result = try db.query("slow/total", options: ViewQueryOptions(parameters: [("stale", "ok")]))
         #expect(try result.rows.first?.value == .number(Double(before + 1_000_000)))
     }
+
+    @Test("A slow validate_doc_update holds no writer: a put from another thread and another process commit while it runs")
+    func putsDoNotWaitForValidation() throws {
+        let settee = try SetteeExecutable.find()
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("db")
+        var options = Database.Options()
+        options.javaScriptWorkers = 2
+        let db = try Database(at: url, options: options)
+        _ = try db.put(#"{"_id": "_design/checks", "validate_doc_update": "function (newDoc) { if (newDoc.slow) { var end = Date.now() + 1500; while (Date.now() < end) {} } if (newDoc.refused) { throw({forbidden: 'refused'}); } }"}"#)
+        func processPut(_ id: String) throws -> Duration {
+            let start = ContinuousClock.now
+            let child = try settee.start(["put", #"{"_id": "\#(id)"}"#, "--db", url.path], in: directory.url)
+            var status: Int32 = 0
+            waitpid(child.pid, &status, 0)
+            #expect(status == 0, "settee put exited with status \(status)")
+            return ContinuousClock.now - start
+        }
+        let idle = try processPut("idle")
+        let progress = PutProgress()
+        let slow = Thread {
+            _ = try? db.put(#"{"_id": "slow", "slow": true}"#)
+            progress.setUpdateDone()
+        }
+        slow.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        let threadStart = ContinuousClock.now
+        _ = try db.put(#"{"_id": "thread"}"#)
+        let threadPut = ContinuousClock.now - threadStart
+        let processed = try processPut("process")
+        // Both committed while the slow validation still ran (1.5 s from its start).
+        let slowEnded = progress.updateDone
+        #expect(!slowEnded, "the slow validation ended before the other puts were timed")
+        #expect(threadPut < .milliseconds(500), "a put from another thread took \(threadPut)")
+        #expect(processed - idle < .milliseconds(500), "a settee put took \(processed), \(idle) when idle")
+        while !progress.updateDone { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(try db.document("slow") != nil)
+    }
+
+    @Test("An edit checked ahead is checked again in its transaction when the validation functions changed meanwhile")
+    func validationChangedMeanwhile() throws {
+        let directory = TemporaryDirectory()
+        var options = Database.Options()
+        options.javaScriptWorkers = 2
+        let db = try Database(at: directory.url.appendingPathComponent("db"), options: options)
+        let slowCheck = #"function (newDoc) { if (newDoc.slow) { var end = Date.now() + 1000; while (Date.now() < end) {} } }"#
+        let design = try db.put(#"{"_id": "_design/checks", "validate_doc_update": \#(JSONValue.string(slowCheck).jsonText)}"#)
+        let outcome = Mutex<Result<WriteResult, any Error>?>(nil)
+        let slow = Thread {
+            let result = Result { try db.put(#"{"_id": "slow", "slow": true}"#) }
+            outcome.withLock { $0 = result }
+        }
+        slow.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        // While the first check runs, the design document changes to refuse everything.
+        _ = try db.put(#"{"_id": "_design/checks", "_rev": "\#(design.revision)", "validate_doc_update": "function () { throw({forbidden: 'closed'}); }"}"#)
+        while outcome.withLock({ $0 }) == nil { Thread.sleep(forTimeInterval: 0.01) }
+        let result = try #require(outcome.withLock { $0 })
+        #expect(throws: DocumentError.self) { try result.get() }
+        #expect(try db.document("slow") == nil)
+    }
 }

@@ -12,7 +12,9 @@ import SetteeViews
 /// Design documents and `_local` documents are not validated; with a
 /// ``Database/validationContext`` bound, design documents are refused to
 /// writers who are not the database's administrators, as CouchDB does. The functions run on
-/// the JavaScript workers while the write transaction waits.
+/// the JavaScript workers: for a single write, on a read snapshot before its
+/// write transaction begins (a slow function holds no writer); for the
+/// writes of a batch, while its transaction waits.
 final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
     private let workers: @Sendable () throws -> JavaScriptWorkerPool
     /// `userCtx` as JSON text, for writes without a ``Database/validationContext``.
@@ -51,18 +53,44 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
     /// - Throws: ``DocumentError`` (`forbidden`, `unauthorized`) when a function
     ///   refuses the write, ``JavaScriptError`` when one fails.
     func validate(_ edit: DocumentEdit, id: String, current: DocumentRecord?) throws {
+        let (functions, partitioned) = lock.withLock { (self.current, self.partitioned) }
+        try validate(edit, id: id, current: current, functions: functions, partitioned: partitioned)
+    }
+
+    /// Checks `edit` on a read snapshot, with the functions of the design
+    /// documents that snapshot holds (see ``DocumentWriteValidation/validateAhead(_:id:current:store:in:)``).
+    func validateAhead(_ edit: DocumentEdit, id: String, current: DocumentRecord?, store: DocumentStore,
+                       in transaction: LMDBTransaction) throws -> ValidatedWrite? {
+        let partitioned = try DatabaseProperties.isPartitioned(store, in: transaction)
+        let functions = try self.functions(store: store, snapshot: transaction.id, in: transaction)
+        if functions.isEmpty && rule == nil { return nil }
+        try validate(edit, id: id, current: current, functions: functions, partitioned: partitioned)
+        return ValidatedWrite(id: id, sequence: current?.sequence, checkedWith: Self.terms(functions, partitioned: partitioned))
+    }
+
+    /// Whether the write transaction running now checks with the same functions.
+    func stillChecks(_ validated: ValidatedWrite) -> Bool {
+        let (functions, partitioned) = lock.withLock { (self.current, self.partitioned) }
+        return validated.checkedWith == Self.terms(functions, partitioned: partitioned)
+    }
+
+    /// What a check was made with, comparable: each function's design document and source.
+    private static func terms(_ functions: [Function], partitioned: Bool) -> [String] {
+        [partitioned ? "partitioned" : "global"] + functions.flatMap { [$0.designDocument, $0.source] }
+    }
+
+    private func validate(_ edit: DocumentEdit, id: String, current: DocumentRecord?, functions: [Function], partitioned: Bool) throws {
         if id.hasPrefix("_design/"), let context = Database.validationContext, !context.isDatabaseAdministrator {
             // couch_db:validate_doc_update/3: design documents are the database administrators'.
             throw DocumentError(context.userContext.name == nil ? .unauthorized : .forbidden,
                                 "You are not a db or server admin.", id: id)
         }
-        if lock.withLock({ partitioned }) {
+        if partitioned {
             try Partition.validateDocumentID(id)
         } else if id.hasPrefix("_design/") {
             try Partition.validateDesignDocument(edit.body)
         }
         if id.hasPrefix("_design/") || id.hasPrefix("_local/") { return }
-        let functions = lock.withLock { self.current }
         if functions.isEmpty && rule == nil { return }
         var arguments: [UInt8] = [UInt8(ascii: "[")]
         appendNewDocument(edit, id: id, current: current, into: &arguments)
@@ -142,21 +170,24 @@ final class UpdateValidation: DocumentWriteValidation, @unchecked Sendable {
     /// own behind. Read again only once something was committed since.
     func beginWrite(store: DocumentStore, in transaction: LMDBTransaction) throws {
         let partitioned = try DatabaseProperties.isPartitioned(store, in: transaction)
-        lock.withLock { self.partitioned = partitioned }
-        let committedTransaction = store.environment.lastCommittedTransaction
-        if let known = lock.withLock({ committed }), known.transaction == committedTransaction {
-            lock.withLock { current = known.functions }
-            return
+        let functions = try functions(store: store, snapshot: store.environment.lastCommittedTransaction, in: transaction)
+        lock.withLock {
+            self.partitioned = partitioned
+            current = functions
         }
+    }
+
+    /// The functions of the design documents `transaction` sees, which holds
+    /// what the committed transaction `snapshot` left: read once per commit.
+    private func functions(store: DocumentStore, snapshot: Int, in transaction: LMDBTransaction) throws -> [Function] {
+        if let known = lock.withLock({ committed }), known.transaction == snapshot { return known.functions }
         var functions: [Function] = []
         for document in try store.designDocumentRecords(in: transaction) {
             let source = designDocuments.cached(document.id, revision: document.revision).map(\.validateDocumentUpdate)
                 ?? (try? document.value["validate_doc_update"])?.stringValue
             if let source { functions.append(Function(designDocument: document.id, source: source)) }
         }
-        lock.withLock {
-            committed = (committedTransaction, functions)
-            current = functions
-        }
+        lock.withLock { committed = (snapshot, functions) }
+        return functions
     }
 }

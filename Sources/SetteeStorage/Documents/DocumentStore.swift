@@ -176,7 +176,7 @@ package final class DocumentStore: Sendable {
     /// against the current revision, assigns the next sequence number, and
     /// adds what it does to the counts to `countChange`.
     package func apply(_ edit: DocumentEdit, sequence: UInt64, in transaction: LMDBTransaction, scratch: inout [UInt8],
-               countChange: inout DocumentCounts) throws -> WriteResult {
+               countChange: inout DocumentCounts, validated: ValidatedWrite? = nil) throws -> WriteResult {
         let id = edit.id ?? ids.next()
         if id.utf8.first == UInt8(ascii: "_") && id.hasPrefix(Self.localPrefix) { return try applyLocal(edit, id: id, in: transaction, scratch: &scratch) }
         var idCopy = id
@@ -206,7 +206,11 @@ package final class DocumentStore: Sendable {
             } else if edit.revision != nil || edit.deleted {
                 throw edit.deleted ? DocumentError(.notFound, "missing", id: id) : DocumentError.conflict(id)
             }
-            if let validation { try validation.validate(edit, id: id, current: current) }
+            if let validation {
+                // Checked ahead against this very revision, with what this transaction checks with: not again.
+                let checked = validated.map { $0.id == id && $0.sequence == current?.sequence && validation.stillChecks($0) } ?? false
+                if !checked { try validation.validate(edit, id: id, current: current) }
+            }
             if let expired {
                 try purgeExpired(key, sequence: expired.sequence, isDeleted: expired.isDeleted, in: transaction, countChange: &countChange)
             }
@@ -275,9 +279,30 @@ package final class DocumentStore: Sendable {
 
     /// Writes one edit in its own transaction.
     package func write(_ edit: DocumentEdit) throws -> WriteResult {
-        try writing { transaction, countChange in
+        let validated = try validatedAhead(edit)
+        return try writing { transaction, countChange in
             var scratch: [UInt8] = []
-            return try apply(edit, sequence: try lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch, countChange: &countChange)
+            return try apply(edit, sequence: try lastSequence(in: transaction) + 1, in: transaction, scratch: &scratch,
+                             countChange: &countChange, validated: validated)
+        }
+    }
+
+    /// `edit` checked by the validation on a read snapshot, before its write
+    /// transaction: a slow `validate_doc_update` holds no writer, of this
+    /// process or another. Nil when the edit is checked in the transaction
+    /// instead: one without an id yet, a local or design document, a
+    /// document with conflicts, or an edit the transaction refuses anyway.
+    private func validatedAhead(_ edit: DocumentEdit) throws -> ValidatedWrite? {
+        guard let validation, let id = edit.id, !id.hasPrefix("_"), !edit.deleted || edit.revision != nil else { return nil }
+        return try environment.read { transaction in
+            var idCopy = id
+            let record = try idCopy.withUTF8 { idBytes -> DocumentRecord? in
+                let key = UnsafeRawBufferPointer(idBytes)
+                return try transaction.get(docs, key).map { try DocumentRecord(bytes: $0, id: key, path: environment.path) }
+            }
+            if let record, record.hasRevisionTree || Self.refusal(of: edit, id: id, over: record) != nil { return nil }
+            if record == nil && edit.revision != nil { return nil }
+            return try validation.validateAhead(edit, id: id, current: record, store: self, in: transaction)
         }
     }
 
