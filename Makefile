@@ -8,7 +8,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo-db
 BENCH_DOCS ?= 1000000
 
-.PHONY: deps build test crash-test demo bench bench-attachments bench-couchjs clean modules docs http-test bench-http
+.PHONY: deps build test crash-test demo install uninstall bench bench-attachments bench-couchjs clean modules docs http-test bench-http
 
 deps:
 	@missing=""; \
@@ -34,6 +34,20 @@ CRASH_ITERATIONS ?= 25
 crash-test: deps
 	$(SWIFT) build --build-tests
 	SETTEE_CRASH_ITERATIONS=$(CRASH_ITERATIONS) $(SWIFT) test --skip-build --filter CrashSafetyTests
+
+# A release build of `settee` into $(PREFIX)/bin (default /usr/local/bin):
+# the command the README's tours and `settee serve` use. `make uninstall` removes it.
+PREFIX ?= /usr/local
+install: deps
+	$(SWIFT) build -c release --product settee
+	@SUDO=""; [ -w "$(PREFIX)" ] || [ "$$(id -u)" -eq 0 ] || SUDO="sudo"; \
+	$$SUDO install -d "$(DESTDIR)$(PREFIX)/bin" && \
+	$$SUDO install -m 755 "$$($(SWIFT) build -c release --show-bin-path)/settee" "$(DESTDIR)$(PREFIX)/bin/settee" && \
+	echo "Installed $(DESTDIR)$(PREFIX)/bin/settee"
+
+uninstall:
+	@SUDO=""; [ -w "$(PREFIX)/bin" ] || [ "$$(id -u)" -eq 0 ] || SUDO="sudo"; \
+	$$SUDO rm -f "$(DESTDIR)$(PREFIX)/bin/settee" && echo "Removed $(DESTDIR)$(PREFIX)/bin/settee"
 
 demo: build
 	@bash Scripts/demo.sh "$$($(SWIFT) build --show-bin-path)/settee" "$(DEMO_DB)"
