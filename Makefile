@@ -8,7 +8,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo-db
 BENCH_DOCS ?= 1000000
 
-.PHONY: deps build test crash-test demo install uninstall bench bench-attachments bench-couchjs clean modules docs http-test bench-http
+.PHONY: deps build test warnings crash-test demo install uninstall bench bench-attachments bench-couchjs clean modules docs http-test bench-http
 
 deps:
 	@missing=""; \
@@ -27,6 +27,15 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# Builds everything, tests included, and fails on a compiler warning from the
+# project's own sources (a fresh clone compiles every file: CI runs it first).
+warnings: deps
+	@mkdir -p .build
+	@$(SWIFT) build --build-tests > .build/warnings.log 2>&1 || { cat .build/warnings.log; exit 1; }
+	@grep -v "^\[" .build/warnings.log | tail -3
+	@if grep -E "^$(CURDIR)/Sources/.*warning:" .build/warnings.log; then \
+	  echo "warnings: the lines above are compiler warnings from Sources/"; exit 1; fi
 
 # More rounds of the SIGKILL crash test than the suite runs (4 kills per round);
 # SETTEE_CRASH_SEED=… replays a printed seed.

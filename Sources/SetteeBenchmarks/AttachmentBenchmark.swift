@@ -10,7 +10,7 @@ enum AttachmentBenchmark {
         let file = directory.appendingPathComponent("attachment.bin")
         let out = directory.appendingPathComponent("attachment-out.bin")
         do {
-            FileManager.default.createFile(atPath: file.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: file.path, contents: nil)
             let handle = try FileHandle(forWritingTo: file)
             var chunk = [UInt8](repeating: 0, count: 1 << 20)
             var generator = SplitMix64(seed: 7)

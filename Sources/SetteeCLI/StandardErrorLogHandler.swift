@@ -25,13 +25,12 @@ struct StandardErrorLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
-             source: String, file: String, function: String, line: UInt) {
+    func log(event: LogEvent) {
         var all = metadata
         if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
-        if let explicit { all.merge(explicit) { _, new in new } }
+        if let explicit = event.metadata { all.merge(explicit) { _, new in new } }
         let pretty = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let text = "\(Self.timestamp()) \(level) \(label) :\(pretty) [\(source)] \(message)\n"
+        let text = "\(Self.timestamp()) \(event.level) \(label) :\(pretty) [\(event.source)] \(event.message)\n"
         Self.lock.withLock {
             let bytes = Array(text.utf8)
             var offset = 0

@@ -24,7 +24,7 @@ package enum BlockingWork {
         init(_ host: any BlockingWorkHost) { self.host = host }
     }
 
-    nonisolated(unsafe) private static let key: pthread_key_t = {
+    private static let key: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
             if let pointer { Unmanaged<AnyObject>.fromOpaque(pointer).release() }

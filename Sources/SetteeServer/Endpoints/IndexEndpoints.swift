@@ -24,8 +24,9 @@ extension CouchResponder {
             try allow(request, "POST")
             try request.requireContentType()
             return try await bulkDeleteIndexes(db, &request)
-        case 3, 4 where rest.count == 3 || rest[0] == "_design":
+        case 3, 4:
             // `/_index/{ddoc}/{type}/{name}` or `/_index/_design/{ddoc}/{type}/{name}`.
+            guard rest.count == 3 || rest[0] == "_design" else { throw CouchError(.notFound, "not_found", "missing") }
             try allow(request, "DELETE")
             let designID = rest.count == 4 ? "_design/" + rest[1] : Self.designID(rest[0])
             let type = rest[rest.count - 2], name = rest[rest.count - 1]

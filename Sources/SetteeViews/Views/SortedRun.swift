@@ -34,7 +34,7 @@ package final class SortedRun: @unchecked Sendable {
     package init(in directory: String) throws {
         var template = Array((directory + "/settee-run-XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        path = String(cString: template)
+        path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard descriptor >= 0 else {
             throw StorageError(code: errno, operation: "making a temporary file in \(directory) for an index build")
         }
