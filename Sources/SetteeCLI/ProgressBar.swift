@@ -50,6 +50,7 @@ final class ProgressBar {
     /// Shows an index update's progress: documents mapped, then the entries
     /// of new indexes merged from sorted runs, if any.
     func update(_ progress: IndexProgress) {
+        (mapErrors, firstMapErrors) = (progress.mapErrors, progress.firstMapErrors)
         if progress.toMerge > 0 {
             update(done: progress.merged, fraction: Double(progress.merged) / Double(progress.toMerge),
                    stage: ("merging sorted rows", "entries"))
@@ -58,9 +59,22 @@ final class ProgressBar {
         }
     }
 
-    /// Clears the bar's line.
+    /// Map calls that threw in the index update shown, and the first few.
+    private var mapErrors = 0
+    private var firstMapErrors: [MapError] = []
+
+    /// Clears the bar's line; after an index update whose map functions
+    /// threw, says so on standard error (terminal or not): how many, and
+    /// the first few with their document and error.
     func finish() {
-        guard enabled, drew else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+        if enabled, drew { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+        guard mapErrors > 0 else { return }
+        var text = "settee: \(mapErrors) map function call\(mapErrors == 1 ? "" : "s") threw while indexing; "
+            + "\(mapErrors == 1 ? "that document has" : "those documents have") no rows in "
+            + "\(mapErrors == 1 ? "that view" : "those views") (`settee info` counts them as map_errors; -v logs each):\n"
+        for error in firstMapErrors { text += "  \(error)\n" }
+        if mapErrors > firstMapErrors.count { text += "  … and \(mapErrors - firstMapErrors.count) more\n" }
+        FileHandle.standardError.write(Data(text.utf8))
+        (mapErrors, firstMapErrors) = (0, [])
     }
 }

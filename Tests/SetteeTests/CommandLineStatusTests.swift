@@ -62,3 +62,36 @@ struct CommandLineStatusTests {
         #expect(try db.viewInfo().first { $0.path == "good/ids" }?.rowCount == 1, "d1: map functions do not see design documents")
     }
 }
+
+extension CommandLineStatusTests {
+    @Test("A map function that throws is not silent: query and index say on standard error how many calls threw, and the first documents with their errors; the API's progress carries the same")
+    func mapErrorsSummarised() throws {
+        let directory = TemporaryDirectory()
+        let settee = try SetteeExecutable.find()
+        let db = directory.url.appendingPathComponent("db").path
+        let documents = directory.file("docs.ndjson", contents: (1...12).map { #"{"_id":"d\#(String(format: "%02d", $0))","n":\#($0)}"# }.joined(separator: "\n"))
+        #expect(try settee.run(["--db", db, "import", documents.path], in: directory.url).exitStatus == 0)
+        let design = #"{"_id":"_design/shelf","views":{"by_title":{"map":"function (doc) { emit(doc.title.toUpperCase(), 1); }"},"ok":{"map":"function (doc) { emit(doc.n, 1); }"}}}"#
+        #expect(try settee.run(["--db", db, "put", design], in: directory.url).exitStatus == 0)
+        let query = try settee.run(["--db", db, "query", "shelf/by_title"], in: directory.url)
+        #expect(query.exitStatus == 0)
+        #expect(query.standardError.contains("12 map function calls threw while indexing"), "\(query.standardError)")
+        #expect(query.standardError.contains(#"shelf/by_title, document "d01": TypeError: doc.title is undefined"#), "\(query.standardError)")
+        #expect(query.standardError.contains("… and 9 more"), "\(query.standardError)")
+        // Up to date: nothing more to say.
+        #expect(try settee.run(["--db", db, "index"], in: directory.url).standardError.isEmpty)
+        #expect(try settee.run(["--db", db, "put", #"{"_id":"d13"}"#], in: directory.url).exitStatus == 0)
+        let index = try settee.run(["--db", db, "index"], in: directory.url)
+        #expect(index.standardError.contains("1 map function call threw while indexing"), "\(index.standardError)")
+        #expect(index.standardError.contains(#"document "d13""#), "\(index.standardError)")
+
+        // From Swift: the progress of an update carries the count and the first errors.
+        let database = try Database(at: URL(fileURLWithPath: db))
+        _ = try database.put(#"{"_id":"d14"}"#)
+        _ = try database.put(#"{"_id":"d15","title":"fine"}"#)
+        var last: IndexProgress?
+        try database.updateIndexes { last = $0 }
+        #expect(last?.mapErrors == 1)
+        #expect(last?.firstMapErrors == [MapError(designDocument: "_design/shelf", view: "by_title", documentID: "d14", message: "TypeError: doc.title is undefined")])
+    }
+}

@@ -17,6 +17,37 @@ public struct IndexProgress: Sendable {
     public var merged: Int = 0
     /// Entries to merge in all (0 when no new index is built from sorted runs).
     public var toMerge: Int = 0
+    /// Map calls that threw so far in this update (a document failing in two
+    /// views counts twice): those documents have no rows in those views.
+    public var mapErrors: Int = 0
+    /// The first few of them (at most ``MapError/reported``), in the order met.
+    public var firstMapErrors: [MapError] = []
+}
+
+/// A map function that threw on a document: the view's rows leave the
+/// document out, and indexing goes on (CouchDB logs it the same way).
+public struct MapError: Sendable, Equatable, CustomStringConvertible {
+    /// How many an ``IndexProgress`` lists.
+    public static let reported = 3
+    /// The design document's id.
+    public var designDocument: String
+    /// The view's name.
+    public var view: String
+    /// The document's id.
+    public var documentID: String
+    /// What was thrown, as the engine describes it.
+    public var message: String
+
+    public init(designDocument: String, view: String, documentID: String, message: String) {
+        self.designDocument = designDocument
+        self.view = view
+        self.documentID = documentID
+        self.message = message
+    }
+
+    public var description: String {
+        "\(designDocument.dropFirst("_design/".count))/\(view), document \"\(documentID)\": \(message)"
+    }
 }
 
 /// Brings view indexes up to date with the documents, incrementally: from the
@@ -167,11 +198,16 @@ package struct ViewIndexer {
         if states.contains(where: { $0.purgeSequence < purgeSequence }) {
             try removePurgedRows(targets: targets, states: &states, upTo: purgeSequence, deferred: deferred)
         }
-        try mapAndWrite(targets: targets, states: &states, since: since, latest: latest, deferred: deferred, alongside: alongside, cpu: cpu) { documents in
+        var mapErrors = 0
+        var firstMapErrors: [MapError] = []
+        try mapAndWrite(targets: targets, states: &states, since: since, latest: latest, deferred: deferred, alongside: alongside, cpu: cpu) { documents, errors in
             processed += documents
-            progress(IndexProgress(processed: processed, total: total))
+            mapErrors += errors.count
+            firstMapErrors += errors.prefix(MapError.reported - firstMapErrors.count)
+            progress(IndexProgress(processed: processed, total: total, mapErrors: mapErrors, firstMapErrors: firstMapErrors))
         } merging: { merged, toMerge in
-            progress(IndexProgress(processed: processed, total: total, merged: merged, toMerge: toMerge))
+            progress(IndexProgress(processed: processed, total: total, merged: merged, toMerge: toMerge,
+                                   mapErrors: mapErrors, firstMapErrors: firstMapErrors))
         }
         try finish(targets: targets, states: &states, latest: latest, deferred: deferred, alongside: alongside, releasesMemory: total >= Self.releaseThreshold, cpu: cpu)
         logIndexed()
@@ -186,7 +222,7 @@ package struct ViewIndexer {
     /// `mapped` is told how many documents each batch held; `merging`, the
     /// entries merged so far and in all, when new indexes' sorted runs merge.
     private func mapAndWrite(targets: [Target], states: inout [ViewIndexState], since: UInt64, latest: UInt64,
-                             deferred: DeferredChunks, alongside: ComputedChunks, cpu: IndexingCPU, mapped: (Int) -> Void,
+                             deferred: DeferredChunks, alongside: ComputedChunks, cpu: IndexingCPU, mapped: (Int, [MapError]) -> Void,
                              merging: (_ merged: Int, _ toMerge: Int) -> Void) throws {
         let total = Int(latest - since)
         // Targets kept up batch by batch (chunks and all), and bulk targets whose
@@ -237,8 +273,8 @@ package struct ViewIndexer {
             let parts = try current.work.wait()
             let documents = current.documents
             let last = documents.sequences.last!
-            logMapErrors(parts, of: documents, targets: targets)
-            mapped(documents.count)
+            let errors = logMapErrors(parts, of: documents, targets: targets)
+            mapped(documents.count, errors)
             var jobs: [(batch: MappedBatch, targets: [Int])] = []
             let behind = steady.filter { startSequences[$0] < last }
             if !behind.isEmpty { jobs.append((cpu.measure(.gathering) { MappedBatch(joining: parts, of: documents) }, behind)) }
@@ -525,7 +561,9 @@ package struct ViewIndexer {
         return batch
     }
 
-    private func logMapErrors(_ parts: [MappedBatch], of documents: DocumentBatch, targets: [Target]) {
+    /// Logs each map call of the batch that threw, and returns them.
+    private func logMapErrors(_ parts: [MappedBatch], of documents: DocumentBatch, targets: [Target]) -> [MapError] {
+        var errors: [MapError] = []
         for (index, target, error) in parts.lazy.flatMap(\.errors) {
             let view = targets[target].view
             let id = documents.ids.string(index)
@@ -536,7 +574,9 @@ package struct ViewIndexer {
                 "view.ddoc": "\(view.designDocument)", "view.name": "\(view.name)",
                 "error": "\(error)",
             ])
+            errors.append(MapError(designDocument: view.designDocument, view: view.name, documentID: id, message: error.message))
         }
+        return errors
     }
 
     /// Writes batches in one transaction, each to its targets, and returns
