@@ -365,12 +365,31 @@ extension Database {
         designDocumentCache.markChecked(design.id, revision: revision)
     }
 
+    /// The views nearest to `path` (`DDOC/VIEW`, or a bare name): the
+    /// stored design documents' views as `DDOC/VIEW`, a view whose own name
+    /// is the name asked for first, and the views written in Swift.
+    private func viewPathSuggestions(near path: String) throws -> [String] {
+        let designs = (try? designDocuments()) ?? []
+        let paths = designs.flatMap { design in design.views.map { "\(design.id.dropFirst("_design/".count))/\($0.name)" } }
+            + swiftViews.all.map(\.name)
+        let exact = paths.filter { $0.split(separator: "/").last.map(String.init) == path }
+        return Array((exact + ViewNameSuggestions.nearest(to: path, in: paths).filter { !exact.contains($0) }).prefix(3))
+    }
+
     /// One run of a query: the design document as it is now, its index
     /// brought up to date (unless told otherwise), the answer.
     private func queryOnce(designDocument name: String, view viewName: String, options: ViewQueryOptions,
                            progress: (IndexProgress) -> Void, storedReductions: Bool, streaming: Bool,
                            header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
-        let (design, revision) = try currentDesignDocument(name)
+        let design: DesignDocument, revision: Revision
+        do {
+            (design, revision) = try currentDesignDocument(name)
+        } catch var error as DocumentError where error.code == .notFound {
+            // A misspelt design document: the views whose paths are nearest.
+            error.view = viewName
+            error.suggestions = try viewPathSuggestions(near: "\(name.hasPrefix("_design/") ? String(name.dropFirst(8)) : name)/\(viewName)")
+            throw error
+        }
         guard let view = design.view(viewName) else {
             throw DocumentError.missingNamedView(viewName, in: design)
         }
@@ -436,10 +455,10 @@ extension Database {
     private func querySwiftView(_ name: String, options: ViewQueryOptions, progress: (IndexProgress) -> Void, storedReductions: Bool,
                                 streaming: Bool, header: (ViewResultHeader) throws -> Void, row: (consuming ViewRow) throws -> Void) throws {
         guard let view = swiftViews.view(name) else {
-            var error = DocumentError(.notFound, "missing_named_view: views of design documents are named DDOC/VIEW, and no view written in Swift "
-                                      + "has this name on this Database (Database.register)")
+            var error = DocumentError(.notFound, "missing_named_view: no view is named \"\(name)\": a design document's view is named "
+                                      + "DDOC/VIEW (a view written in Swift, by the name it was registered with)")
             error.view = name
-            error.suggestions = ViewNameSuggestions.nearest(to: name, in: swiftViews.all.map(\.name))
+            error.suggestions = try viewPathSuggestions(near: name)
             throw error
         }
         try answer(view, updating: swiftViews.all, options: options, progress: progress, storedReductions: storedReductions,

@@ -28,7 +28,17 @@ struct PutCommand: ParsableCommand {
             } else {
                 bytes = Array(json.utf8)
             }
-            let result = try bytes.withUnsafeBytes { try db.put(json: $0) }
+            let result: WriteResult
+            do {
+                result = try bytes.withUnsafeBytes { try db.put(json: $0) }
+            } catch var error as DocumentError where error.code == .conflict {
+                if let id = error.id {
+                    let current = try? db.document(id)
+                    error.hint = current.map { "\(id) is at revision \($0.revision): to replace it, give that revision as \"_rev\" (settee get \(id) shows it)" }
+                        ?? "\(id) has no revision like the \"_rev\" given: settee get \(id) shows its current one, if any"
+                }
+                throw error
+            }
             printJSON(["ok": true, "id": .string(result.id), "rev": .string(result.revision.description)])
         }
     }

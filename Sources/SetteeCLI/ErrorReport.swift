@@ -14,6 +14,7 @@ enum ErrorReport {
                 report.append(("view", .string(view)))
                 report.append(("suggestions", .array(error.suggestions.map(JSONValue.string))))
             }
+            if let hint = error.hint { report.append(("hint", .string(hint))) }
             return .object(report)
         case let error as QueryError:
             return .object([("error", .string(error.error)), ("reason", .string(error.reason))])

@@ -95,3 +95,29 @@ extension CommandLineStatusTests {
         #expect(last?.firstMapErrors == [MapError(designDocument: "_design/shelf", view: "by_title", documentID: "d14", message: "TypeError: doc.title is undefined")])
     }
 }
+
+extension CommandLineStatusTests {
+    @Test("Errors that guide: a bare view name or a misspelt design document suggests the views that exist; a missing database is named once; a conflict says which revision to give")
+    func errorsThatGuide() throws {
+        let directory = TemporaryDirectory()
+        let settee = try SetteeExecutable.find()
+        let db = directory.url.appendingPathComponent("db").path
+        let design = #"{"_id":"_design/shelf","views":{"by_title":{"map":"function (doc) { emit(doc.title, 1); }"}}}"#
+        #expect(try settee.run(["--db", db, "put", design], in: directory.url).exitStatus == 0)
+        #expect(try settee.run(["--db", db, "put", #"{"_id":"b1","title":"Kindred"}"#], in: directory.url).exitStatus == 0)
+        for view in ["by_title", "shelv/by_title"] {
+            let outcome = try settee.run(["--db", db, "query", view], in: directory.url)
+            #expect(outcome.exitStatus == 1)
+            let report = try JSONValue(parsing: outcome.standardError)
+            #expect(report["suggestions"]?[0] == "shelf/by_title", "\(view): \(outcome.standardError)")
+            #expect(!outcome.standardError.contains("Database.register"), "\(outcome.standardError)")
+        }
+        let missing = directory.url.appendingPathComponent("nowhere").path
+        let absent = try settee.run(["--db", missing, "info"], in: directory.url)
+        #expect(try JSONValue(parsing: absent.standardError)["reason"] == .string("there is no Settee database at \(missing)"))
+        let conflict = try settee.run(["--db", db, "put", #"{"_id":"b1","title":"Dawn"}"#], in: directory.url)
+        let report = try JSONValue(parsing: conflict.standardError)
+        #expect(report["reason"] == "Document update conflict.")
+        #expect(report["hint"]?.stringValue?.contains("b1 is at revision 1-") == true, "\(conflict.standardError)")
+    }
+}

@@ -38,6 +38,9 @@ public struct DocumentError: Error, Sendable, Equatable, CustomStringConvertible
     /// For `missing_named_view`: the design document's views nearest to
     /// ``view`` (a likely misspelling first), at most three.
     public var suggestions: [String] = []
+    /// What to do about it, where CouchDB's reason does not say (a conflict
+    /// of a write that named no revision): for people, not for programs.
+    public var hint: String?
 
     public init(_ code: Code, _ reason: String, id: String? = nil) {
         self.code = code

@@ -27,7 +27,11 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     public var description: String {
-        "\(reason) - while \(operation)"
+        // "there is no Settee database at /x" says where already: not "- while opening the database at /x" again.
+        if let explanation, let path = operation.split(separator: " ").last, path.hasPrefix("/"), explanation.contains(path) {
+            return explanation
+        }
+        return "\(reason) - while \(operation)"
     }
 
     /// The database files grew past what the disk or the size limit allows.
