@@ -39,7 +39,7 @@ struct AttachmentPutCommand: ParsableCommand {
     @Option(help: "The document's current revision (none for a new document).")
     var rev: String?
 
-    @Option(name: .customLong("content-type"), help: "The attachment's MIME type (by default from the file's extension, else application/octet-stream).")
+    @Option(name: .customLong("content-type"), help: "The attachment's MIME type (by default from the attachment's extension, else the file's, else application/octet-stream).")
     var contentType: String?
 
     func validate() throws {
@@ -50,7 +50,9 @@ struct AttachmentPutCommand: ParsableCommand {
         try reportingErrors {
             let db = try database.open()
             let url = URL(fileURLWithPath: file)
-            let type = contentType ?? Self.contentType(forExtension: url.pathExtension)
+            // The attachment's own name says what it is (cover.png), else the file's.
+            let named = Self.contentType(forExtension: (name as NSString).pathExtension)
+            let type = contentType ?? (named != "application/octet-stream" ? named : Self.contentType(forExtension: url.pathExtension))
             let result = try db.putAttachment(Blob(file: url, contentType: type), named: name, of: id, revision: try revision(rev))
             printJSON(["ok": true, "id": .string(result.id), "rev": .string(result.revision.description)])
         }

@@ -34,7 +34,8 @@ struct ImportCommand: ParsableCommand {
                 var row: [(key: String, value: JSONValue)] = [("line", .number(Double(rejection.line)))]
                 if let id = rejection.id { row.append(("id", .string(id))) }
                 row.append(("error", .string(rejection.error.code.rawValue)))
-                row.append(("reason", .string(rejection.error.reason)))
+                // A line is parsed alone: its error's "line 1" is the line the row names.
+                row.append(("reason", .string(rejection.error.reason.replacingOccurrences(of: " at line 1, column ", with: " at column "))))
                 return .object(row)
             }
             printJSON([

@@ -14,7 +14,7 @@ struct ServeCommand: AsyncParsableCommand {
             authenticate with Basic auth or an AuthSession cookie (POST /_session), users of the _users database \
             too, and new databases are for administrators until their _security says otherwise. Without any \
             administrator the server accepts every request as an administrator's and binds only loopback \
-            addresses: it refuses to start on any other. Logs one line per request on standard error; SIGINT or \
+            addresses: it refuses to start on any other. With -v it logs one line per request on standard error; SIGINT or \
             SIGTERM stops it once the requests under way have finished.
             """)
 

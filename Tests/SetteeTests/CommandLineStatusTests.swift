@@ -121,3 +121,20 @@ extension CommandLineStatusTests {
         #expect(report["hint"]?.stringValue?.contains("b1 is at revision 1-") == true, "\(conflict.standardError)")
     }
 }
+
+extension CommandLineStatusTests {
+    @Test("An import's rejected line says its column, not a line 1 of its own; an attachment's content type comes from its own name first")
+    func smallerGuidance() throws {
+        let directory = TemporaryDirectory()
+        let settee = try SetteeExecutable.find()
+        let db = directory.url.appendingPathComponent("db").path
+        let file = directory.file("bad.ndjson", contents: #"{"_id":"a"}"# + "\n" + #"{"_id":"b", oops}"# + "\n")
+        let report = try JSONValue(parsing: try settee.run(["--db", db, "import", file.path], in: directory.url).standardOutput)
+        #expect(report["rejected"]?[0]?["line"] == 2)
+        #expect(report["rejected"]?[0]?["reason"] == "invalid JSON: unexpected character 'o' at column 13")
+        let bytes = directory.file("upload.bin", contents: "not really a png")
+        #expect(try settee.run(["--db", db, "attachment", "put", "art", "cover.png", bytes.path], in: directory.url).exitStatus == 0)
+        let stub = try JSONValue(parsing: try settee.run(["--db", db, "get", "art"], in: directory.url).standardOutput)
+        #expect(stub["_attachments"]?["cover.png"]?["content_type"] == "image/png")
+    }
+}
