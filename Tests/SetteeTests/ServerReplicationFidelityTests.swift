@@ -201,3 +201,26 @@ extension ServerReplicationFidelityTests {
         #expect(try await server.request("GET", "/db/t").json["_attachments"]?["note.txt"]?["length"] == .number(Double(text.count)))
     }
 }
+
+extension ServerReplicationFidelityTests {
+    @Test("A local document's revision number at the top of UInt64 is refused, not a trap: replicated or edited after")
+    func localRevisionAtTheTop() async throws {
+        let server = try await RunningServer()
+        defer { Task { await server.stop() } }
+        #expect(try await server.request("PUT", "/db").status == 201)
+        let top = try await server.request("POST", "/db/_bulk_docs", json: ["new_edits": false, "docs": [
+            ["_id": "_local/top", "_rev": .string("0-\(UInt64.max)"), "v": 1],
+        ]])
+        #expect(top.status == 201)
+        #expect(top.json[0]?["error"] == "bad_request", "\(top.json.jsonText)")
+        let near = try await server.request("POST", "/db/_bulk_docs", json: ["new_edits": false, "docs": [
+            ["_id": "_local/near", "_rev": .string("0-\(UInt64.max - 1)"), "v": 1],
+        ]])
+        #expect(near.status == 201)
+        let stored = try await server.request("GET", "/db/_local/near")
+        #expect(stored.json["_rev"] == .string("0-\(UInt64.max)"))
+        let edit = try await server.request("PUT", "/db/_local/near", json: ["_rev": .string("0-\(UInt64.max)"), "v": 2])
+        #expect(edit.status == 400, "\(edit.json.jsonText)")
+        #expect(try await server.request("GET", "/_up").status == 200)
+    }
+}

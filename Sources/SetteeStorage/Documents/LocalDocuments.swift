@@ -59,8 +59,11 @@ extension DocumentStore {
             return WriteResult(id: id, revision: Revision(local: 0), sequence: 0)
         }
         guard replicated || edit.revision == current else { throw DocumentError.conflict(id) }
-        let base = replicated ? edit.revision?.localNumber : current?.localNumber
-        let revision = Revision(local: (base ?? 0) + 1)
+        let base = (replicated ? edit.revision?.localNumber : current?.localNumber) ?? 0
+        guard base < UInt64.max else {
+            throw DocumentError(.badRequest, "the local document's revision 0-\(base) is the last there can be: delete it to write it again", id: id)
+        }
+        let revision = Revision(local: base + 1)
         edit.body.withUnsafeBytes { DocumentRecord.encode(sequence: 0, revision: revision, deleted: false, body: $0, into: &scratch) }
         try transaction.put(local, Array(id.utf8), scratch)
         return WriteResult(id: id, revision: revision, sequence: 0)
