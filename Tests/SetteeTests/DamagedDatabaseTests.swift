@@ -9,18 +9,6 @@ import Settee
 /// answer `database_damaged` for it alone; the process lives on.
 @Suite("A damaged database answers database_damaged, and the process lives on")
 struct DamagedDatabaseTests {
-    /// SplitMix64: the same pages overwritten on every run.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// A database of `count` documents at `directory`, closed.
     static func makeDatabase(at directory: URL, count: Int = 20_000) throws {
         let db = try Database(at: directory)
@@ -38,7 +26,7 @@ struct DamagedDatabaseTests {
         let file = try FileHandle(forUpdating: target.appendingPathComponent("data.mdb"))
         defer { try? file.close() }
         let pages = try file.seekToEnd() / 4096
-        var random = Seeded(state: seed)
+        var random = SplitMix64(seed: seed)
         try file.seek(toOffset: UInt64.random(in: 2..<pages, using: &random) * 4096)
         file.write(Data((0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) }))
     }

@@ -28,7 +28,7 @@ enum OpenRevision: Sendable {
 /// `application/json; error="true"` holding `{"missing": rev}`.
 enum OpenRevisionsMultipart {
     static func response(_ results: [OpenRevision]) throws -> Response {
-        let outer = uuid()
+        let outer = CouchResponder.newUUID()
         var body = Data("--\(outer)".utf8)
         for result in results {
             switch result {
@@ -69,7 +69,7 @@ enum OpenRevisionsMultipart {
             following.append((name, attachment["content_type"]?.stringValue ?? "application/octet-stream", data))
         }
         members[index].value = .object(listed)
-        let inner = uuid()
+        let inner = CouchResponder.newUUID()
         var part = Data("--\(inner)\r\nContent-Type: application/json\r\n\r\n\(JSONValue.object(members).exactJSONText)\r\n--\(inner)".utf8)
         for attachment in following {
             part += Data("\r\nContent-Disposition: attachment; filename=\"\(attachment.name)\"\r\nContent-Type: \(attachment.contentType)\r\nContent-Length: \(attachment.data.count)\r\n\r\n".utf8)
@@ -78,10 +78,5 @@ enum OpenRevisionsMultipart {
         }
         part += Data("--".utf8)
         return ("multipart/related; boundary=\"\(inner)\"", part)
-    }
-
-    /// A boundary, as CouchDB makes them (32 hexadecimal digits).
-    private static func uuid() -> String {
-        (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }
 }
