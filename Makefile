@@ -8,7 +8,7 @@ SWIFT ?= swift
 DEMO_DB ?= demo-db
 BENCH_DOCS ?= 1000000
 
-.PHONY: deps build test warnings crash-test demo install uninstall bench bench-attachments bench-couchjs clean modules docs http-test bench-http
+.PHONY: deps build test warnings crash-test demo install uninstall bench bench-attachments bench-couchjs clean modules docs http-test bench-http bench-replication
 
 deps:
 	@missing=""; \
@@ -73,6 +73,14 @@ bench-attachments: deps
 
 clean:
 	rm -rf .build "$(DEMO_DB)"
+
+# `settee replicate` over REPLICATION_DOCS documents of ~1 KB: folder to folder,
+# to and from `settee serve`; with COUCH_URL=http://adm:pass@host:5984, CouchDB's
+# own replicator on the same documents in the same run, and the ratio.
+REPLICATION_DOCS ?= 100000
+bench-replication: deps
+	$(SWIFT) build -c release --product settee
+	DOCS=$(REPLICATION_DOCS) bash Scripts/bench-replication.sh "$$($(SWIFT) build -c release --show-bin-path)/settee" $(COUCH_URL)
 
 # `settee couchjs` over its line protocol: map_doc and reduce rates, lock-step.
 COUCHJS_BENCH_DOCS ?= 100000

@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Settee", targets: ["Settee"]),
         .library(name: "SetteeServer", targets: ["SetteeServer"]),
+        .library(name: "SetteeReplication", targets: ["SetteeReplication"]),
         .executable(name: "settee", targets: ["SetteeCLI"]),
     ],
     dependencies: [
@@ -20,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         // Hummingbird's own service lifecycle: `SetteeServer.stop()` shuts its group down gracefully.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        // Settee's replicator speaks to CouchDB servers over HTTP. Only SetteeReplication links it.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // `swift package generate-documentation` (`make docs`); a plugin, not linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -90,6 +93,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // CouchDB's replication protocol between local databases and CouchDB
+        // servers: `Replicator`, `settee replicate`, `/_replicate`.
+        .target(
+            name: "SetteeReplication",
+            dependencies: [
+                "Settee",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // `settee couchjs`: CouchDB's query-server protocol on the JavaScript engine.
         .target(
             name: "SetteeQueryServer",
@@ -99,7 +114,7 @@ let package = Package(
         .target(
             name: "SetteeServer",
             dependencies: [
-                "Settee", "SetteeQueryServer",
+                "Settee", "SetteeQueryServer", "SetteeReplication",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -114,6 +129,7 @@ let package = Package(
                 "Settee",
                 "SetteeQueryServer",
                 "SetteeServer",
+                "SetteeReplication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -133,6 +149,7 @@ let package = Package(
                 "Settee",
                 "SetteeQueryServer",
                 "SetteeServer",
+                "SetteeReplication",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

@@ -73,31 +73,37 @@ check_log "$log"
 check_curated "$graphs/Settee.symbols.json" Sources/Settee/Settee.docc
 echo "docs: $out"
 
-# SetteeServer re-exports nothing: its own symbol graph (for the curation
-# check) is extracted the same way, and the plugin builds its documentation.
-"$SWIFT" build --target SetteeServer
-server_graphs=.build/symbol-graphs-settee-server
-rm -rf "$server_graphs" && mkdir -p "$server_graphs"
+# SetteeServer and SetteeReplication re-export nothing: each one's own symbol
+# graph (for the curation check) is extracted the same way, and the plugin
+# builds its documentation.
 # SwiftNIO's and its dependencies' C modules: the maps SwiftPM generates, and those the packages ship.
-module_maps=()
-for map in "$bin"/*.build/module.modulemap .build/checkouts/*/Sources/*/include/module.modulemap; do
-  module_maps+=(-Xcc -fmodule-map-file="$map")
-done
-"$swift_bin/swift-symbolgraph-extract" \
-  -module-name SetteeServer -target "$(uname -m)-unknown-linux-gnu" \
-  -I "$bin/Modules" \
-  "${module_maps[@]}" \
-  -Xcc -fmodule-map-file=Sources/CSetteeLMDB/module.modulemap \
-  -Xcc -fmodule-map-file=Sources/CSetteeZlib/module.modulemap \
-  -Xcc -fmodule-map-file="$bin/CSetteeLMDBGuard.build/module.modulemap" \
-  -Xcc -ISources/CSetteeJS/include -Xcc -ISources/CSetteeCollation/include \
-  -minimum-access-level public \
-  -output-dir "$server_graphs"
-server_out=.build/docs/SetteeServer.doccarchive
-server_log=.build/docs/docc-server.log
-"$SWIFT" package --allow-writing-to-directory .build/docs generate-documentation \
-  --target SetteeServer --output-path "$server_out" \
-  --warnings-as-errors 2>&1 | tee "$server_log"
-check_log "$server_log"
-check_curated "$server_graphs/SetteeServer.symbols.json" Sources/SetteeServer/SetteeServer.docc
-echo "docs: $server_out"
+document_module() {
+  local module="$1"
+  "$SWIFT" build --target "$module"
+  local graphs=".build/symbol-graphs-$module"
+  rm -rf "$graphs" && mkdir -p "$graphs"
+  local module_maps=()
+  for map in "$bin"/*.build/module.modulemap .build/checkouts/*/Sources/*/include/module.modulemap; do
+    module_maps+=(-Xcc -fmodule-map-file="$map")
+  done
+  "$swift_bin/swift-symbolgraph-extract" \
+    -module-name "$module" -target "$(uname -m)-unknown-linux-gnu" \
+    -I "$bin/Modules" \
+    "${module_maps[@]}" \
+    -Xcc -fmodule-map-file=Sources/CSetteeLMDB/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/CSetteeZlib/module.modulemap \
+    -Xcc -fmodule-map-file="$bin/CSetteeLMDBGuard.build/module.modulemap" \
+    -Xcc -ISources/CSetteeJS/include -Xcc -ISources/CSetteeCollation/include \
+    -minimum-access-level public \
+    -output-dir "$graphs"
+  local module_out=".build/docs/$module.doccarchive"
+  local module_log=".build/docs/docc-$module.log"
+  "$SWIFT" package --allow-writing-to-directory .build/docs generate-documentation \
+    --target "$module" --output-path "$module_out" \
+    --warnings-as-errors 2>&1 | tee "$module_log"
+  check_log "$module_log"
+  check_curated "$graphs/$module.symbols.json" "Sources/$module/$module.docc"
+  echo "docs: $module_out"
+}
+document_module SetteeServer
+document_module SetteeReplication

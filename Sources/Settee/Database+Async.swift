@@ -35,7 +35,7 @@ extension Database {
     /// calling task's cancellation is `Cancellation.current` while it
     /// runs: what `body` does with JavaScript and index builds stops when the
     /// task is cancelled, and it then throws `CancellationError`.
-    func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    package func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let cancellation = Cancellation()
         if let host = BlockingWork.currentHost {
             // A thread that may block (a server's request thread): the work runs here.

@@ -22,7 +22,7 @@ struct SetteeCommand: AsyncParsableCommand {
             ChangesCommand.self, InfoCommand.self, DesignCommand.self, IndexCommand.self, QueryCommand.self, AllDocsCommand.self, FindCommand.self, ExplainCommand.self, UnnestCommand.self,
             CreateIndexCommand.self, ListIndexesCommand.self, DeleteIndexCommand.self,
             VerifyCommand.self, WatchCommand.self, CouchJSCommand.self, AttachmentCommand.self,
-            PurgeCommand.self, ExpireCommand.self, ExpiringCommand.self, ServeCommand.self,
+            PurgeCommand.self, ExpireCommand.self, ExpiringCommand.self, ServeCommand.self, ReplicateCommand.self,
         ])
 
     /// Runs the command the arguments name. Database options written before
@@ -133,6 +133,20 @@ enum ExitStatus {
 func reportingErrors(_ body: () throws -> Void) throws {
     do {
         try body()
+    } catch let error as ExitCode {
+        throw error
+    } catch let error as ValidationError {
+        throw error
+    } catch {
+        ErrorReport.print(error)
+        throw ExitCode(1)
+    }
+}
+
+/// Runs an async command body as ``reportingErrors(_:)`` runs a synchronous one.
+func reportingErrors(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
     } catch let error as ExitCode {
         throw error
     } catch let error as ValidationError {

@@ -101,6 +101,8 @@ public struct SetteeServer: Sendable {
     let logger: Logger
     /// The administrators' hashes and the cookie secret.
     let credentials: ServerCredentials
+    /// The replications the server runs, and its UUID.
+    let replications: ServerReplications
     /// The running service group, for ``stop()``.
     private let running = RunningGroup()
 
@@ -118,6 +120,7 @@ public struct SetteeServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.credentials = credentials
+        self.replications = try ServerReplications(dataDirectory: configuration.dataDirectory, logger: logger)
         var options = configuration.databaseOptions
         options.maximumDocumentBytes = min(options.maximumDocumentBytes, configuration.limits.maximumDocumentBytes)
         self.databases = try DatabaseFolder(url: configuration.dataDirectory, options: options, logger: logger,
@@ -142,7 +145,8 @@ public struct SetteeServer: Sendable {
 
     /// The responder that answers requests (CouchDB's API).
     var responder: CouchResponder {
-        CouchResponder(databases: databases, configuration: configuration, logger: logger, credentials: credentials)
+        CouchResponder(databases: databases, configuration: configuration, logger: logger, credentials: credentials,
+                       replications: replications)
     }
 
     /// Serves until SIGINT or SIGTERM or ``stop()``; requests under way
@@ -162,6 +166,7 @@ public struct SetteeServer: Sendable {
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
         defer { databases.closeAll() }
+        defer { replications.stopAll() }
         var groupConfiguration = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
         let group = ServiceGroup(configuration: groupConfiguration)

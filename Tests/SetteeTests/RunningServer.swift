@@ -18,10 +18,11 @@ final class RunningServer: Sendable {
     var base: String { "http://127.0.0.1:\(port)" }
 
     /// Starts a server; `configure` adjusts its configuration (administrators, limits).
-    init(configure: (inout SetteeServer.Configuration) -> Void = { _ in }) async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("settee-serve-\(UUID().uuidString)")
-        var configuration = SetteeServer.Configuration(dataDirectory: directory)
-        configuration.port = 0
+    /// `directory` and `port` serve a folder again on the port it was served on (a restart).
+    init(directory: URL? = nil, port: Int = 0, configure: (inout SetteeServer.Configuration) -> Void = { _ in }) async throws {
+        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("settee-serve-\(UUID().uuidString)")
+        var configuration = SetteeServer.Configuration(dataDirectory: self.directory)
+        configuration.port = port
         configuration.databaseOptions.javaScriptWorkers = 1
         configuration.passwordIterations = 10   // PBKDF2 at CouchDB's 600,000 is slow in a debug build
         configure(&configuration)

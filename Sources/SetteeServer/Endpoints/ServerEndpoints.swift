@@ -10,6 +10,7 @@ extension CouchResponder {
         return CouchResponse.json([
             "couchdb": "Welcome",
             "version": "3.5.0",
+            "uuid": .string(replications.serverUUID),
             "vendor": ["name": "Settee", "version": .string(SetteeServer.version)],
             "features": ["access-ready"],
         ])
@@ -38,6 +39,10 @@ extension CouchResponder {
                                       headers: [.cacheControl: "must-revalidate, no-cache"])
         case "_session":
             return try await sessionEndpoint(&request)
+        case "_replicate":
+            return try await replicateEndpoint(&request)
+        case "_scheduler":
+            return try await schedulerEndpoint(&request)
         default:
             throw CouchError(.badRequest, "illegal_database_name",
                              "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")

@@ -13,6 +13,8 @@ struct CouchResponder: HTTPResponder {
     let configuration: SetteeServer.Configuration
     let logger: Logger
     let credentials: ServerCredentials
+    /// The replications under way (`/_replicate`, `/_scheduler/jobs`) and the server's UUID.
+    let replications: ServerReplications
 
     func respond(to request: Request, context: Context) async throws -> Response {
         let started = ContinuousClock.now

@@ -1,0 +1,281 @@
+import Foundation
+import Testing
+import Settee
+import SetteeReplication
+
+/// Settee's replicator between local databases and `settee serve`: every
+/// kind of data arrives with the same revision trees and bytes, re-runs
+/// carry only what changed, checkpoints are CouchDB's.
+@Suite("Replicator: CouchDB's replication protocol run by Settee")
+struct ReplicatorTests {
+    static let aaa = String(repeating: "a", count: 32), bbb = String(repeating: "b", count: 32)
+
+    /// Writes one of each kind of data replication must carry.
+    static func fill(_ db: Database) async throws {
+        _ = try await db.put(#"{"_id":"numbers","big":9007199254740993,"huge":12345678901234567890,"float":1.0,"small":-0.0001}"#)
+        for id in ["ünïcødé", "with/slash", "a b%20c?&=", "emoji😀", "_design/app"] {
+            _ = try await db.put(JSONValue.object([("_id", .string(id)), ("views", ["v": ["map": "function(doc){emit(doc._id)}"]])]).jsonText)
+        }
+        // A conflict: two first revisions.
+        let results = try await db.putReplicated([#"{"_id":"conflicted","_rev":"1-\#(aaa)","v":1}"#, #"{"_id":"conflicted","_rev":"1-\#(bbb)","v":2}"#])
+        #expect(results.allSatisfy { if case .success = $0 { true } else { false } })
+        // A deletion that keeps a body.
+        let deleted = try await db.put(#"{"_id":"deleted","v":1}"#)
+        _ = try await db.put(#"{"_id":"deleted","_rev":"\#(deleted.revision)","_deleted":true,"why":"gone"}"#)
+        // Attachments: 2 MB of binary, and text.
+        var random = SplitMix64(seed: 42)
+        let bytes = Data((0..<2_000_000).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        let withFile = try await db.put(#"{"_id":"files"}"#)
+        let binary = try await db.putAttachment(Blob(data: bytes, contentType: "application/octet-stream"), named: "blob.bin",
+                                                of: "files", revision: withFile.revision)
+        _ = try await db.putAttachment(Blob(data: Data("hello text".utf8), contentType: "text/plain"), named: "note.txt",
+                                       of: "files", revision: binary.revision)
+        _ = try await db.put(#"{"_id":"_local/secret","token":"never replicated"}"#)
+    }
+
+    /// Every document id in the changes feed (deleted ones too).
+    static func ids(_ db: Database) async throws -> [String] {
+        try await db.changes(since: 0).map(\.id).sorted()
+    }
+
+    /// Expects the same documents, revision trees and leaf bytes (attachments included) at both ends.
+    static func expectIdentical(_ source: Database, _ target: Database, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let ids = try await Self.ids(source)
+        #expect(try await Self.ids(target) == ids, sourceLocation: sourceLocation)
+        for id in ids {
+            let tree = try await source.revisions(of: id)
+            #expect(try await target.revisions(of: id) == tree, "\(id)", sourceLocation: sourceLocation)
+            for leaf in tree?.leaves ?? [] {
+                let a = try await source.document(id, revision: leaf.revision, attachments: true)
+                let b = try await target.document(id, revision: leaf.revision, attachments: true)
+                #expect(a?.jsonBytes == b?.jsonBytes, "\(id) \(leaf.revision)", sourceLocation: sourceLocation)
+            }
+        }
+        #expect(try await target.document("_local/secret") == nil, sourceLocation: sourceLocation)
+    }
+
+    @Test("Local to local: every kind of data arrives identical; a re-run carries only what changed; a third carries nothing")
+    func localToLocal() async throws {
+        let folder = TemporaryDirectory()
+        let source = try Database(at: folder.url.appendingPathComponent("source"))
+        let target = try Database(at: folder.url.appendingPathComponent("target"))
+        try await Self.fill(source)
+        let replicator = Replicator(source: .local(source), target: .local(target))
+        let first = try await replicator.run()
+        #expect(first.state == .completed)
+        #expect(first.docsWritten == 10)   // 9 documents, one with two leaves
+        #expect(first.docWriteFailures == 0)
+        try await Self.expectIdentical(source, target)
+        let numbers = try #require(try await target.document("numbers"))
+        #expect(numbers.json.contains(#""big":9007199254740993,"huge":12345678901234567890,"float":1.0"#))
+
+        // Two edits: the second run reads only the changes after the checkpoint.
+        let edited = try #require(try await source.document("numbers"))
+        _ = try await source.put(#"{"_id":"numbers","_rev":"\#(edited.revision)","big":1}"#)
+        _ = try await source.put(#"{"_id":"new"}"#)
+        let second = try await replicator.run()
+        #expect(second.missingChecked == 2)
+        #expect(second.docsWritten == 2)
+        try await Self.expectIdentical(source, target)
+        let third = try await replicator.run()
+        #expect(third.missingChecked == 0)
+        #expect(third.docsWritten == 0)
+        #expect(third.replicationID == first.replicationID)
+        // The checkpoint is CouchDB's log, at both ends.
+        let log = try #require(try await target.document("_local/" + first.replicationID)?.value)
+        #expect(log["replication_id_version"] == 4)
+        #expect(log["source_last_seq"] == .number(Double(try await source.info().updateSequence)))
+        #expect(try await source.document("_local/" + first.replicationID)?.value["session_id"] == log["session_id"])
+    }
+
+    @Test("Document ids and selector filters carry only the documents they name")
+    func filters() async throws {
+        let folder = TemporaryDirectory()
+        let source = try Database(at: folder.url.appendingPathComponent("source"))
+        for index in 0..<20 { _ = try await source.put(#"{"_id":"d\#(index)","even":\#(index % 2 == 0)}"#) }
+        let byID = try Database(at: folder.url.appendingPathComponent("ids"))
+        var options = ReplicationOptions()
+        options.filter = .documentIDs(["d3", "d5", "missing"])
+        let idStatus = try await Replicator(source: .local(source), target: .local(byID), options: options).run()
+        #expect(try await Self.ids(byID) == ["d3", "d5"])
+        let selected = try Database(at: folder.url.appendingPathComponent("selected"))
+        options.filter = .selector(["even": true])
+        let selectorStatus = try await Replicator(source: .local(source), target: .local(selected), options: options).run()
+        #expect(try await Self.ids(selected).count == 10)
+        #expect(try await selected.document("d1") == nil)
+        #expect(idStatus.replicationID != selectorStatus.replicationID)
+        options.filter = .function("app/f")
+        await #expect(throws: ReplicationError.self) { try await Replicator(source: .local(source), target: .local(selected), options: options).run() }
+    }
+
+    @Test("The replication id is CouchDB 3.5's for the same server and endpoints (measured against CouchDB 3.5.0)")
+    func couchReplicationID() async throws {
+        // CouchDB 3.5.0 (uuid a4bdb91c…) replicating http://adm:pass@127.0.0.1:5984/rsrc to …/rtgt wrote
+        // its checkpoint as _local/4223ff6aa53e3327efbab628d209f1b5.
+        var options = ReplicationOptions()
+        options.serverUUID = "a4bdb91cb9075cb7bd9982d97d81e178"
+        let source = try RemoteDatabase("http://adm:pass@127.0.0.1:5984/rsrc")
+        let target = try RemoteDatabase("http://adm:pass@127.0.0.1:5984/rtgt")
+        #expect(try Replicator.replicationID(source: .remote(source), target: .remote(target), options: options)
+            == "4223ff6aa53e3327efbab628d209f1b5")
+        options.continuous = true
+        #expect(try Replicator.replicationID(source: .remote(source), target: .remote(target), options: options)
+            == "4223ff6aa53e3327efbab628d209f1b5+continuous")
+        #expect(source.description == "http://127.0.0.1:5984/rsrc/")
+        #expect(!source.description.contains("pass"))
+    }
+
+    @Test("Interrupted after some batches, a replication resumes from its checkpoint")
+    func resumesFromCheckpoint() async throws {
+        let folder = TemporaryDirectory()
+        let source = try Database(at: folder.url.appendingPathComponent("source"))
+        _ = try await source.write { batch in
+            for index in 0..<500 { _ = try batch.put(#"{"_id":"d\#(index)"}"#) }
+        }
+        let target = try Database(at: folder.url.appendingPathComponent("target"))
+        var options = ReplicationOptions()
+        options.batchSize = 50
+        options.checkpointInterval = 0
+        let replicator = Replicator(source: .local(source), target: .local(target), options: options)
+        let task = Task {
+            try await replicator.run { status in
+                if status.docsWritten >= 200 { withUnsafeCurrentTask { $0?.cancel() } }
+            }
+        }
+        let interrupted = try await task.value
+        #expect(interrupted.state == .stopped)
+        #expect(interrupted.docsWritten >= 200 && interrupted.docsWritten < 500)
+        let resumed = try await replicator.run()
+        #expect(resumed.state == .completed)
+        // It started at the checkpoint: what the first run checked is not checked again.
+        #expect(resumed.missingChecked <= 500 - 200)
+        #expect(resumed.missingChecked + interrupted.missingChecked >= 500)
+        try await Self.expectIdentical(source, target)
+    }
+
+    @Test("Local to settee serve and back, with credentials: identical at every end; nothing carried twice")
+    func throughServer() async throws {
+        let server = try await RunningServer { $0.administrators = ["adm": "secret"] }
+        defer { Task { await server.stop() } }
+        let folder = TemporaryDirectory()
+        let source = try Database(at: folder.url.appendingPathComponent("source"))
+        try await Self.fill(source)
+        let remote = try RemoteDatabase("http://adm:secret@127.0.0.1:\(server.port)/copy")
+        // Without create_target the missing database is an error, named without the password.
+        do {
+            try await Replicator(source: .local(source), target: .remote(remote)).run()
+            Issue.record("replicated to a missing database")
+        } catch let error as ReplicationError {
+            #expect(error == .targetMissing(remote.description))
+            #expect(!error.description.contains("secret"))
+        }
+        var options = ReplicationOptions()
+        options.createTarget = true
+        let push = try await Replicator(source: .local(source), target: .remote(remote), options: options).run()
+        #expect(push.docsWritten == 10)
+        #expect(push.docWriteFailures == 0)
+        let back = try Database(at: folder.url.appendingPathComponent("back"))
+        let pull = try await Replicator(source: .remote(remote), target: .local(back)).run()
+        #expect(pull.docsWritten == 10)
+        try await Self.expectIdentical(source, back)
+        #expect(try await Replicator(source: .remote(remote), target: .local(back)).run().missingChecked == 0)
+        // Wrong credentials: refused, not retried forever.
+        let wrong = try RemoteDatabase("http://adm:wrong@127.0.0.1:\(server.port)/copy")
+        await #expect(throws: ReplicationError.self) { try await Replicator(source: .remote(wrong), target: .local(back)).run() }
+    }
+
+    @Test("A continuous replication carries new writes as they come, and survives the server's restart")
+    func continuousThroughRestart() async throws {
+        let first = try await RunningServer()
+        let port = first.port, directory = first.directory
+        let folder = TemporaryDirectory()
+        let source = try Database(at: folder.url.appendingPathComponent("source"))
+        _ = try await source.put(#"{"_id":"first"}"#)
+        var options = ReplicationOptions()
+        options.continuous = true
+        options.createTarget = true
+        options.retryDelay = 0.1
+        options.retries = 1
+        let remote = try RemoteDatabase("http://127.0.0.1:\(port)/live")
+        let replicator = Replicator(source: .local(source), target: .remote(remote), options: options)
+        let task = Task { try await replicator.run() }
+        func arrives(_ id: String, _ server: RunningServer) async throws -> Bool {
+            for _ in 0..<300 {
+                if try await server.request("GET", "/live/\(id)").status == 200 { return true }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return false
+        }
+        #expect(try await arrives("first", first))
+        _ = try await source.put(#"{"_id":"second"}"#)
+        #expect(try await arrives("second", first))
+        await first.stopKeepingFolder()
+        _ = try await source.put(#"{"_id":"while-down"}"#)
+        let server = try await RunningServer(directory: directory, port: port)
+        defer { Task { await server.stop() } }
+        #expect(try await arrives("while-down", server))
+        _ = try await source.put(#"{"_id":"after"}"#)
+        #expect(try await arrives("after", server))
+        task.cancel()
+        let status = try await task.value
+        #expect(status.state == .stopped)
+    }
+}
+
+@Suite("settee serve: /_replicate and /_scheduler/jobs")
+struct ServerReplicateTests {
+    @Test("POST /_replicate copies a database by name or URL, for administrators only; continuous jobs are listed and cancelled")
+    func replicateEndpoint() async throws {
+        let server = try await RunningServer { $0.administrators = ["adm": "secret"] }
+        defer { Task { await server.stop() } }
+        let admin = (name: "adm", password: "secret")
+        #expect(try await server.request("PUT", "/a", user: admin).status == 201)
+        for index in 0..<30 {
+            #expect(try await server.request("PUT", "/a/d\(index)", body: Data(#"{"n":\#(index),"big":100000000000000000001}"#.utf8),
+                                             user: admin).status == 201)
+        }
+        // The server's UUID is stable: it enters the replication ids.
+        let uuid = try await server.request("GET", "/").json["uuid"]
+        #expect(uuid?.stringValue?.count == 32)
+        // Not for anyone else.
+        #expect(try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"]).status == 401)
+        let missing = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"], user: admin)
+        #expect(missing.status == 404)
+        #expect(missing.json["error"] == "db_not_found")
+        let once = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b", "create_target": true], user: admin)
+        #expect(once.status == 200, "\(once.json.jsonText)")
+        #expect(once.json["ok"] == true)
+        #expect(once.json["history"]?[0]?["docs_written"] == 30)
+        let copied = try await server.request("GET", "/b/d7", user: admin)
+        #expect(String(decoding: copied.body, as: UTF8.self).contains(#""big":100000000000000000001"#))
+        // Again: nothing to carry.
+        let again = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"], user: admin)
+        #expect(again.json["no_changes"] == true)
+        // By URL, with the credentials in `auth`, a selector.
+        let url = JSONValue.string("\(server.base)/a")
+        let byURL = try await server.request("POST", "/_replicate", json: [
+            "source": ["url": url, "auth": ["basic": ["username": "adm", "password": "secret"]]],
+            "target": "c", "create_target": true, "selector": ["n": ["$lt": 5]],
+        ], user: admin)
+        #expect(byURL.status == 200, "\(byURL.json.jsonText)")
+        #expect(try await server.request("GET", "/c", user: admin).json["doc_count"] == 5)
+        // Continuous: listed in _scheduler/jobs until cancelled; new writes arrive.
+        let started = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b", "continuous": true], user: admin)
+        #expect(started.status == 202)
+        let id = try #require(started.json["_local_id"]?.stringValue)
+        #expect(id.hasSuffix("+continuous"))
+        #expect(try await server.request("GET", "/_scheduler/jobs", user: admin).json["jobs"]?[0]?["id"] == .string(id))
+        #expect(try await server.request("GET", "/_scheduler/jobs").status == 401)
+        #expect(try await server.request("PUT", "/a/later", json: ["n": 100], user: admin).status == 201)
+        var arrived = false
+        for _ in 0..<200 where !arrived {
+            arrived = try await server.request("GET", "/b/later", user: admin).status == 200
+            if !arrived { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(arrived)
+        let cancelled = try await server.request("POST", "/_replicate", json: ["replication_id": .string(id), "cancel": true], user: admin)
+        #expect(cancelled.status == 200)
+        #expect(try await server.request("GET", "/_scheduler/jobs", user: admin).json["jobs"] == [])
+        #expect(try await server.request("POST", "/_replicate", json: ["replication_id": .string(id), "cancel": true], user: admin).status == 404)
+    }
+}
