@@ -6,7 +6,7 @@ import Settee
 /// CouchDB's replication protocol, run by Settee: carries every revision a
 /// source has and a target lacks — conflicts, deletions, attachments,
 /// design documents, never `_local` ones — from one database to another,
-/// each a local ``Database`` or a database of a CouchDB server.
+/// each a local `Database` or a database of a CouchDB server.
 ///
 /// ```swift
 /// let replicator = Replicator(source: .local(db), target: .remote(try RemoteDatabase("http://adm:pass@couch:5984/books")))
@@ -32,6 +32,10 @@ public struct Replicator: Sendable {
 
     /// A replication from `source` to `target`.
     /// - Parameters:
+    ///   - source: Where revisions come from.
+    ///   - target: Where they go.
+    ///   - options: How it runs (continuous, a filter, checkpoints…).
+    ///   - logger: Where it logs what it does (nothing by default).
     ///   - client: The HTTP client remote endpoints are reached with (the shared one by default).
     public init(source: ReplicationEndpoint, target: ReplicationEndpoint, options: ReplicationOptions = ReplicationOptions(),
                 logger: Logger = Database.quietLogger, client: HTTPClient = .shared) {
@@ -89,7 +93,11 @@ public struct Replicator: Sendable {
     /// The replication id CouchDB 3.x gives a replication of `source` to
     /// `target` run by the server `options.serverUUID` (`"settee"` when nil):
     /// its checkpoints are `_local/<id before any +>`.
-    /// - Parameter filterSource: The filter function's source, for a `.function` filter.
+    /// - Parameters:
+    ///   - source: Where revisions come from.
+    ///   - target: Where they go.
+    ///   - options: The options that enter the id: continuous, create target, the filter, the server UUID.
+    ///   - filterSource: The filter function's source, for a `.function` filter.
     public static func replicationID(source: ReplicationEndpoint, target: ReplicationEndpoint, options: ReplicationOptions,
                                      filterSource: String? = nil) throws -> String {
         let replicator = Replicator(source: source, target: target, options: options)
