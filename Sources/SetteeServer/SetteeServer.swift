@@ -120,11 +120,12 @@ public struct SetteeServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.credentials = credentials
-        self.replications = try ServerReplications(dataDirectory: configuration.dataDirectory, logger: logger)
         var options = configuration.databaseOptions
         options.maximumDocumentBytes = min(options.maximumDocumentBytes, configuration.limits.maximumDocumentBytes)
         self.databases = try DatabaseFolder(url: configuration.dataDirectory, options: options, logger: logger,
                                             maximumPasswordIterations: credentials.maximumIterations)
+        self.replications = try ServerReplications(dataDirectory: configuration.dataDirectory, databases: databases,
+                                                   credentials: credentials, logger: logger)
         let removed = UploadFolder.removeLeftovers(in: configuration.dataDirectory)
         if removed > 0 { logger.notice("removed \(removed) attachment uploads left unfinished") }
     }
@@ -167,6 +168,10 @@ public struct SetteeServer: Sendable {
             logger: logger)
         defer { databases.closeAll() }
         defer { replications.stopAll() }
+        // The `_replicator` database's replications run while the server does.
+        let documents = replications.documents
+        let scheduler = Task { await documents.follow() }
+        defer { scheduler.cancel() }
         var groupConfiguration = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
         let group = ServiceGroup(configuration: groupConfiguration)

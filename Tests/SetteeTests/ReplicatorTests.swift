@@ -278,4 +278,59 @@ struct ServerReplicateTests {
         #expect(try await server.request("GET", "/_scheduler/jobs", user: admin).json["jobs"] == [])
         #expect(try await server.request("POST", "/_replicate", json: ["replication_id": .string(id), "cancel": true], user: admin).status == 404)
     }
+
+    /// Polls `path` until `done` holds of its JSON (10 s at most).
+    static func eventually(_ server: RunningServer, _ path: String, user: (name: String, password: String)?,
+                           _ done: (JSONValue) -> Bool) async throws -> JSONValue {
+        var last: JSONValue = nil
+        for _ in 0..<200 {
+            last = try await server.request("GET", path, user: user).json
+            if done(last) { return last }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return last
+    }
+
+    @Test("A _replicator document starts its replication; a one-shot one records completed with its stats; deleting a continuous one stops it")
+    func replicatorDatabase() async throws {
+        let server = try await RunningServer { $0.administrators = ["adm": "secret"] }
+        defer { Task { await server.stop() } }
+        let admin = (name: "adm", password: "secret")
+        for path in ["/a", "/_replicator", "/_users"] { #expect(try await server.request("PUT", path, user: admin).status == 201) }
+        for index in 0..<10 { _ = try await server.request("PUT", "/a/d\(index)", json: ["n": .number(Double(index))], user: admin) }
+        #expect(try await server.request("PUT", "/_replicator/once", json: ["source": "a", "target": "b", "create_target": true],
+                                         user: admin).status == 201)
+        let done = try await Self.eventually(server, "/_replicator/once", user: admin) { $0["_replication_state"] == "completed" }
+        #expect(done["_replication_state"] == "completed", "\(done.jsonText)")
+        #expect(done["_replication_stats"]?["docs_written"] == 10)
+        #expect(try await server.request("GET", "/b", user: admin).json["doc_count"] == 10)
+        let scheduled = try await server.request("GET", "/_scheduler/docs/_replicator/once", user: admin).json
+        #expect(scheduled["state"] == "completed")
+
+        // Continuous: new writes arrive until the document is deleted.
+        let live = try await server.request("PUT", "/_replicator/live", json: ["source": "a", "target": "b", "continuous": true], user: admin)
+        #expect(live.status == 201)
+        let running = try await Self.eventually(server, "/_scheduler/docs/_replicator/live", user: admin) { $0["state"] == "running" }
+        #expect(running["state"] == "running")
+        _ = try await server.request("PUT", "/a/new", json: ["n": 100], user: admin)
+        let arrived = try await Self.eventually(server, "/b/new", user: admin) { $0["n"] == 100 }
+        #expect(arrived["n"] == 100)
+        let rev = try #require(try await server.request("GET", "/_replicator/live", user: admin).json["_rev"]?.stringValue)
+        #expect(try await server.request("DELETE", "/_replicator/live?rev=\(rev)", user: admin).status == 200)
+        _ = try await Self.eventually(server, "/_scheduler/docs", user: admin) { $0["total_rows"] == 1 }
+        _ = try await server.request("PUT", "/a/after-delete", json: ["n": 101], user: admin)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await server.request("GET", "/b/after-delete", user: admin).status == 404)
+
+        // A user's document may not name this server's databases: they would be opened past authorization.
+        #expect(try await server.request("PUT", "/_users/org.couchdb.user:bob",
+                                         json: ["name": "bob", "password": "pw", "roles": [], "type": "user"]).status == 201)
+        let bob = (name: "bob", password: "pw")
+        #expect(try await server.request("PUT", "/_replicator/steal", json: ["source": "_users", "target": "mine", "create_target": true],
+                                         user: bob).status == 201)
+        let refused = try await Self.eventually(server, "/_replicator/steal", user: bob) { $0["_replication_state"] != nil }
+        #expect(refused["_replication_state"] == "failed")
+        #expect(refused["_replication_state_reason"]?.stringValue?.contains("URL") == true)
+        #expect(try await server.request("GET", "/mine", user: admin).status == 404)
+    }
 }

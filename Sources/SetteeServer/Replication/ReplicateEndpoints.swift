@@ -61,10 +61,34 @@ extension CouchResponder {
             }
             return CouchResponse.json(["total_rows": .number(Double(jobs.count)), "offset": 0, "jobs": .array(jobs)])
         case "docs":
-            return CouchResponse.json(["total_rows": 0, "offset": 0, "docs": []])
+            let entries = replications.documents.all
+            if segments.count >= 3 {
+                // `/_scheduler/docs/_replicator` and `/_scheduler/docs/_replicator/{docid}`.
+                guard segments[2] == ReplicatorDatabase.name, segments.count <= 4 else { throw CouchError.missing }
+                if segments.count == 4 {
+                    guard let entry = entries.first(where: { $0.documentID == segments[3] }) else { throw CouchError.missing }
+                    return CouchResponse.json(Self.schedulerDocument(entry))
+                }
+            }
+            return CouchResponse.json(["total_rows": .number(Double(entries.count)), "offset": 0,
+                                       "docs": .array(entries.map(Self.schedulerDocument))])
         default:
             throw CouchError.missing
         }
+    }
+
+    /// A `_replicator` document's state, as `/_scheduler/docs` shows it.
+    static func schedulerDocument(_ entry: ReplicatorDatabase.Entry) -> JSONValue {
+        let time = ISO8601DateFormatter()
+        var info = statistics(entry.status)
+        if let error = entry.error { info = ["error": .string(error)] }
+        return [
+            "database": .string(ReplicatorDatabase.name), "doc_id": .string(entry.documentID),
+            "id": entry.replicationID.map(JSONValue.string) ?? nil, "node": "settee@localhost",
+            "source": entry.source.map(JSONValue.string) ?? nil, "target": entry.target.map(JSONValue.string) ?? nil,
+            "state": .string(entry.state), "info": info, "error_count": entry.error == nil ? 0 : 1,
+            "start_time": .string(time.string(from: entry.started)), "last_updated": .string(time.string(from: entry.updated)),
+        ]
     }
 
     /// The statistics of a replication, as CouchDB's history entries and job infos name them.
@@ -79,104 +103,8 @@ extension CouchResponder {
 
     /// The replication a `_replicate` body asks for, and its id.
     private func replicator(for body: JSONValue) throws -> (Replicator, String) {
-        var options = ReplicationOptions()
-        options.serverUUID = replications.serverUUID
-        func flag(_ name: String) throws -> Bool {
-            switch body[name] {
-            case nil, .null?: return false
-            case .bool(let value)?: return value
-            default: throw CouchError.badRequest("parameter `\(name)` must be a boolean")
-            }
-        }
-        options.continuous = try flag("continuous")
-        options.createTarget = try flag("create_target")
-        if body["use_checkpoints"] == .bool(false) { options.useCheckpoints = false }
-        if case .number(let size, _)? = body["worker_batch_size"], size >= 1, size <= 10_000 { options.batchSize = Int(size) }
-        if case .number(let milliseconds, _)? = body["checkpoint_interval"], milliseconds >= 0, milliseconds < 1e9 {
-            options.checkpointInterval = milliseconds / 1000
-        }
-        if let since = body["since_seq"], since != .null { options.sinceSequence = since }
-        var filters = 0
-        switch body["doc_ids"] {
-        case nil, .null?: break
-        case .array(let ids)?:
-            let strings = ids.compactMap(\.stringValue)
-            guard strings.count == ids.count else { throw CouchError.badRequest("parameter `doc_ids` must be an array of strings") }
-            options.filter = .documentIDs(strings)
-            filters += 1
-        default: throw CouchError.badRequest("parameter `doc_ids` must be an array")
-        }
-        switch body["selector"] {
-        case nil, .null?: break
-        case .object?:
-            options.filter = .selector(body["selector"]!)
-            filters += 1
-        default: throw CouchError.badRequest("parameter `selector` must be a JSON object")
-        }
-        switch body["filter"] {
-        case nil, .null?: break
-        case .string(let name)?:
-            var parameters: [String: String] = [:]
-            if case .object(let members)? = body["query_params"] {
-                for (key, value) in members { parameters[key] = value.stringValue ?? value.exactJSONText }
-            }
-            options.filter = .function(name, queryParameters: parameters)
-            filters += 1
-        default: throw CouchError.badRequest("parameter `filter` must be a string")
-        }
-        guard filters <= 1 else { throw CouchError.badRequest("`selector`, `filter` and `doc_ids` are mutually exclusive") }
-        let source = try endpoint(body["source"], "source", creating: false)
-        let target = try endpoint(body["target"], "target", creating: options.createTarget)
-        let replicator = Replicator(source: source, target: target, options: options, logger: logger)
-        if case .function = options.filter {
-            // The id hashes the filter's source, which only the running replication reads.
-            return (replicator, try Replicator.replicationID(source: source, target: target, options: options, filterSource: ""))
-        }
-        do {
-            return (replicator, try Replicator.replicationID(source: source, target: target, options: options))
-        } catch let error as ReplicationError {
-            throw Self.couchError(error)
-        }
-    }
-
-    /// An endpoint of a `_replicate` body: a database of this server by
-    /// name, or a URL (a string, or `{"url", "headers", "auth"}`).
-    private func endpoint(_ value: JSONValue?, _ role: String, creating: Bool) throws -> ReplicationEndpoint {
-        var url: String?
-        var username: String?, password: String?
-        switch value {
-        case .string(let text)?:
-            url = text
-        case .object?:
-            url = value?["url"]?.stringValue
-            if let basic = value?["auth"]?["basic"] {
-                username = basic["username"]?.stringValue
-                password = basic["password"]?.stringValue
-            } else if case .object(let headers)? = value?["headers"],
-                      let authorization = headers.first(where: { $0.key.lowercased() == "authorization" })?.value.stringValue,
-                      authorization.lowercased().hasPrefix("basic "),
-                      let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
-                      let colon = decoded.firstIndex(of: ":") {
-                username = String(decoded[..<colon])
-                password = String(decoded[decoded.index(after: colon)...])
-            }
-        default:
-            break
-        }
-        guard let url, !url.isEmpty else { throw CouchError.badRequest("Missing or invalid `\(role)` database") }
-        let lowered = url.lowercased()
-        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
-            do {
-                return .remote(try RemoteDatabase(url, username: username, password: password))
-            } catch let error as ReplicationError {
-                throw Self.couchError(error)
-            }
-        }
-        let name = url.removingPercentEncoding ?? url
-        guard DatabaseFolder.isValidName(name) || DatabaseFolder.systemDatabases.contains(name) else { throw DatabaseFolder.illegalName(name) }
-        if databases.exists(name) { return .local(try databases.database(name)) }
-        guard creating else { throw CouchError(.notFound, "db_not_found", "could not open \(name)") }
-        return .local(try databases.create(name))
+        let request = try ReplicationRequest(body, databases: databases, serverUUID: replications.serverUUID, logger: logger)
+        return (request.replicator, request.id)
     }
 
     /// CouchDB's status and words for a replication that could not run.

@@ -21,11 +21,13 @@ final class ServerReplications: Sendable {
     }
 
     let serverUUID: String
+    /// The replications of the `_replicator` database.
+    let documents: ReplicatorDatabase
     private let jobs = Mutex<[String: Job]>([:])
     private let logger: Logger
 
     /// Reads the server's UUID from `DIR/_settee/uuid`, making one when there is none.
-    init(dataDirectory: URL, logger: Logger) throws {
+    init(dataDirectory: URL, databases: DatabaseFolder, credentials: ServerCredentials, logger: Logger) throws {
         let file = dataDirectory.appendingPathComponent("_settee", isDirectory: true).appendingPathComponent("uuid")
         if let stored = try? String(contentsOf: file, encoding: .utf8), stored.count == 32 {
             serverUUID = stored
@@ -35,6 +37,9 @@ final class ServerReplications: Sendable {
             try Data(serverUUID.utf8).write(to: file, options: .atomic)
         }
         self.logger = logger
+        documents = ReplicatorDatabase(databases: databases, serverUUID: serverUUID, logger: logger) { owner in
+            !credentials.hasAdministrators || owner.map { credentials.administrator($0) != nil } ?? false
+        }
     }
 
     /// Runs a one-shot replication to its end, listed as a job while it runs.

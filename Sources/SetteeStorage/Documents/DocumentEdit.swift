@@ -79,6 +79,9 @@ package struct DocumentEdit: Sendable {
                 case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
                     // What a read with those options adds, ignored on the way back in, as CouchDB does.
                     continue
+                case "_replication_state", "_replication_state_time", "_replication_state_reason", "_replication_id", "_replication_stats":
+                    // What a replication scheduler records in a replication document: kept in the body, as CouchDB's `transfer_fields`.
+                    break
                 default:
                     throw DocumentError(.documentValidation, "Bad special document member: \(member.key)", id: id)
                 }
