@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CouchDB's own replicator against `settee serve`, both ways.
 
-Usage: Scripts/couchdb-replication.py COUCHDB_URL SETTEE_URL [CONTINUOUS_SECONDS]
+Usage: Scripts/couchdb-replication.py COUCHDB_URL SETTEE_URL [CONTINUOUS_SECONDS] [couchdb|settee]
 
 Both URLs carry an administrator's credentials (http://adm:pass@127.0.0.1:5984).
 A source database on CouchDB gets documents of every kind replication must
@@ -18,6 +18,11 @@ design documents, `_local` documents (which must not replicate). Then:
 4. continuous replications run both ways for CONTINUOUS_SECONDS (default 60)
    while both sides are written, and every write must arrive.
 
+The last argument names the replicator that runs every replication:
+CouchDB's (`couchdb`, the default: its `_replicate` and `_replicator`) or
+Settee's (`settee`: the same requests sent to `settee serve`, whose
+replicator then pulls from and pushes to CouchDB).
+
 Prints one line per step and exits 1 at the first difference.
 """
 import base64
@@ -30,6 +35,8 @@ import urllib.request
 
 couch, settee = sys.argv[1].rstrip("/"), sys.argv[2].rstrip("/")
 continuous_seconds = int(sys.argv[3]) if len(sys.argv) > 3 else 60
+runner = settee if len(sys.argv) > 4 and sys.argv[4] == "settee" else couch
+runner_name = "Settee" if runner == settee else "CouchDB"
 run = str(int(time.time()))
 
 
@@ -72,7 +79,7 @@ def quote(id):
 
 
 def replicate(source, target, **options):
-    status, body = request("POST", f"{couch}/_replicate", {"source": source, "target": target, **options})
+    status, body = request("POST", f"{runner}/_replicate", {"source": source, "target": target, **options})
     if status >= 300:
         fail(f"_replicate {source} -> {target}: {status} {body[:500]!r}")
     return json.loads(body)
@@ -120,6 +127,8 @@ def compare(label, left, right):
 
 
 source, target, back = f"src{run}", f"settee{run}", f"back{run}"
+if runner == settee:
+    request("PUT", f"{settee}/_replicator")
 status, body = request("PUT", f"{couch}/{source}")
 if status != 201:
     fail(f"PUT {couch}/{source}: {status} {body!r}")
@@ -192,7 +201,7 @@ if continuous_seconds > 0:
     request("PUT", f"{settee}/{b}")
     jobs = []
     for name, src, dst in [("push", f"{couch}/{a}", f"{settee}/{b}"), ("pull", f"{settee}/{b}", f"{couch}/{a}")]:
-        status, body = request("POST", f"{couch}/_replicator", {"_id": f"{name}{run}", "source": src, "target": dst, "continuous": True})
+        status, body = request("POST", f"{runner}/_replicator", {"_id": f"{name}{run}", "source": src, "target": dst, "continuous": True})
         if status != 201:
             fail(f"_replicator {name}: {status} {body!r}")
         jobs.append(f"{name}{run}")
@@ -216,11 +225,11 @@ if continuous_seconds > 0:
     latencies.sort()
     step(f"continuous: {i} writes arrived, latency p50 {latencies[len(latencies) // 2]:.2f} s, max {latencies[-1]:.2f} s")
     compare("continuous, CouchDB vs Settee", documents(couch, a), documents(settee, b))
-    status, body = request("GET", f"{couch}/_scheduler/docs/_replicator")
+    status, body = request("GET", f"{runner}/_scheduler/docs/_replicator")
     for doc in json.loads(body).get("docs", []):
         if doc["doc_id"] in jobs and doc["state"] not in ("running", "pending"):
             fail(f"replication {doc['doc_id']} is {doc['state']}: {doc.get('info')}")
     for job in jobs:
-        status, body = request("GET", f"{couch}/_replicator/{job}")
-        request("DELETE", f"{couch}/_replicator/{job}?rev={json.loads(body)['_rev']}")
-print("ok: CouchDB's replicator and settee serve agree both ways")
+        status, body = request("GET", f"{runner}/_replicator/{job}")
+        request("DELETE", f"{runner}/_replicator/{job}?rev={json.loads(body)['_rev']}")
+print(f"ok: {runner_name}'s replicator, CouchDB and settee serve agree both ways")

@@ -48,13 +48,19 @@ struct Checkpoint: Sendable {
     static func log(id: String, revision: String?, session: String, startSequence: JSONValue, sequence: JSONValue,
                     startTime: Date, statistics: ReplicationStatus, history: [JSONValue], documentIDs: Bool) -> JSONValue {
         let start = JSONValue.string(rfc1123(startTime)), end = JSONValue.string(rfc1123(Date()))
+        // As CouchDB's, the counts go on from the history's newest entry (`max_stats`).
+        func count(_ key: String, _ value: Int) -> JSONValue {
+            if case .number(let before, _)? = history.first?[key], before >= 0, before < 1e15 { return .number(before + Double(value)) }
+            return .number(Double(value))
+        }
         let entry: JSONValue = [
             "session_id": .string(session), "start_time": start, "end_time": end,
             "start_last_seq": startSequence, "end_last_seq": sequence, "recorded_seq": sequence,
-            "missing_checked": .number(Double(statistics.missingChecked)), "missing_found": .number(Double(statistics.missingFound)),
-            "docs_read": .number(Double(statistics.docsRead)), "docs_written": .number(Double(statistics.docsWritten)),
-            "doc_write_failures": .number(Double(statistics.docWriteFailures)),
-            "bulk_get_docs": .number(Double(statistics.docsRead)), "bulk_get_attempts": .number(Double(statistics.docsRead)),
+            "missing_checked": count("missing_checked", statistics.missingChecked),
+            "missing_found": count("missing_found", statistics.missingFound),
+            "docs_read": count("docs_read", statistics.docsRead), "docs_written": count("docs_written", statistics.docsWritten),
+            "doc_write_failures": count("doc_write_failures", statistics.docWriteFailures),
+            "bulk_get_docs": count("bulk_get_docs", statistics.docsRead), "bulk_get_attempts": count("bulk_get_attempts", statistics.docsRead),
         ]
         var members: [(key: String, value: JSONValue)] = [("_id", .string(id))]
         if let revision { members.append(("_rev", .string(revision))) }

@@ -37,6 +37,10 @@ public struct ReplicationStatus: Sendable, Equatable {
     public var checkpointedSequence: JSONValue?
     /// The source sequence carried up to.
     public var sequence: JSONValue?
+    /// The replication log at the source, as last read or written: what
+    /// CouchDB's `_replicate` answers (`session_id`, `source_last_seq`,
+    /// `history` with counts that go on across runs).
+    public var checkpoint: JSONValue?
     /// The last refusals (at most 100): their id, revision and the target's error.
     public var failures: [WriteFailure] = []
 

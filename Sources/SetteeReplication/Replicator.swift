@@ -183,6 +183,7 @@ struct ReplicationRun {
         var sourceLog = options.useCheckpoints ? try await source.localDocument(id.checkpointID) : nil
         var targetLog = options.useCheckpoints ? try await target.localDocument(id.checkpointID) : nil
         var (start, history) = Checkpoint.start(source: sourceLog, target: targetLog)
+        status.checkpoint = sourceLog
         if let since = options.sinceSequence { start = since }
         let session = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         let startTime = Date()
@@ -228,6 +229,7 @@ struct ReplicationRun {
                 status.sequence = cursor
                 try await checkpoint(status)
                 status.checkpointedSequence = committed
+                status.checkpoint = sourceLog
                 if !options.continuous {
                     set(.completed)
                     return
@@ -244,6 +246,7 @@ struct ReplicationRun {
             if ContinuousClock.now - lastCheckpoint > .seconds(options.checkpointInterval) {
                 try await checkpoint(status)
                 status.checkpointedSequence = committed
+                status.checkpoint = sourceLog
             }
             report(status)
         }

@@ -34,11 +34,15 @@ extension CouchResponder {
         } catch let error as ReplicationError {
             throw Self.couchError(error)
         }
+        // CouchDB's answer: the replication log at the source (its counts going on across runs).
         var answer: [(key: String, value: JSONValue)] = [("ok", true)]
-        if status.missingChecked == 0 { answer.append(("no_changes", true)) }
-        answer += [("replication_id", .string(id)), ("source_last_seq", status.checkpointedSequence ?? .null),
-                   ("replication_id_version", 4),
-                   ("history", [Self.statistics(status)])]
+        if status.docsRead == 0 && status.missingFound == 0 { answer.append(("no_changes", true)) }
+        if case .object(let members)? = status.checkpoint {
+            answer += members.filter { !$0.key.hasPrefix("_") }
+        } else {
+            answer += [("source_last_seq", status.checkpointedSequence ?? .null), ("replication_id_version", 4),
+                       ("history", [Self.statistics(status)])]
+        }
         return CouchResponse.json(.object(answer))
     }
 
