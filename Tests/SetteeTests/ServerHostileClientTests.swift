@@ -334,7 +334,8 @@ struct ServerHostileClientTests {
     func rangeBounds() async throws {
         let server = try await Self.start()
         defer { Task { await server.stop() } }
-        let put = try await server.request("PUT", "/pub/att/a.txt", body: Data("0123456789".utf8), headers: ["Content-Type": "text/plain"],
+        // A type stored as it is (a compressible one is stored gzip-encoded and answers ranges with the whole, as CouchDB does).
+        let put = try await server.request("PUT", "/pub/att/a.txt", body: Data("0123456789".utf8), headers: ["Content-Type": "application/octet-stream"],
                                            user: Self.admin)
         #expect(put.status == 201)
         for range in ["bytes=99999999999999999999-", "bytes=10-20", "bytes=5-99999999999999999999999,99999999999999999999-", "bytes=-0"] {

@@ -12,6 +12,10 @@ package struct StoredAttachment: Sendable {
     package var md5: [UInt8]
     /// The revision of the document holding it.
     package var revision: Revision
+    /// The length of the bytes as stored gzip-encoded (a compressible type,
+    /// as CouchDB stores it: chunks hold the encoded bytes); nil when they
+    /// are stored as they are.
+    package var encodedLength: Int?
     /// The number of bytes in each chunk but the last.
     package static var chunkBytes: Int { AttachmentBodies.chunkBytes }
 }
@@ -24,8 +28,15 @@ extension Database {
     package func storedAttachment(_ name: String, of id: String) async throws -> StoredAttachment {
         try await background {
             let (stub, revision) = try self.store.attachmentStub(name, of: id)
-            return StoredAttachment(blob: Blob(stub: stub, data: nil), md5: stub.digest, revision: revision)
+            return try self.stored(stub, revision: revision)
         }
+    }
+
+    /// An attachment's stub and how its bytes are stored.
+    func stored(_ stub: AttachmentStub, revision: Revision) throws -> StoredAttachment {
+        let entry = try store.attachmentEntry(stub.digest)
+        return StoredAttachment(blob: Blob(stub: stub, data: nil), md5: stub.digest, revision: revision,
+                                encodedLength: entry?.isEncoded == true ? Int(entry!.length) : nil)
     }
 
     /// Chunk `number` of an attachment's bytes, each read in its own

@@ -30,13 +30,14 @@ extension Database {
             guard case .object(var members) = try JSONValue(parsing: json) else {
                 throw DocumentError(.badRequest, "Document must be a JSON object")
             }
-            var following: [(name: String, contentType: String, revpos: Int?, encoding: String?)] = []
+            var following: [(name: String, contentType: String, revpos: Int?, encoding: String?, length: Int?)] = []
             if let index = members.firstIndex(where: { $0.key == "_attachments" }), case .object(let attachments) = members[index].value {
                 var kept: [(key: String, value: JSONValue)] = []
                 for (name, value) in attachments {
                     if value["follows"] == .bool(true) {
+                        let length = value["length"]?.doubleValue.flatMap { $0 >= 0 && $0 < 1e15 ? Int($0) : nil }
                         following.append((name, value["content_type"]?.stringValue ?? AttachmentEdit.defaultContentType,
-                                          try AttachmentEdit.revpos(value, name: name, id: nil), value["encoding"]?.stringValue))
+                                          try AttachmentEdit.revpos(value, name: name, id: nil), value["encoding"]?.stringValue, length))
                     } else {
                         kept.append((name, value))
                     }
@@ -53,28 +54,22 @@ extension Database {
             for (attachment, file) in zip(following, files) {
                 try AttachmentEdit.validate(name: attachment.name, id: id)
                 attachments.removeAll { $0.name == attachment.name }
-                try Self.decode(file, encoding: attachment.encoding, name: attachment.name, id: id)
-                var following = try AttachmentEdit(name: attachment.name, contentType: attachment.contentType, file: file)
+                var following: AttachmentEdit
+                switch attachment.encoding {
+                case nil, "identity"?:
+                    following = try AttachmentEdit(name: attachment.name, contentType: attachment.contentType, file: file)
+                case "gzip"?:
+                    // Kept gzip-encoded, as CouchDB keeps a part its replicator sends so: same bytes, same digest.
+                    following = try AttachmentEdit(name: attachment.name, contentType: attachment.contentType, gzipFile: file,
+                                                   length: attachment.length)
+                case let encoding?:
+                    throw DocumentError(.badRequest, "attachment \(attachment.name): encoding \(encoding) is not one Settee reads (gzip, identity)", id: id)
+                }
                 following.senderRevpos = attachment.revpos
                 attachments.append(following)
             }
             edit.attachments = attachments
             return edit
         }
-    }
-
-    /// Decodes in place a part sent `"encoding": "gzip"` (as CouchDB's
-    /// replicator sends attachments CouchDB keeps compressed): the bytes
-    /// stored are the attachment's own.
-    private static func decode(_ file: URL, encoding: String?, name: String, id: String?) throws {
-        guard let encoding, encoding != "identity" else { return }
-        guard encoding == "gzip" else {
-            throw DocumentError(.badRequest, "attachment \(name): encoding \(encoding) is not one Settee reads (gzip, identity)", id: id)
-        }
-        let compressed = try Data(contentsOf: file)
-        guard let bytes = try? Gzip.decompress(compressed) else {
-            throw DocumentError(.badRequest, "attachment \(name) says it is gzip-encoded, and is not", id: id)
-        }
-        try Data(bytes).write(to: file)
     }
 }

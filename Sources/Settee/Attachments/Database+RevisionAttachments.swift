@@ -62,7 +62,7 @@ extension Database {
     package func storedAttachment(_ name: String, of id: String, revision: Revision) async throws -> StoredAttachment {
         try await background {
             let (stub, revision) = try self.store.attachmentStub(name, of: id, revision: revision)
-            return StoredAttachment(blob: Blob(stub: stub, data: nil), md5: stub.digest, revision: revision)
+            return try self.stored(stub, revision: revision)
         }
     }
 }

@@ -47,6 +47,20 @@ extension CouchResponder {
             .acceptRanges: "bytes",
             .contentMD5: md5,
         ]
+        if let encodedLength = stored.encodedLength {
+            // Stored gzip-encoded, as CouchDB stores compressible types: sent so to a client that
+            // takes gzip, inflated for one that does not. As CouchDB, a range past the end is still
+            // refused (416), and any other is answered with the whole.
+            _ = try Self.byteRanges(request.header(.range), length: length)
+            headers[.acceptRanges] = "none"
+            if Self.acceptsGzip(request.header(.acceptEncoding)) {
+                headers[.contentEncoding] = "gzip"
+                headers[.contentLength] = String(encodedLength)
+                return Response(status: .ok, headers: headers, body: Self.attachmentBody(db, stored, ranges: [0 ..< encodedLength]))
+            }
+            headers[.contentLength] = String(length)
+            return Response(status: .ok, headers: headers, body: Self.decodedAttachmentBody(db, stored))
+        }
         switch try Self.byteRanges(request.header(.range), length: length) {
         case nil:
             headers[.contentLength] = String(length)
@@ -128,6 +142,41 @@ extension CouchResponder {
             for range in ranges { try await writeBytes(db, stored, range, to: &writer) }
             try await writer.finish(nil)
         }
+    }
+
+    /// Whether an `Accept-Encoding` header takes gzip (`gzip` or `x-gzip`
+    /// without `q=0`).
+    static func acceptsGzip(_ header: String?) -> Bool {
+        guard let header else { return false }
+        return header.split(separator: ",").contains { entry in
+            let parts = entry.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard let coding = parts.first, coding == "gzip" || coding == "x-gzip" else { return false }
+            return !parts.dropFirst().contains { $0.replacingOccurrences(of: " ", with: "") == "q=0" || $0 == "q=0.0" }
+        }
+    }
+
+    /// A body streaming an attachment stored gzip-encoded, inflated.
+    static func decodedAttachmentBody(_ db: Database, _ stored: StoredAttachment) -> ResponseBody {
+        ResponseBody(contentLength: stored.blob.length ?? 0) { writer in
+            try await writeDecodedBytes(db, stored, to: &writer)
+            try await writer.finish(nil)
+        }
+    }
+
+    /// Writes the bytes of an attachment stored gzip-encoded, inflated a chunk at a time.
+    static func writeDecodedBytes(_ db: Database, _ stored: StoredAttachment, to writer: inout any ResponseBodyWriter) async throws {
+        let inflater = try Gzip.Inflater()
+        var number = 0
+        while number * StoredAttachment.chunkBytes < stored.encodedLength ?? 0 {
+            guard let chunk = try await db.attachmentChunk(of: stored, number: number) else {
+                throw CouchError(.notFound, "not_found", "Document is missing attachment")
+            }
+            var buffer = ByteBuffer()
+            try chunk.withUnsafeBytes { try inflater.feed($0) { buffer.writeBytes($0) } }
+            if buffer.readableBytes > 0 { try await writer.write(buffer) }
+            number += 1
+        }
+        try inflater.finish()
     }
 
     /// Writes `range` of the attachment's bytes, reading only the chunks it covers.

@@ -108,16 +108,24 @@ extension CouchResponder {
               case .object(let attachments) = members[index].value else { return nil }
         if let rev = request.parameter("rev"), rev != document.revision.description { throw CouchError.missing }
         let after = since?.map(\.generation).filter { $0 <= document.revision.generation }.max().map(Int.init) ?? 0
-        var following: [(name: String, stored: StoredAttachment)] = []
+        // Attachments stored gzip-encoded follow so for a client that asks (`att_encoding_info`, as
+        // CouchDB's replicator does), inflated for others.
+        let sendsEncoded = try request.flag("att_encoding_info")
+        var following: [(name: String, stored: StoredAttachment, encoded: Bool)] = []
         var listed: [(key: String, value: JSONValue)] = []
         for (name, stub) in attachments {
             guard let revpos = stub["revpos"]?.doubleValue, Int(revpos) > after else {
                 listed.append((name, stub))
                 continue
             }
-            following.append((name, try await db.storedAttachment(name, of: id)))
-            listed.append((name, .object([("content_type", stub["content_type"] ?? .null), ("revpos", .number(revpos)),
-                                          ("digest", stub["digest"] ?? .null), ("length", stub["length"] ?? 0), ("follows", true)])))
+            let stored = try await db.storedAttachment(name, of: id)
+            let encoded = sendsEncoded && stored.encodedLength != nil
+            following.append((name, stored, encoded))
+            var fields: [(key: String, value: JSONValue)] = [("content_type", stub["content_type"] ?? .null), ("revpos", .number(revpos)),
+                                                             ("digest", stub["digest"] ?? .null), ("length", stub["length"] ?? 0)]
+            if encoded { fields += [("encoding", "gzip"), ("encoded_length", .number(Double(stored.encodedLength ?? 0)))] }
+            fields.append(("follows", true))
+            listed.append((name, .object(fields)))
         }
         members[index].value = .object(listed)
         let json = JSONValue.object(members).exactJSONText
@@ -129,11 +137,15 @@ extension CouchResponder {
         let boundary = Self.newUUID()
         let parts = following
         let opening = "--\(boundary)\r\nContent-Type: application/json\r\n\r\n\(json)\r\n--\(boundary)"
+        @Sendable func partLength(_ attachment: (name: String, stored: StoredAttachment, encoded: Bool)) -> Int {
+            attachment.encoded ? attachment.stored.encodedLength ?? 0 : attachment.stored.blob.length ?? 0
+        }
         let partHeads = following.map { attachment in
-            "\r\nContent-Disposition: attachment; filename=\"\(attachment.name)\"\r\nContent-Type: \(attachment.stored.blob.contentType)\r\nContent-Length: \(attachment.stored.blob.length ?? 0)\r\n\r\n"
+            "\r\nContent-Disposition: attachment; filename=\"\(attachment.name)\"\r\nContent-Type: \(attachment.stored.blob.contentType)"
+                + (attachment.encoded ? "\r\nContent-Encoding: gzip" : "") + "\r\nContent-Length: \(partLength(attachment))\r\n\r\n"
         }
         let length = opening.utf8.count + 2 + zip(following, partHeads).reduce(0) { total, pair in
-            total + pair.1.utf8.count + (pair.0.stored.blob.length ?? 0) + 4 + boundary.utf8.count
+            total + pair.1.utf8.count + partLength(pair.0) + 4 + boundary.utf8.count
         }
         let headers: HTTPFields = [.contentType: "multipart/related; boundary=\"\(boundary)\"", .eTag: etag,
                                    .contentLength: String(length)]
@@ -141,7 +153,11 @@ extension CouchResponder {
             try await writer.write(ByteBuffer(string: opening))
             for (attachment, head) in zip(parts, partHeads) {
                 try await writer.write(ByteBuffer(string: head))
-                try await Self.writeBytes(db, attachment.stored, 0 ..< (attachment.stored.blob.length ?? 0), to: &writer)
+                if attachment.stored.encodedLength != nil && !attachment.encoded {
+                    try await Self.writeDecodedBytes(db, attachment.stored, to: &writer)
+                } else {
+                    try await Self.writeBytes(db, attachment.stored, 0 ..< partLength(attachment), to: &writer)
+                }
                 try await writer.write(ByteBuffer(string: "\r\n--\(boundary)"))
             }
             try await writer.write(ByteBuffer(string: "--"))

@@ -99,7 +99,7 @@ extension CouchResponder {
                 var withAttachments = options
                 withAttachments.attachments = true
                 let results = try await openRevisionResults(db, id: id, open, options: withAttachments)
-                return try OpenRevisionsMultipart.response(results)
+                return try await OpenRevisionsMultipart.response(results, db: db, id: id)
             }
             return try await openRevisions(db, id: id, open, options: options)
         }

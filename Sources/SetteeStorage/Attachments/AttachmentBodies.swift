@@ -8,7 +8,8 @@ import SetteeCore
 /// a crash never leaves a half-written body or one nothing refers to.
 ///
 /// Tables: `attachments` (16-byte MD5 → u64 reference count ‖ u64 length,
-/// little-endian) and `attachment-chunks` (MD5 ‖ u32 chunk number,
+/// little-endian; ‖ u64 decoded length for a body stored gzip-encoded, as
+/// CouchDB stores compressible types, its MD5 that of the encoded bytes) and `attachment-chunks` (MD5 ‖ u32 chunk number,
 /// big-endian → up to ``chunkBytes`` of the body), so that a large body is
 /// written and read a chunk at a time.
 package struct AttachmentBodies: Sendable {
@@ -45,6 +46,50 @@ package struct AttachmentBodies: Sendable {
         return (md5.finalize(), length)
     }
 
+    /// Compresses a file as gzip (CouchDB's level 8) into `target`; returns
+    /// the decoded and encoded lengths and the MD5 of the encoded bytes.
+    package static func compress(file: URL, into target: URL) throws -> (length: Int, encodedLength: Int, digest: [UInt8]) {
+        guard FileManager.default.createFile(atPath: target.path, contents: nil),
+              let output = FileHandle(forWritingAtPath: target.path) else {
+            throw StorageError(code: errno, operation: "creating the temporary file \(target.path)")
+        }
+        defer { try? output.close() }
+        let deflater = Gzip.Deflater()
+        var md5 = MD5()
+        var length = 0, encodedLength = 0
+        var pending = [UInt8]()
+        func write(_ piece: UnsafeRawBufferPointer) throws {
+            md5.update(piece)
+            encodedLength += piece.count
+            pending.append(contentsOf: piece)
+            if pending.count >= chunkBytes {
+                try output.write(contentsOf: pending)
+                pending.removeAll(keepingCapacity: true)
+            }
+        }
+        try forEachChunk(ofFile: file) { chunk in
+            length += chunk.count
+            try deflater.feed(chunk, write)
+        }
+        try deflater.finish(write)
+        try output.write(contentsOf: pending)
+        return (length, encodedLength, md5.finalize())
+    }
+
+    /// The number of bytes a gzip file inflates into.
+    /// - Throws: ``DocumentError`` `bad_request` when it is not gzip.
+    package static func decodedLength(ofGzipFile file: URL) throws -> Int {
+        var length = 0
+        do {
+            let inflater = try Gzip.Inflater()
+            try forEachChunk(ofFile: file) { chunk in try inflater.feed(chunk) { length += $0.count } }
+            try inflater.finish()
+        } catch is Gzip.Failure {
+            throw DocumentError(.badRequest, "attachment bytes sent with \"encoding\": \"gzip\" are not gzip")
+        }
+        return length
+    }
+
     /// Hands `source`'s bytes to `body` a chunk (``chunkBytes``) at a time.
     private static func forEachChunk(of source: AttachmentSource, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         switch source {
@@ -59,6 +104,8 @@ package struct AttachmentBodies: Sendable {
             }
         case .file(let url):
             try forEachChunk(ofFile: url, body)
+        case .temporaryFile(let file):
+            try forEachChunk(ofFile: file.url, body)
         }
     }
 
@@ -89,21 +136,34 @@ package struct AttachmentBodies: Sendable {
         }
     }
 
-    /// The reference count and length stored for `digest`, or nil.
-    package func entry(_ digest: [UInt8], in transaction: LMDBTransaction) throws -> (count: UInt64, length: UInt64)? {
-        guard let value = try transaction.get(references, digest) else { return nil }
-        guard value.count == 16 else {
-            throw StorageError.damagedRecord("an attachment's reference count", in: path, "an attachment's reference record is \(value.count) bytes where it takes 16")
-        }
-        return (UInt64(littleEndian: value.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-                UInt64(littleEndian: value.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+    /// What is stored for a digest: its reference count, the length of the
+    /// bytes stored, and, for bytes stored gzip-encoded, their decoded length.
+    package struct Entry: Sendable, Equatable {
+        package var count: UInt64
+        package var length: UInt64
+        package var decodedLength: UInt64?
+
+        /// Whether the bytes are stored gzip-encoded.
+        package var isEncoded: Bool { decodedLength != nil }
     }
 
-    private func setEntry(_ digest: [UInt8], count: UInt64, length: UInt64, in transaction: LMDBTransaction) throws {
+    /// The entry stored for `digest`, or nil.
+    package func entry(_ digest: [UInt8], in transaction: LMDBTransaction) throws -> Entry? {
+        guard let value = try transaction.get(references, digest) else { return nil }
+        guard value.count == 16 || value.count == 24 else {
+            throw StorageError.damagedRecord("an attachment's reference count", in: path, "an attachment's reference record is \(value.count) bytes where it takes 16 or 24")
+        }
+        return Entry(count: UInt64(littleEndian: value.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                     length: UInt64(littleEndian: value.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+                     decodedLength: value.count == 24 ? UInt64(littleEndian: value.loadUnaligned(fromByteOffset: 16, as: UInt64.self)) : nil)
+    }
+
+    private func setEntry(_ digest: [UInt8], _ entry: Entry, in transaction: LMDBTransaction) throws {
         var value = [UInt8]()
-        value.reserveCapacity(16)
-        withUnsafeBytes(of: count.littleEndian) { value.append(contentsOf: $0) }
-        withUnsafeBytes(of: length.littleEndian) { value.append(contentsOf: $0) }
+        value.reserveCapacity(24)
+        withUnsafeBytes(of: entry.count.littleEndian) { value.append(contentsOf: $0) }
+        withUnsafeBytes(of: entry.length.littleEndian) { value.append(contentsOf: $0) }
+        if let decoded = entry.decodedLength { withUnsafeBytes(of: decoded.littleEndian) { value.append(contentsOf: $0) } }
         try transaction.put(references, digest, value)
     }
 
@@ -116,17 +176,19 @@ package struct AttachmentBodies: Sendable {
     /// Adds `count` references to the body `digest`, storing it from `source`
     /// when it is not stored yet. The bytes written are checked against the
     /// digest and length (a file that changed since it was hashed is refused).
-    package func retain(_ digest: [UInt8], count: UInt64, length: Int, source: AttachmentSource?, name: String,
+    package func retain(_ digest: [UInt8], count: UInt64, length: Int, encodedLength: Int? = nil, source: AttachmentSource?, name: String,
                         in transaction: LMDBTransaction) throws {
-        if let existing = try entry(digest, in: transaction) {
-            guard existing.length == UInt64(length) else {
-                throw DocumentError(.badRequest, "attachment \(name): its MD5 digest is that of a stored attachment of another length (\(existing.length) bytes, not \(length))")
+        if var existing = try entry(digest, in: transaction) {
+            let existingLength = existing.decodedLength ?? existing.length
+            guard existingLength == UInt64(length) else {
+                throw DocumentError(.badRequest, "attachment \(name): its MD5 digest is that of a stored attachment of another length (\(existingLength) bytes, not \(length))")
             }
             // Bytes are stored by MD5, which can be made to collide: equal digests must mean equal bytes.
             if let source, try !storedBody(digest, equals: source, in: transaction) {
                 throw DocumentError(.badRequest, "attachment \(name): its MD5 digest and length are those of other stored bytes (an MD5 collision); Settee stores attachments by digest and cannot keep both")
             }
-            try setEntry(digest, count: existing.count + count, length: existing.length, in: transaction)
+            existing.count += count
+            try setEntry(digest, existing, in: transaction)
             return
         }
         guard let source else {
@@ -137,6 +199,8 @@ package struct AttachmentBodies: Sendable {
         var md5 = MD5()
         var isFile = false
         if case .file = source { isFile = true }
+        if case .temporaryFile = source { isFile = true }
+        let storedLength = encodedLength ?? length
         var written = 0
         var number: UInt32 = 0
         try transaction.withCursor(chunks) { cursor in
@@ -148,10 +212,11 @@ package struct AttachmentBodies: Sendable {
             }
             try Self.forEachChunk(of: source, put)
         }
-        guard written == length, !isFile || md5.finalize() == digest else {
-            throw DocumentError(.badRequest, "attachment \(name): its bytes changed while they were stored (\(written) bytes read where \(length) were hashed)")
+        guard written == storedLength, !isFile || md5.finalize() == digest else {
+            throw DocumentError(.badRequest, "attachment \(name): its bytes changed while they were stored (\(written) bytes read where \(storedLength) were hashed)")
         }
-        try setEntry(digest, count: count, length: UInt64(length), in: transaction)
+        try setEntry(digest, Entry(count: count, length: UInt64(storedLength), decodedLength: encodedLength.map { _ in UInt64(length) }),
+                     in: transaction)
     }
 
     /// Whether the body stored under `digest` holds exactly the bytes of
@@ -186,9 +251,10 @@ package struct AttachmentBodies: Sendable {
 
     /// Removes `count` references to the body `digest`, and the body with the last.
     package func release(_ digest: [UInt8], count: UInt64, in transaction: LMDBTransaction) throws {
-        guard let existing = try entry(digest, in: transaction) else { return }
+        guard var existing = try entry(digest, in: transaction) else { return }
         if existing.count > count {
-            try setEntry(digest, count: existing.count - count, length: existing.length, in: transaction)
+            existing.count -= count
+            try setEntry(digest, existing, in: transaction)
             return
         }
         _ = try transaction.delete(references, digest)
@@ -197,6 +263,24 @@ package struct AttachmentBodies: Sendable {
         for number in 0..<chunkCount {
             _ = try transaction.delete(chunks, Self.chunkKey(digest, UInt32(number)))
         }
+    }
+
+    /// Hands the body's bytes, decoded (inflated when stored gzip-encoded),
+    /// to `body` a piece at a time; each is valid only during its call.
+    /// Returns false when no body is stored under `digest`.
+    @discardableResult
+    package func forEachDecodedPiece(_ digest: [UInt8], in transaction: LMDBTransaction,
+                                     _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        guard let entry = try entry(digest, in: transaction) else { return false }
+        guard entry.isEncoded else { return try forEachChunk(digest, in: transaction, body) }
+        let inflater = try Gzip.Inflater()
+        do {
+            try forEachChunk(digest, in: transaction) { try inflater.feed($0, body) }
+            try inflater.finish()
+        } catch is Gzip.Failure {
+            throw StorageError.damagedRecord("an attachment", in: path, "the attachment \(Data(digest).base64EncodedString()) is stored gzip-encoded and does not inflate")
+        }
+        return true
     }
 
     /// Hands the body's chunks, in order, to `body`; each is valid only

@@ -8,6 +8,21 @@ package enum AttachmentSource: Sendable {
     case bytes(Data)
     /// A file, read a chunk at a time while it is stored.
     case file(URL)
+    /// A file Settee wrote (an attachment compressed before it is stored),
+    /// removed once nothing holds it.
+    case temporaryFile(TemporaryFile)
+}
+
+/// A file removed when the last value holding it goes.
+package final class TemporaryFile: Sendable {
+    package let url: URL
+
+    /// A new, empty name in the system's temporary folder.
+    package init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("settee-attachment-\(UUID().uuidString)")
+    }
+
+    deinit { unlink(url.path) }
 }
 
 /// One member of an edit's `_attachments`: new bytes, or a stub that keeps
@@ -16,8 +31,11 @@ package struct AttachmentEdit: Sendable {
     package enum Content: Sendable {
         /// Keep the current revision's attachment; `revpos`, when given, must be its revpos.
         case stub(revpos: Int?)
-        /// New bytes, their MD5 and length known before the write.
-        case new(AttachmentSource, digest: [UInt8], length: Int)
+        /// New bytes, their MD5 and length known before the write. With
+        /// `encodedLength`, the source holds them gzip-encoded (as CouchDB
+        /// stores compressible types): `digest` is the MD5 of the encoded
+        /// bytes, `length` the decoded length.
+        case new(AttachmentSource, digest: [UInt8], length: Int, encodedLength: Int? = nil)
     }
 
     package var name: String
@@ -37,17 +55,45 @@ package struct AttachmentEdit: Sendable {
     /// CouchDB's content type for attachments that name none.
     package static let defaultContentType = "application/octet-stream"
 
-    /// New bytes from memory.
+    /// New bytes from memory; a compressible type (``Gzip/isCompressible(contentType:)``)
+    /// gzip-encoded first, as CouchDB stores it, so its digest is CouchDB's.
     package init(name: String, contentType: String, bytes: Data) {
+        if Gzip.isCompressible(contentType: contentType) {
+            let encoded = Data(Gzip.compress(bytes))
+            let digest = encoded.withUnsafeBytes { MD5.hash($0) }
+            self.init(name: name, contentType: contentType,
+                      content: .new(.bytes(encoded), digest: digest, length: bytes.count, encodedLength: encoded.count))
+            return
+        }
         let digest = bytes.withUnsafeBytes { MD5.hash($0) }
         self.init(name: name, contentType: contentType, content: .new(.bytes(bytes), digest: digest, length: bytes.count))
     }
 
     /// New bytes from a file: it is read once here for its digest and length,
-    /// and again while it is stored (checked against them).
+    /// and again while it is stored (checked against them). A compressible
+    /// type is gzip-encoded into a temporary file first.
     package init(name: String, contentType: String, file: URL) throws {
+        if Gzip.isCompressible(contentType: contentType) {
+            let encoded = TemporaryFile()
+            let (length, encodedLength, digest) = try AttachmentBodies.compress(file: file, into: encoded.url)
+            self.init(name: name, contentType: contentType,
+                      content: .new(.temporaryFile(encoded), digest: digest, length: length, encodedLength: encodedLength))
+            return
+        }
         let (digest, length) = try AttachmentBodies.digest(ofFile: file)
         self.init(name: name, contentType: contentType, content: .new(.file(file), digest: digest, length: length))
+    }
+
+    /// New bytes from a file that holds them gzip-encoded (a part sent with
+    /// `"encoding": "gzip"`), stored as they are, as CouchDB stores them:
+    /// inflated once here to check that they are gzip (of `length` bytes, when given).
+    package init(name: String, contentType: String, gzipFile file: URL, length: Int?) throws {
+        let (digest, encodedLength) = try AttachmentBodies.digest(ofFile: file)
+        let decoded = try AttachmentBodies.decodedLength(ofGzipFile: file)
+        guard length == nil || decoded == length else {
+            throw DocumentError(.badRequest, "attachment \(name): its gzip-encoded bytes inflate into \(decoded) bytes, not the \(length ?? 0) its length says")
+        }
+        self.init(name: name, contentType: contentType, content: .new(.file(file), digest: digest, length: decoded, encodedLength: encodedLength))
     }
 
     /// Checks an attachment name as CouchDB does.
@@ -125,7 +171,7 @@ extension DocumentEdit {
             switch attachment.content {
             case .stub:
                 if let kept = old.first(where: { $0.name == attachment.name }) { stubs.append(kept) }
-            case .new(_, let digest, let length):
+            case .new(_, let digest, let length, _):
                 stubs.append(AttachmentStub(name: attachment.name, contentType: attachment.contentType, revpos: generation,
                                             digest: digest, length: length))
             }

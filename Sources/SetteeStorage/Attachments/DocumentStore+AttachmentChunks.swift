@@ -32,4 +32,11 @@ extension DocumentStore {
             try transaction.get(bodies.chunks, key).map { Array($0) }
         }
     }
+
+    /// How the body stored under `digest` is kept (its stored and decoded
+    /// lengths); nil when it is not stored.
+    package func attachmentEntry(_ digest: [UInt8]) throws -> AttachmentBodies.Entry? {
+        guard let bodies = attachmentBodies else { return nil }
+        return try environment.read { try bodies.entry(digest, in: $0) }
+    }
 }

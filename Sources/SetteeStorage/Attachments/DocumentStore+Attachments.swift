@@ -39,7 +39,7 @@ extension DocumentStore {
         } else { [] }
         let old = edit.revision == nil && current?.isDeleted == true ? [] : held
         var stubs: [AttachmentStub] = []
-        var sources: [[UInt8]: (AttachmentSource, String)] = [:]
+        var sources: [[UInt8]: (AttachmentSource, String, Int?)] = [:]
         for attachment in edit.attachments ?? [] {
             switch attachment.content {
             case .stub(let revpos):
@@ -48,12 +48,12 @@ extension DocumentStore {
                 }
                 stubs.removeAll { $0.name == attachment.name }
                 stubs.append(kept)
-            case .new(let source, let digest, let length):
+            case .new(let source, let digest, let length, let encodedLength):
                 stubs.removeAll { $0.name == attachment.name }
                 let revpos = keepingSenderRevpos ? attachment.senderRevpos ?? generation : generation
                 stubs.append(AttachmentStub(name: attachment.name, contentType: attachment.contentType, revpos: revpos,
                                             digest: digest, length: length))
-                sources[digest] = (source, attachment.name)
+                sources[digest] = (source, attachment.name, encodedLength)
             }
         }
         if stubs.isEmpty && (held.isEmpty || !releasingCurrent) { return nil }
@@ -63,7 +63,7 @@ extension DocumentStore {
         for stub in held where releasingCurrent { change[stub.digest, default: 0] -= 1 }
         let bodies = try writableAttachmentBodies()
         for stub in stubs where (change[stub.digest] ?? 0) > 0 {
-            try bodies.retain(stub.digest, count: UInt64(change[stub.digest]!), length: stub.length,
+            try bodies.retain(stub.digest, count: UInt64(change[stub.digest]!), length: stub.length, encodedLength: sources[stub.digest]?.2,
                               source: sources[stub.digest]?.0, name: stub.name, in: transaction)
             change[stub.digest] = 0
         }
@@ -112,7 +112,7 @@ extension DocumentStore {
             try starting(stub)
             guard let bodies = attachmentBodies else { throw Self.missingBody(stub, id: id, path: environment.path) }
             var sinceRelease = 0
-            let found = try bodies.forEachChunk(stub.digest, in: transaction) { chunk in
+            let found = try bodies.forEachDecodedPiece(stub.digest, in: transaction) { chunk in
                 try body(chunk)
                 sinceRelease += chunk.count
                 if sinceRelease >= 64 << 20 {
@@ -183,7 +183,7 @@ extension DocumentStore {
             var data: [UInt8] = []
             data.reserveCapacity(stub.length)
             guard let bodies = attachmentBodies,
-                  try bodies.forEachChunk(stub.digest, in: transaction, { data.append(contentsOf: $0) }) else {
+                  try bodies.forEachDecodedPiece(stub.digest, in: transaction, { data.append(contentsOf: $0) }) else {
                 throw Self.missingBody(stub, id: id, path: environment.path)
             }
             stub.appendJSON(data: data, into: &body)
@@ -288,7 +288,7 @@ extension DocumentStore {
                     entry = try cursor.next()
                 }
             }
-            var stored: [[UInt8]: (count: UInt64, length: UInt64)] = [:]
+            var stored: [[UInt8]: AttachmentBodies.Entry] = [:]
             try transaction.withCursor(bodies.references) { cursor in
                 var entry = try cursor.first()
                 while let (key, _) = entry {
@@ -303,8 +303,17 @@ extension DocumentStore {
                 if body.count != reference.count { problems.append("\(text) counts \(body.count) references, documents hold \(reference.count)") }
                 var length = 0
                 try bodies.forEachChunk(digest, in: transaction) { length += $0.count }
-                if length != reference.length || UInt64(length) != body.length {
+                if UInt64(length) != body.length || UInt64(reference.length) != body.decodedLength ?? body.length {
                     problems.append("\(text) has \(length) bytes in chunks, \(body.length) recorded, \(reference.length) in stubs")
+                }
+                if body.isEncoded {
+                    var decoded = 0
+                    do {
+                        try bodies.forEachDecodedPiece(digest, in: transaction) { decoded += $0.count }
+                        if UInt64(decoded) != body.decodedLength { problems.append("\(text) inflates into \(decoded) bytes, \(body.decodedLength!) recorded") }
+                    } catch {
+                        problems.append("\(text) is stored gzip-encoded and does not inflate")
+                    }
                 }
             }
             for digest in stored.keys where referenced[digest] == nil {

@@ -24,7 +24,7 @@ extension DocumentStore {
         try environment.read { transaction in
             let stub = try leafAttachmentStub(name, of: id, revision: revision, in: transaction)
             var data = Data(capacity: stub.length)
-            guard let bodies = attachmentBodies, try bodies.forEachChunk(stub.digest, in: transaction, { data.append(contentsOf: $0) }) else {
+            guard let bodies = attachmentBodies, try bodies.forEachDecodedPiece(stub.digest, in: transaction, { data.append(contentsOf: $0) }) else {
                 throw Self.missingBody(stub, id: id, path: environment.path)
             }
             return (stub, data)
