@@ -48,6 +48,9 @@ struct ReplicateCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Changes read per batch.")
     var batchSize = 500
 
+    @Option(name: .long, help: ArgumentHelp("Seconds between checkpoints while changes are carried.", valueName: "seconds"))
+    var checkpointInterval: Double = 5
+
     @Flag(name: .shortAndLong, help: "Log what the replication does to standard error.")
     var verbose = false
 
@@ -57,6 +60,7 @@ struct ReplicateCommand: AsyncParsableCommand {
         }
         if !queryParam.isEmpty && filter == nil { throw ValidationError("--query-param needs --filter") }
         if batchSize <= 0 { throw ValidationError("--batch-size must be positive") }
+        if !(checkpointInterval >= 0 && checkpointInterval.isFinite) { throw ValidationError("--checkpoint-interval must be a number of seconds") }
     }
 
     func run() async throws {
@@ -67,6 +71,7 @@ struct ReplicateCommand: AsyncParsableCommand {
             options.continuous = continuous
             options.createTarget = createTarget
             options.batchSize = batchSize
+            options.checkpointInterval = checkpointInterval
             if let docIds { options.filter = .documentIDs(docIds.split(separator: ",").map(String.init)) }
             if let selector {
                 guard let value = try? JSONValue(parsing: selector), case .object = value else {
