@@ -41,12 +41,30 @@ extension Database {
         try environment.read { try store.revisions(of: id, in: $0) }
     }
 
-    /// The leaf `revision` of document `id` — the winner or a conflict,
-    /// deleted or not — or nil when it is not one of the document's leaves
-    /// (Settee keeps the bodies of leaves only, as CouchDB after compaction).
+    /// Revision `revision` of document `id`: a leaf — the winner or a
+    /// conflict, deleted or not — or, while it is kept
+    /// (``Options/keepsEarlierRevisions``, until ``compact()``), an earlier
+    /// revision; nil when its body is not kept (CouchDB after compaction).
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func document(_ id: String, revision: Revision) throws -> Document? {
-        try environment.read { try store.leaf(id, revision: revision, in: $0) }
+        try environment.read { try store.revision(id, revision: revision, in: $0) }
+    }
+
+    /// CouchDB's `_compact` of documents: removes the bodies of earlier
+    /// revisions kept since their edits (``Options/keepsEarlierRevisions``),
+    /// and the attachments only they held. Leaves, the revision ids of
+    /// histories and indexes stay.
+    /// - Returns: How many earlier revisions were removed.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
+    @discardableResult
+    public func compact() throws -> Int {
+        try store.compactEarlierRevisions()
+    }
+
+    /// Removes the bodies of earlier revisions (see `compact()`).
+    @discardableResult
+    public func compact() async throws -> Int {
+        try await background { try self.compact() }
     }
 
     /// CouchDB's `_revs_diff`: for each document, the revisions named that

@@ -113,6 +113,13 @@ public final class Database: Sendable {
         /// A rule in Swift that every document write passes, whatever path
         /// it takes (see ``DocumentWriteRule``); nil for none.
         public var writeRule: (any DocumentWriteRule)?
+        /// Whether an edit keeps the body of the revision it replaces (and
+        /// that revision's attachments) until ``Database/compact()``, as
+        /// CouchDB keeps them until compaction: ``Database/document(_:revision:)``
+        /// then reads earlier revisions too. Off by default, as in Couchbase
+        /// Lite (an edit then writes only the new revision); `settee serve`
+        /// turns it on.
+        public var keepsEarlierRevisions = false
 
         public init() {}
 
@@ -196,7 +203,8 @@ public final class Database: Sendable {
                                           designDocuments: designDocumentCache, rule: options.writeRule) {
             try workers.pool(count: options.javaScriptWorkers, configuration: options.javaScript)
         }
-        let store = try DocumentStore(environment: environment, logger: logger, validation: validation, sizeLimits: options.sizeLimits)
+        let store = try DocumentStore(environment: environment, logger: logger, validation: validation, sizeLimits: options.sizeLimits,
+                                      keepsEarlierRevisions: options.keepsEarlierRevisions)
         // A database an earlier Settee wrote has no kept counts: counted once, here.
         store.keepCountsIfUnknown()
         storeEvenIfClosed = store

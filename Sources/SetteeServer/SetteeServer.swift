@@ -85,12 +85,15 @@ public struct SetteeServer: Sendable {
         public var shutdownTimeout: Duration = .seconds(10)
         /// Limits on requests.
         public var limits = ServerLimits()
-        /// Options for every database opened.
+        /// Options for every database opened; earlier revisions are kept
+        /// until `_compact`, as CouchDB keeps them
+        /// (`Database.Options.keepsEarlierRevisions`).
         public var databaseOptions = Database.Options()
 
         /// A server of the databases in `dataDirectory`.
         public init(dataDirectory: URL) {
             self.dataDirectory = dataDirectory
+            databaseOptions.keepsEarlierRevisions = true
         }
     }
 

@@ -61,6 +61,8 @@ struct ServerBulkReadTests {
         let rev1 = try #require(first.json["rev"]?.stringValue)
         let second = try await server.request("PUT", "/db/a?rev=\(rev1)", json: ["n": 2])
         let rev2 = try #require(second.json["rev"]?.stringValue)
+        // Compacted: the first revision's body, kept until then, goes.
+        #expect(try await server.request("POST", "/db/_compact", json: [:]).status == 202)
 
         let revs = try await server.request("GET", "/db/a?revs=true&local_seq=true")
         #expect(revs.json["_revisions"]?["start"] == 2)

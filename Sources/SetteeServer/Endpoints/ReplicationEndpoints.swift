@@ -100,7 +100,15 @@ extension CouchResponder {
     /// read when the options need them.
     func documentBytes(_ db: Database, _ document: Document, options: DocumentReadOptions) async throws -> [UInt8] {
         let revisions = options.needsRevisions && !document.id.hasPrefix("_local/") ? try await db.revisions(of: document.id) : nil
-        return try options.bytes(of: document, revisions: revisions)
+        // `_revs_info`: an earlier revision whose body is kept (until compaction) is "available", as in CouchDB.
+        var kept: Set<Revision> = []
+        if options.revsInfo, let revisions {
+            let leaves = Set(revisions.leaves.map(\.revision))
+            for revision in revisions.history(of: document.revision) where !leaves.contains(revision) {
+                if try await db.document(document.id, revision: revision) != nil { kept.insert(revision) }
+            }
+        }
+        return try options.bytes(of: document, revisions: revisions, kept: kept)
     }
 
     /// The leaf `revision` of a document when it is not the one `current`
@@ -129,7 +137,10 @@ extension CouchResponder {
     func openNamedRevision(_ db: Database, id: String, _ text: String, current: Document?,
                            options: DocumentReadOptions) async throws -> [OpenRevision] {
         let revision = Revision(text)!
-        if let current, let document = try await leaf(db, id: id, revision: revision, current: current, options: options) {
+        // With `latest`, a revision that is no longer a leaf answers with the leaves that descend from it
+        // (an earlier revision's body, kept until compaction, is not what a replicator asks for).
+        let isLeaf = try await db.revisions(of: id)?.leaves.contains { $0.revision == revision } ?? false
+        if let current, !options.latest || isLeaf, let document = try await leaf(db, id: id, revision: revision, current: current, options: options) {
             return [.found(try await documentBytes(db, document, options: options))]
         }
         if options.latest, current != nil, let revisions = try await db.revisions(of: id) {
@@ -156,7 +167,7 @@ extension DocumentReadOptions {
     /// The document as JSON with the members asked for, after its own, in
     /// the order CouchDB's `couch_doc:to_json_obj` adds them: `_revisions`,
     /// `_revs_info`, `_local_seq`, `_conflicts`, `_deleted_conflicts`.
-    func json(of document: Document, revisions: DocumentRevisions?) throws -> JSONValue {
+    func json(of document: Document, revisions: DocumentRevisions?, kept: Set<Revision> = []) throws -> JSONValue {
         guard case .object(var members) = try document.value else { return try document.value }
         let history = revisions.map { $0.history(of: document.revision) }.flatMap { $0.isEmpty ? nil : $0 } ?? [document.revision]
         if revs {
@@ -167,7 +178,7 @@ extension DocumentReadOptions {
             let leaves = Set(revisions?.leaves.map(\.revision) ?? [document.revision])
             members.append(("_revs_info", .array(history.map { revision in
                 let status = revision == document.revision ? (document.isDeleted ? "deleted" : "available")
-                    : leaves.contains(revision) ? "available" : "missing"
+                    : leaves.contains(revision) || kept.contains(revision) ? "available" : "missing"
                 return ["rev": .string(revision.description), "status": .string(status)]
             })))
         }
@@ -185,8 +196,8 @@ extension DocumentReadOptions {
     }
 
     /// The document's JSON bytes: as stored when nothing is added.
-    func bytes(of document: Document, revisions: DocumentRevisions?) throws -> [UInt8] {
+    func bytes(of document: Document, revisions: DocumentRevisions?, kept: Set<Revision> = []) throws -> [UInt8] {
         guard revs || revsInfo || localSeq || (revisions != nil && (conflicts || deletedConflicts)) else { return document.jsonBytes }
-        return Array(try json(of: document, revisions: revisions).exactJSONText.utf8)
+        return Array(try json(of: document, revisions: revisions, kept: kept).exactJSONText.utf8)
     }
 }

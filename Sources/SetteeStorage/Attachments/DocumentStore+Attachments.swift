@@ -288,6 +288,13 @@ extension DocumentStore {
                     entry = try cursor.next()
                 }
             }
+            // Earlier revisions kept until compaction hold references too.
+            try forEachEarlierRevision(in: transaction) { record in
+                guard record.hasAttachments else { return }
+                for stub in try AttachmentStub.stubs(inBody: record.body) {
+                    referenced[stub.digest, default: (0, stub.length)].count += 1
+                }
+            }
             var stored: [[UInt8]: AttachmentBodies.Entry] = [:]
             try transaction.withCursor(bodies.references) { cursor in
                 var entry = try cursor.first()

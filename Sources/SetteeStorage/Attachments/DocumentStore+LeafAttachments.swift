@@ -5,7 +5,8 @@ import SetteeCore
 // The attachments of one leaf of a document, deleted or not: a tombstone
 // written with `_attachments` keeps them, as CouchDB's does, and a losing
 // leaf has its own. CouchDB serves them when the revision is named
-// (`GET /db/doc?rev=…&attachments=true`, `GET /db/doc/att?rev=…`, `open_revs`).
+// (`GET /db/doc?rev=…&attachments=true`, `GET /db/doc/att?rev=…`, `open_revs`),
+// and so are an earlier revision's, while it is kept (``DocumentStore/keepsEarlierRevisions``).
 
 extension DocumentStore {
     /// The stub of attachment `name` of leaf `revision` of document `id` —
@@ -32,7 +33,7 @@ extension DocumentStore {
     }
 
     private func leafAttachmentStub(_ name: String, of id: String, revision: Revision, in transaction: LMDBTransaction) throws -> AttachmentStub {
-        guard let leaf = try leaf(id, revision: revision, in: transaction) else {
+        guard let leaf = try self.revision(id, revision: revision, in: transaction) else {
             throw DocumentError(.notFound, "missing", id: id)
         }
         let stubs = try leaf.body.withUnsafeBytes { try AttachmentStub.stubs(inBody: $0) }
@@ -49,7 +50,7 @@ extension DocumentStore {
     /// revisions. Nil when there is no such leaf.
     package func leafWithAttachments(_ id: String, revision: Revision?, since: [Revision]? = nil) throws -> Document? {
         try environment.read { transaction in
-            let document = if let revision { try leaf(id, revision: revision, in: transaction) } else { try record(id, in: transaction) }
+            let document = if let revision { try self.revision(id, revision: revision, in: transaction) } else { try record(id, in: transaction) }
             guard let document else { return nil }
             return try withAttachmentData(document, since: since, in: transaction)
         }

@@ -85,12 +85,18 @@ extension DocumentStore {
         }
         if let validation { try validation.validate(edit, id: id, current: record) }
         let parentLeaf = tree.leaves[parent]!
+        // The leaf this edit replaces, kept (with its attachments' references) until compaction.
+        let earlier = keepsEarlierRevisions ? parentLeaf.body.withUnsafeBytes {
+            earlierRecord(revision: parent, sequence: record.sequence, isDeleted: parentLeaf.isDeleted, body: $0, hasAttachments: parentLeaf.hasAttachments)
+        } : nil
         var attached: (body: [UInt8], term: [UInt8])?
         if edit.attachments != nil || parentLeaf.hasAttachments {
             attached = try withLeafRecord(parent, parentLeaf, key: key) { current in
-                try writeAttachments(of: edit, id: id, current: current, generation: Int(parent.generation) + 1, in: transaction)
+                try writeAttachments(of: edit, id: id, current: current, generation: Int(parent.generation) + 1,
+                                     releasingCurrent: earlier == nil, in: transaction)
             }
         }
+        if let earlier { try keepEarlier(key, parent, record: earlier, in: transaction) }
         let revision = edit.revision(following: parent, attachmentsTerm: attached?.term)
         tree.extend(parent, with: revision, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
         tree.prune(to: try revisionsLimit(inWrite: transaction))
@@ -140,18 +146,26 @@ extension DocumentStore {
             // The leaf the path extends, if it extends one; stubs are answered by it, else by the winner.
             let extended = path.first(where: tree.contains).flatMap { tree.leaves[$0] != nil ? $0 : nil }
             let stubSource = extended ?? tree.winner
+            // The leaf this revision extends, kept (with its attachments' references) until compaction.
+            var earlier: [UInt8]?
+            if keepsEarlierRevisions, let extended, let leaf = tree.leaves[extended], let current {
+                earlier = leaf.body.withUnsafeBytes {
+                    earlierRecord(revision: extended, sequence: current.sequence, isDeleted: leaf.isDeleted, body: $0, hasAttachments: leaf.hasAttachments)
+                }
+            }
             var attached: (body: [UInt8], term: [UInt8])?
             if edit.attachments != nil || (extended.flatMap { tree.leaves[$0]?.hasAttachments } ?? false) {
                 if let stubSource, let leaf = tree.leaves[stubSource] {
                     attached = try withLeafRecord(stubSource, leaf, key: key) { record in
                         try writeAttachments(of: edit, id: id, current: record, generation: Int(revision.generation),
-                                             releasingCurrent: extended != nil, keepingSenderRevpos: true, in: transaction)
+                                             releasingCurrent: extended != nil && earlier == nil, keepingSenderRevpos: true, in: transaction)
                     }
                 } else {
                     attached = try writeAttachments(of: edit, id: id, current: nil, generation: Int(revision.generation),
                                                     keepingSenderRevpos: true, in: transaction)
                 }
             }
+            if let earlier, let extended { try keepEarlier(key, extended, record: earlier, in: transaction) }
             _ = tree.merge(path: path, leaf: .init(isDeleted: edit.deleted, body: attached?.body ?? edit.body, hasAttachments: attached != nil))
             tree.prune(to: try revisionsLimit ?? self.revisionsLimit(inWrite: transaction))
             try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)
@@ -207,6 +221,8 @@ extension DocumentStore {
             }
             tree.removeLeaf(revision)
         }
+        // The document's earlier revisions go with a purge, as a compaction would take them.
+        try removeEarlierRevisions(key, in: transaction)
         var scratch: [UInt8] = []
         try store(tree, key: key, replacing: old, sequence: sequence, in: transaction, scratch: &scratch, countChange: &countChange)
         return removed

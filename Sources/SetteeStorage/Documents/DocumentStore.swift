@@ -37,12 +37,19 @@ package final class DocumentStore: Sendable {
     package let expirationTimes: LMDBTable?
     /// Revision trees of the documents that have one (``RevisionTree``).
     package let revisionTrees: LMDBTable?
+    /// The bodies of earlier revisions (``keepEarlier(_:_:record:in:)``).
+    package let earlierRevisions: LMDBTable?
+    /// Whether an edit keeps the body of the leaf it replaces until
+    /// ``compactEarlierRevisions()``, as CouchDB keeps them until compaction.
+    package let keepsEarlierRevisions: Bool
     /// `_revs_limit` as the latest write transaction read it, by that
     /// transaction's id (``revisionsLimit(inWrite:)``).
     let writtenRevisionsLimit = Mutex<(transaction: Int, limit: Int)?>(nil)
 
-    package init(environment: LMDBEnvironment, logger: Logger, validation: (any DocumentWriteValidation)? = nil, sizeLimits: DocumentSizeLimits) throws {
+    package init(environment: LMDBEnvironment, logger: Logger, validation: (any DocumentWriteValidation)? = nil, sizeLimits: DocumentSizeLimits,
+                 keepsEarlierRevisions: Bool = false) throws {
         self.environment = environment
+        self.keepsEarlierRevisions = keepsEarlierRevisions
         self.logger = logger
         self.validation = validation
         self.sizeLimits = sizeLimits
@@ -55,6 +62,7 @@ package final class DocumentStore: Sendable {
         let optional = try Self.openOptionalTables(environment)
         (local, purges, expirations, expirationTimes) = (optional[0], optional[1], optional[2], optional[3])
         revisionTrees = optional[4]
+        earlierRevisions = optional[5]
         let seqs = seqs
         commits = try CommitSignal.shared(environment: environment) { transaction in
             try transaction.withCursor(seqs) { cursor in
@@ -216,10 +224,15 @@ package final class DocumentStore: Sendable {
             }
             // Read before the put: the record points into the page the put rewrites.
             let wasDeleted = current?.isDeleted
+            // The leaf this edit replaces, kept (with its attachments' references) until compaction.
+            let earlier = keepsEarlierRevisions ? current.map {
+                earlierRecord(revision: $0.revision, sequence: $0.sequence, isDeleted: $0.isDeleted, body: $0.body, hasAttachments: $0.hasAttachments)
+            } : nil
             // Attachments: only an edit that names some, or replaces a revision that had some, pays for them.
             var attached: (body: [UInt8], term: [UInt8])?
             if edit.attachments != nil || current?.hasAttachments == true {
-                attached = try writeAttachments(of: edit, id: id, current: current, generation: Int((previous?.generation ?? 0) + 1), in: transaction)
+                attached = try writeAttachments(of: edit, id: id, current: current, generation: Int((previous?.generation ?? 0) + 1),
+                                                releasingCurrent: earlier == nil, in: transaction)
             }
             let revision = edit.revision(following: previous, attachmentsTerm: attached?.term)
             (attached?.body ?? edit.body).withUnsafeBytes {
@@ -227,6 +240,7 @@ package final class DocumentStore: Sendable {
                                       hasAttachments: attached != nil)
             }
             try scratch.withUnsafeBytes { try transaction.put(docs, key, $0) }
+            if let earlier, let previous { try keepEarlier(key, previous, record: earlier, in: transaction) }
             if let previous { try keepAncestors(key, parent: previous, limit: try revisionsLimit(inWrite: transaction), in: transaction, scratch: &scratch) }
             if let previousSequence {
                 try withUnsafeBytes(of: previousSequence.bigEndian) { _ = try transaction.delete(seqs, $0) }

@@ -121,6 +121,7 @@ extension DocumentStore {
             }
         }
         _ = try transaction.delete(docs, key)
+        try removeEarlierRevisions(key, in: transaction)
         _ = try withUnsafeBytes(of: sequence.bigEndian) { try transaction.delete(seqs, $0) }
         if isDeleted { countChange.deleted -= 1 } else { countChange.live -= 1 }
         try removeExpiration(of: String(decoding: key, as: UTF8.self), in: transaction)

@@ -26,7 +26,7 @@ package enum DatabaseFormat {
     /// Tables added since version 1 without changing it (an older Settee
     /// leaves them alone): `_local/` documents, the purge log, expirations,
     /// revision trees.
-    package static let laterTables = ["local", "purges", "expirations", "expiration_times", "revtrees"]
+    package static let laterTables = ["local", "purges", "expirations", "expiration_times", "revtrees", "oldrevs"]
 
     package static func isSetteeTable(_ name: String) -> Bool {
         name == table || name == indexStateTable || documentTables.contains(name) || laterTables.contains(name)

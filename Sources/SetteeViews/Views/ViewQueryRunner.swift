@@ -239,8 +239,16 @@ package struct ViewQueryRunner {
     /// The emitting document, or the one named by a value `{"_id": …}` (CouchDB's linked documents).
     private func includedDocument(for row: IndexRow, transaction: LMDBTransaction, conflicts: Bool, scratch: inout [UInt8]) throws -> String {
         var id = row.id
-        if row.valueJSON.first == UInt8(ascii: "{"), case .string(let linked)? = (try? JSONParser.parse(row.valueJSON))?["_id"] {
+        if row.valueJSON.first == UInt8(ascii: "{"), let value = try? JSONParser.parse(row.valueJSON), case .string(let linked)? = value["_id"] {
             id = linked
+            // `{"_id", "_rev"}`: that revision, a leaf or an earlier one kept (CouchDB's `load_doc` of `{Id, Rev}`).
+            if case .string(let text)? = value["_rev"], let revision = Revision(text) {
+                guard let document = try store.revision(id, revision: revision, in: transaction) else { return "null" }
+                let current = try store.storedRecord(id, in: transaction)?.revision
+                if document.isDeleted || revision != current {
+                    return String(decoding: document.jsonBytes, as: UTF8.self)
+                }
+            }
         }
         return try store.liveJSON(id, conflicts: conflicts, in: transaction, scratch: &scratch) ?? "null"
     }
