@@ -43,7 +43,7 @@ extension Database {
 
     /// Revision `revision` of document `id`: a leaf — the winner or a
     /// conflict, deleted or not — or, while it is kept
-    /// (``Options/keepsEarlierRevisions``, until ``compact()``), an earlier
+    /// (``Options/keepsEarlierRevisions``, until ``compact()-6hje7``), an earlier
     /// revision; nil when its body is not kept (CouchDB after compaction).
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
     public func document(_ id: String, revision: Revision) throws -> Document? {

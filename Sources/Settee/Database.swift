@@ -114,8 +114,8 @@ public final class Database: Sendable {
         /// it takes (see ``DocumentWriteRule``); nil for none.
         public var writeRule: (any DocumentWriteRule)?
         /// Whether an edit keeps the body of the revision it replaces (and
-        /// that revision's attachments) until ``Database/compact()``, as
-        /// CouchDB keeps them until compaction: ``Database/document(_:revision:)``
+        /// that revision's attachments) until ``Database/compact()-6hje7``, as
+        /// CouchDB keeps them until compaction: ``Database/document(_:revision:)-927p7``
         /// then reads earlier revisions too. Off by default, as in Couchbase
         /// Lite (an edit then writes only the new revision); `settee serve`
         /// turns it on.
