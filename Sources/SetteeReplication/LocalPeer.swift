@@ -105,11 +105,13 @@ struct LocalPeer: ReplicationPeer {
         return answer
     }
 
-    func documents(_ wanted: [WantedRevisions]) async throws -> [ReplicatedDocument] {
+    func documents(_ wanted: [WantedRevisions], byteLimit: Int) async throws -> (documents: [ReplicatedDocument], taken: Int) {
         let database = self.database
         return try await database.background {
             var documents: [ReplicatedDocument] = []
-            for entry in wanted {
+            var bytes = 0
+            for (taken, entry) in wanted.enumerated() {
+                if bytes > byteLimit { return (documents, taken) }
                 guard let tree = try database.revisions(of: entry.id) else { continue }
                 let since = entry.attachmentsSince.compactMap(Revision.init)
                 var leaves: [Revision] = []
@@ -122,11 +124,12 @@ struct LocalPeer: ReplicationPeer {
                 for leaf in leaves {
                     guard let document = try database.document(entry.id, revision: leaf, attachments: true,
                                                                since: since.isEmpty ? nil : since) else { continue }
-                    documents.append(ReplicatedDocument(id: entry.id, revision: leaf.description,
-                                                        json: Self.withRevisions(document, history: tree.history(of: leaf))))
+                    let json = Self.withRevisions(document, history: tree.history(of: leaf))
+                    bytes += json.count
+                    documents.append(ReplicatedDocument(id: entry.id, revision: leaf.description, json: json))
                 }
             }
-            return documents
+            return (documents, wanted.count)
         }
     }
 

@@ -111,7 +111,7 @@ struct RemotePeer: ReplicationPeer {
         return answer
     }
 
-    func documents(_ wanted: [WantedRevisions]) async throws -> [ReplicatedDocument] {
+    func documents(_ wanted: [WantedRevisions], byteLimit: Int) async throws -> (documents: [ReplicatedDocument], taken: Int) {
         var entries: [JSONValue] = []
         for entry in wanted {
             for revision in entry.revisions {
@@ -137,7 +137,7 @@ struct RemotePeer: ReplicationPeer {
                 documents.append(ReplicatedDocument(id: id, revision: revision, json: Array(document.exactJSONText.utf8)))
             }
         }
-        return documents
+        return (documents, wanted.count)
     }
 
     func write(_ documents: [ReplicatedDocument]) async throws -> [WriteFailure] {

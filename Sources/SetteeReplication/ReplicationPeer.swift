@@ -31,8 +31,10 @@ protocol ReplicationPeer: Sendable {
     /// The revisions asked for, each with `_revisions` and its attachments'
     /// data inline except those held at or before `since` (`_bulk_get` with
     /// `revs`, `attachments`, `latest`). A revision no longer a leaf gives
-    /// the leaves that descend from it.
-    func documents(_ wanted: [WantedRevisions]) async throws -> [ReplicatedDocument]
+    /// the leaves that descend from it. A peer that reads one document at a
+    /// time may stop once what it read passes `byteLimit`: it returns how
+    /// many of `wanted` it took.
+    func documents(_ wanted: [WantedRevisions], byteLimit: Int) async throws -> (documents: [ReplicatedDocument], taken: Int)
     /// Writes replicated revisions (`new_edits: false`); returns the refusals.
     func write(_ documents: [ReplicatedDocument]) async throws -> [WriteFailure]
 }

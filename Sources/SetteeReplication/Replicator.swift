@@ -122,6 +122,9 @@ struct ReplicationRun {
     let logger: Logger
     let report: @Sendable (ReplicationStatus) -> Void
     var status = ReplicationStatus()
+    /// Revisions read and written as one group (see `carry`): a whole
+    /// batch (one write transaction) unless documents are large.
+    lazy var groupSize = options.batchSize
 
     init(source: any ReplicationPeer, target: any ReplicationPeer, options: ReplicationOptions, logger: Logger,
          report: @escaping @Sendable (ReplicationStatus) -> Void) {
@@ -252,7 +255,11 @@ struct ReplicationRun {
         }
     }
 
-    /// Carries the revisions of `rows` the target lacks.
+    /// Carries the revisions of `rows` the target lacks: read from the source
+    /// in groups, each group written while the next is read. A group is
+    /// a batch at most — one write transaction — and fewer once a group's
+    /// documents came to more than ``groupBytes`` (documents with large
+    /// attachments travel a few at a time), so memory holds about two groups.
     private mutating func carry(_ rows: [ChangeRow]) async throws {
         status.missingChecked += rows.reduce(0) { $0 + $1.revisions.count }
         let missing = try await target.missingRevisions(rows.map { ($0.id, $0.revisions) })
@@ -263,15 +270,34 @@ struct ReplicationRun {
             wanted.append(WantedRevisions(id: row.id, revisions: entry.missing, attachmentsSince: entry.possibleAncestors))
             status.missingFound += entry.missing.count
         }
-        let documents = try await source.documents(wanted)
-        status.docsRead += documents.count
-        guard !documents.isEmpty else { return }
-        let failures = try await target.write(documents)
-        status.docsWritten += documents.count - failures.count
+        let target = self.target
+        var writing: Task<[WriteFailure], any Error>?
+        var written = 0
+        var next = wanted[...]
+        while !next.isEmpty {
+            let group = next.prefix(groupSize)
+            let (documents, taken) = try await source.documents(Array(group), byteLimit: Self.groupBytes)
+            next = next.dropFirst(max(1, taken))
+            status.docsRead += documents.count
+            let bytes = documents.reduce(0) { $0 + $1.json.count }
+            groupSize = bytes > Self.groupBytes ? max(1, groupSize / 2) : min(options.batchSize, groupSize * 2)
+            if let writing { try await record(writing.value, of: written) }
+            written = documents.count
+            writing = documents.isEmpty ? nil : Task { try await target.write(documents) }
+        }
+        if let writing { try await record(writing.value, of: written) }
+    }
+
+    /// Counts a written group and its refusals.
+    private mutating func record(_ failures: [WriteFailure], of count: Int) {
+        status.docsWritten += count - failures.count
         status.docWriteFailures += failures.count
         for failure in failures {
             logger.warning("Replication to \(target.name): \(failure.id) \(failure.revision) refused: \(failure.error): \(failure.reason)")
         }
         status.failures = Array((status.failures + failures).suffix(100))
     }
+
+    /// The size past which a group's documents make the next group smaller.
+    static let groupBytes = 32 << 20
 }
