@@ -88,6 +88,23 @@ struct ReplicatorTests {
         #expect(try await source.document("_local/" + first.replicationID)?.value["session_id"] == log["session_id"])
     }
 
+    @Test("sync replicates both ways: each database ends with the other's documents, and a conflict made on both sides is one on both")
+    func syncBothWays() async throws {
+        let folder = TemporaryDirectory()
+        let a = try Database(at: folder.url.appendingPathComponent("a")), b = try Database(at: folder.url.appendingPathComponent("b"))
+        _ = try await a.put(#"{"_id":"from-a"}"#)
+        _ = try await b.put(#"{"_id":"from-b"}"#)
+        _ = try await a.put(#"{"_id":"both","side":"a"}"#)
+        _ = try await b.put(#"{"_id":"both","side":"b"}"#)
+        let (push, pull) = try await Replicator.sync(.local(a), .local(b))
+        #expect(push.state == .completed && pull.state == .completed)
+        #expect(try await Self.ids(a) == ["both", "from-a", "from-b"])
+        #expect(try await Self.ids(b) == ["both", "from-a", "from-b"])
+        #expect(try await a.revisions(of: "both")?.leaves.count == 2)
+        #expect(try await a.revisions(of: "both") == b.revisions(of: "both"))
+        #expect(try await a.document("both")?.json == b.document("both")?.json)
+    }
+
     @Test("Document ids and selector filters carry only the documents they name")
     func filters() async throws {
         let folder = TemporaryDirectory()

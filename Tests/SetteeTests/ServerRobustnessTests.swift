@@ -74,10 +74,11 @@ struct ServerRobustnessTests {
                 usleep(200_000)
             }
         }
-        let received = await slow.receive(for: 4)
+        let received = await slow.receive(for: 30)
         trickle.cancel()
-        let closed = try #require(received.closedAt, "the connection was still open after 4 s")
-        #expect(closed.timeIntervalSince(started) < 3.5)
+        let closed = try #require(received.closedAt, "the connection was still open after 30 s")
+        // Cut by the header timeout (1 s), not the idle one (60 s): far sooner than 60 s, however busy the machine.
+        #expect(closed.timeIntervalSince(started) < 30)
         #expect(!received.text.contains("200 OK"))
 
         // A connection idle between requests for longer than the header timeout still serves the next request.
