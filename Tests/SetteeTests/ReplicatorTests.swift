@@ -105,6 +105,22 @@ struct ReplicatorTests {
         #expect(try await a.document("both")?.json == b.document("both")?.json)
     }
 
+    @Test("Revisions the target's validate_doc_update refuses are counted and listed; the others are written")
+    func validationFailures() async throws {
+        let folder = TemporaryDirectory()
+        let source = try Database(at: folder.url.appendingPathComponent("source"))
+        let target = try Database(at: folder.url.appendingPathComponent("target"))
+        _ = try await target.put(#"{"_id":"_design/guard","validate_doc_update":"function (doc) { if (doc.bad) throw({forbidden: 'no bad documents'}); }"}"#)
+        for (id, bad) in [("ok1", false), ("nope", true), ("ok2", false)] { _ = try await source.put(#"{"_id":"\#(id)","bad":\#(bad)}"#) }
+        let status = try await Replicator(source: .local(source), target: .local(target)).run()
+        #expect(status.docsWritten == 2)
+        #expect(status.docWriteFailures == 1)
+        #expect(status.failures.map(\.id) == ["nope"])
+        #expect(status.failures.first?.error == "forbidden")
+        #expect(try await target.document("nope") == nil)
+        #expect(try await target.document("ok2") != nil)
+    }
+
     @Test("Document ids and selector filters carry only the documents they name")
     func filters() async throws {
         let folder = TemporaryDirectory()
