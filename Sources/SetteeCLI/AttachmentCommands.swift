@@ -25,8 +25,6 @@ struct AttachmentPutCommand: ParsableCommand {
             created holding only the attachment. Prints {"ok":true,"id":…,"rev":…}.
             """)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The document's id.")
     var id: String
 
@@ -41,6 +39,8 @@ struct AttachmentPutCommand: ParsableCommand {
 
     @Option(name: .customLong("content-type"), help: "The attachment's MIME type (by default from the attachment's extension, else the file's, else application/octet-stream).")
     var contentType: String?
+
+    @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
         _ = try revision(rev)
@@ -87,8 +87,6 @@ struct AttachmentGetCommand: ParsableCommand {
             stub (content_type, revpos, digest, length) is printed as JSON once the file is written.
             """)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The document's id.")
     var id: String
 
@@ -97,6 +95,8 @@ struct AttachmentGetCommand: ParsableCommand {
 
     @Option(name: .shortAndLong, help: "Write the bytes to this file (created or replaced) instead of standard output.")
     var output: String?
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {
@@ -129,8 +129,6 @@ struct AttachmentDeleteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete", abstract: "Remove an attachment from a document (its bytes go when no document refers to them).")
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The document's id.")
     var id: String
 
@@ -139,6 +137,8 @@ struct AttachmentDeleteCommand: ParsableCommand {
 
     @Option(help: "The document's current revision.")
     var rev: String
+
+    @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
         _ = try revision(rev)

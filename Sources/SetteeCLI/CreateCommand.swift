@@ -15,10 +15,10 @@ struct CreateCommand: ParsableCommand {
             an existing one is refused. Prints {"ok":true}.
             """)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Flag(name: .long, help: "Make the database partitioned.")
     var partitioned = false
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {

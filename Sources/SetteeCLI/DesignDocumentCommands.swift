@@ -12,6 +12,7 @@ struct DesignListCommand: ParsableCommand {
             of its views.
             """)
 
+
     @OptionGroup var database: DatabaseOptions
 
     func run() throws {
@@ -47,10 +48,10 @@ struct DesignShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show", abstract: "Print a stored design document (as get _design/DDOC does).")
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The design document: NAME or _design/NAME.", completion: .custom(ShellCompletion.designDocuments))
     var designDocument: String
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {
@@ -70,13 +71,13 @@ struct DesignDeleteCommand: ParsableCommand {
         commandName: "delete",
         abstract: "Delete a design document; indexes no other design document uses are removed with it.")
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The design document: NAME or _design/NAME.", completion: .custom(ShellCompletion.designDocuments))
     var designDocument: String
 
     @Option(help: "The revision to delete; by default the current one.")
     var rev: String?
+
+    @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
         if let rev, Revision(rev) == nil { throw ValidationError("--rev must look like N-<32 hex digits>, not \(rev)") }

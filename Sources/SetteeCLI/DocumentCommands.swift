@@ -8,10 +8,10 @@ struct PutCommand: ParsableCommand {
         abstract: "Write one document (a JSON object; `-` reads it from standard input).",
         discussion: "Include `_rev` to update an existing document, `\"_deleted\": true` to delete it.")
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The document as JSON, or - for standard input.")
     var json: String
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {
@@ -47,17 +47,17 @@ struct PutCommand: ParsableCommand {
 struct GetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a document.")
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The document's id.")
     var id: String
 
-    @Option(help: "Include the bytes of attachments as base64 data (CouchDB's attachments=true).")
+    @Option(help: ArgumentHelp("Include the bytes of attachments as base64 data (CouchDB's attachments=true; a lone --attachments is true).", valueName: "true|false"))
     var attachments: Bool = false
 
     @Option(name: [.customLong("atts-since"), .customLong("atts_since")],
             help: ArgumentHelp("With --attachments: a JSON array of revisions the reader has; attachments stored by then stay stubs.", valueName: "revs"))
     var attsSince: String?
+
+    @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
         _ = try sinceRevisions()
@@ -96,13 +96,13 @@ struct DeleteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete", abstract: "Delete a document (it leaves a tombstone in the changes feed).")
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The document's id.")
     var id: String
 
     @Option(help: "The revision to delete; by default the current one.")
     var rev: String?
+
+    @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
         if let rev, Revision(rev) == nil { throw ValidationError("--rev must look like N-<32 hex digits>, not \(rev)") }
@@ -126,8 +126,6 @@ struct ChangesCommand: AsyncParsableCommand {
             until interrupted.
             """)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Option(help: "Only changes after this sequence number.")
     var since: UInt64 = 0
 
@@ -136,6 +134,8 @@ struct ChangesCommand: AsyncParsableCommand {
 
     @Flag(help: "Keep printing new changes as they are written (one JSON object per line).")
     var continuous = false
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
         if continuous {
@@ -184,6 +184,7 @@ struct ChangesCommand: AsyncParsableCommand {
 
 struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "info", abstract: "Show what the database holds.")
+
 
     @OptionGroup var database: DatabaseOptions
 

@@ -8,8 +8,6 @@ struct ExpireCommand: ParsableCommand {
         discussion: "Give exactly one of --in, --at and --clear. Past its time the document reads as missing; it is purged "
             + "when a database is opened for writing, by queries, and while a process keeps the database open.")
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The document's id.")
     var id: String
 
@@ -21,6 +19,8 @@ struct ExpireCommand: ParsableCommand {
 
     @Flag(help: "Clear the document's expiration.")
     var clear = false
+
+    @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
         let given = [seconds != nil, at != nil, clear].filter { $0 }.count
@@ -45,10 +45,10 @@ struct ExpiringCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "expiring", abstract: "List the documents that expire before a time, soonest first.")
 
-    @OptionGroup var database: DatabaseOptions
-
     @Option(help: "List those expiring before this time (ISO 8601, e.g. 2030-01-01T00:00:00Z).")
     var before: String
+
+    @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
         if ISO8601Time.parse(before) == nil {

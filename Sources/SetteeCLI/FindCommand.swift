@@ -12,13 +12,13 @@ struct FindCommand: ParsableCommand {
             {"docs": [...], "bookmark": "...", "warning": "..."}. Pass the bookmark back for the next page.
             """)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: ArgumentHelp("The request as JSON, or - for standard input.", valueName: "body"))
     var body: String
 
     @Option(name: .long, help: "In a partitioned database, find in this partition only (CouchDB's /db/_partition/P/_find).")
     var partition: String?
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {
@@ -40,13 +40,13 @@ struct ExplainCommand: ParsableCommand {
         abstract: "Show how find would run a request (CouchDB's _explain; `-` reads it from standard input).",
         discussion: "Prints the index chosen, the key range read, the normalized selector and why each other index was not chosen.")
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: ArgumentHelp("The _find request as JSON, or - for standard input.", valueName: "body"))
     var body: String
 
     @Option(name: .long, help: "In a partitioned database, explain a query of this partition (CouchDB's /db/_partition/P/_explain).")
     var partition: String?
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {

@@ -15,10 +15,10 @@ struct CreateIndexCommand: ParsableCommand {
             "language": "query", as CouchDB keeps it. Prints {"result": "created" or "exists", "id", "name"}.
             """)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: ArgumentHelp("The request as JSON, or - for standard input.", valueName: "body"))
     var body: String
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {
@@ -32,6 +32,7 @@ struct ListIndexesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list-indexes",
         abstract: "List the indexes find can use (CouchDB's GET /db/_index): _all_docs, then the JSON and array indexes.")
+
 
     @OptionGroup var database: DatabaseOptions
 
@@ -48,13 +49,13 @@ struct DeleteIndexCommand: ParsableCommand {
         commandName: "delete-index",
         abstract: "Delete a JSON or array index; its design document goes with its last index.")
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: ArgumentHelp("The design document (NAME or _design/NAME).", valueName: "ddoc"))
     var designDocument: String
 
     @Argument(help: "The index's name.")
     var name: String
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {

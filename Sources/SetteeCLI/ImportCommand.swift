@@ -12,10 +12,10 @@ struct ImportCommand: ParsableCommand {
             written all the same, and the report says which), 1 when the import could not run.
             """)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The file to import, or - for standard input.")
     var file: String
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {

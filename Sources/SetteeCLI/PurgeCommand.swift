@@ -7,13 +7,13 @@ struct PurgeCommand: ParsableCommand {
         commandName: "purge", abstract: "Remove a document completely, as CouchDB's _purge (no tombstone; views drop its rows).",
         discussion: #"Prints CouchDB's response: {"purge_seq":N,"purged":{"DOCID":["REV"]}}; the list is empty when nothing was purged."#)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "The document's id.")
     var id: String
 
     @Option(help: "A revision to purge (repeatable): the document is purged only when its current revision is one of them. By default the current one.")
     var rev: [String] = []
+
+    @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
         for rev in rev where Revision(rev) == nil { throw ValidationError("--rev must look like N-<32 hex digits>, not \(rev)") }

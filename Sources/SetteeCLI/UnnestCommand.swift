@@ -15,10 +15,10 @@ struct UnnestCommand: ParsableCommand {
             _id, then position; pass the bookmark back for the next page (it resumes within a document).
             """)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: ArgumentHelp("The request as JSON, or - for standard input.", valueName: "body"))
     var body: String
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {

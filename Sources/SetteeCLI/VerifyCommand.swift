@@ -11,6 +11,7 @@ struct VerifyCommand: ParsableCommand {
             index; exits with status 1 when anything is damaged. Reads only.
             """)
 
+
     @OptionGroup var database: DatabaseOptions
 
     func run() throws {

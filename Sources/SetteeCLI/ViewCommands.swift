@@ -18,10 +18,10 @@ struct DesignLoadCommand: ParsableCommand {
             a new index on their next query; the others keep theirs.
             """)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Argument(help: "A design document file, or a folder of .json design documents.")
     var path: String
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {
@@ -120,11 +120,12 @@ struct QueryCommand: ParsableCommand {
             shows on standard error while it builds.
             """)
 
-    @OptionGroup var database: DatabaseOptions
     @OptionGroup var query: ViewQueryParameters
 
     @Argument(help: "The view, as DESIGN/VIEW.", completion: .custom(ShellCompletion.views))
     var view: String
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {
@@ -146,8 +147,9 @@ struct AllDocsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "all-docs", abstract: "List documents by id, as CouchDB's _all_docs, with the parameters of query that apply to it.")
 
-    @OptionGroup var database: DatabaseOptions
     @OptionGroup var query: AllDocsQueryParameters
+
+    @OptionGroup var database: DatabaseOptions
 
     func run() throws {
         try reportingErrors {
@@ -170,6 +172,7 @@ struct IndexCommand: ParsableCommand {
             indexed, each one left out is named on standard error with the reason and listed under "skipped", \
             and the exit status is 2, as for an import that rejected documents.
             """)
+
 
     @OptionGroup var database: DatabaseOptions
 

@@ -19,17 +19,26 @@ struct WatchCommand: AsyncParsableCommand {
             Runs until interrupted.
             """)
 
-    @OptionGroup var database: DatabaseOptions
-
     @Option(name: .long, help: "The folder of .json design documents to watch.")
     var design: String
 
     @Option(name: .long, help: "Also print this view's (DESIGN/VIEW) result whenever it changes.", completion: .custom(ShellCompletion.views))
     var query: String?
 
+    /// The view's query parameters, as `settee query` takes them (`--group`, `--startkey`, `--limit`…).
+    @OptionGroup var parameters: ViewQueryParameters
+
+    @OptionGroup var database: DatabaseOptions
+
+    func validate() throws {
+        if query == nil && !parameters.parameters.isEmpty { throw ValidationError("View query parameters need --query DESIGN/VIEW") }
+    }
+
     func run() async throws {
         let folder = URL(fileURLWithPath: design)
         let query = query
+        let options: ViewQueryOptions
+        do { options = try ViewQueryOptions(parameters: parameters.parameters) } catch { try reportingErrors { throw error }; return }
         do {
             let db = try database.open()
             // Only the latest reload matters to a query waiting for its view to come back.
@@ -37,7 +46,7 @@ struct WatchCommand: AsyncParsableCommand {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await Self.watch(db, folder, loaded: loadedSink) }
                 if let query {
-                    group.addTask { try await Self.follow(query, in: db, reloads: loaded) }
+                    group.addTask { try await Self.follow(query, options: options, in: db, reloads: loaded) }
                 }
                 try await group.next()
                 group.cancelAll()
@@ -68,14 +77,14 @@ struct WatchCommand: AsyncParsableCommand {
     /// document or view (its file deleted, the view taken out) does not end
     /// the watch: it is reported once, and the query starts again after
     /// each reload until the view is back.
-    private static func follow(_ query: String, in db: Database, reloads: AsyncStream<Void>) async throws {
+    private static func follow(_ query: String, options: ViewQueryOptions, in db: Database, reloads: AsyncStream<Void>) async throws {
         var reloads = reloads.makeAsyncIterator()
         // After the first load, so that the view exists.
         guard await reloads.next() != nil else { return }
         var reported = false
         while true {
             do {
-                for try await result in db.liveQuery(query) {
+                for try await result in db.liveQuery(query, options: options) {
                     reported = false
                     printLine(["query": .string(query), "result": try JSONValue(parsing: result.json)])
                 }

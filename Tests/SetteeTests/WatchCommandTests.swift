@@ -135,3 +135,27 @@ struct WatchCommandMissingDesignTests {
         #expect(tool.process.isRunning)
     }
 }
+
+@Suite("settee watch --query with query parameters", .timeLimit(.minutes(1)))
+struct WatchQueryParameterTests {
+    @Test("watch --query takes the view's query parameters: a reduce view grouped and limited, not only its grand total")
+    func groupedAndLimited() async throws {
+        let directory = TemporaryDirectory()
+        let folder = directory.url.appendingPathComponent("DesignDocs")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(#"{"_id": "_design/notes", "views": {"by": {"map": "function (doc) { emit(doc.k, 1); }", "reduce": "_count"}}}"#.utf8)
+            .write(to: folder.appendingPathComponent("notes.json"))
+        let dbURL = directory.url.appendingPathComponent("db")
+        do {
+            let db = try Database(at: dbURL)
+            for (index, key) in ["a", "a", "b"].enumerated() { _ = try await db.put(#"{"_id":"n\#(index)","k":"\#(key)"}"#) }
+            db.close()
+        }
+        let tool = try RunningTool(["--db", dbURL.path, "watch", "--design", folder.path, "--query", "notes/by", "--group", "--limit", "1"])
+        defer { tool.stop() }
+        var output = tool.output.makeAsyncIterator()
+        _ = try #require(await output.next())   // loaded
+        let query = try JSONValue(parsing: try #require(await output.next()))
+        #expect(query["result"]?["rows"] == [["key": "a", "value": 2]], "\(query.jsonText)")
+    }
+}
