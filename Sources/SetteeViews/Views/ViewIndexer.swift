@@ -179,7 +179,11 @@ package struct ViewIndexer {
         var processed = 0
         let total = Int(latest - since)
         if since < latest {
-            logger.info("indexing", metadata: ["views": "\(targets.map(\.view.path))", "since": "\(since)", "to": "\(latest)"])
+            // Each view with where it starts: a view an edit changed starts anew, the others go on.
+            let views = zip(targets, states).map { target, state in
+                target.existed ? "\(target.view.path) from \(state.sequence)" : "\(target.view.path) new"
+            }
+            logger.info("indexing", metadata: ["views": "\(views)", "since": "\(since)", "to": "\(latest)"])
         }
         let startedAt = ContinuousClock.now
         /// The line that ends an update: how long it took, and where the CPU went.
