@@ -134,7 +134,7 @@ struct CommandLineErrorTests {
         let usage = try report(badOption)
         #expect(usage["error"] == "bad_request")
         #expect(usage["reason"] == "Unknown option '--limt'. Did you mean '--limit'?", "\(usage)")
-        #expect(usage["usage"]?.stringValue?.hasPrefix("settee query [<options>] --db <path> <view>") == true, "\(usage)")
+        #expect(usage["usage"]?.stringValue?.hasPrefix("settee query [<options>] <view> --db <path>") == true, "\(usage)")
 
         let badQuery = try fixture.run(["--db", fixture.db, "query", "numbers/by_n", "--reduce"])
         #expect(badQuery.exitStatus == 1)

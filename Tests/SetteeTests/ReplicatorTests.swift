@@ -281,8 +281,12 @@ struct ReplicatorTests {
 
     @Test("A continuous replication carries new writes as they come, and survives the server's restart")
     func continuousThroughRestart() async throws {
-        let first = try await RunningServer()
-        let port = first.port, directory = first.directory
+        // A port outside the ephemeral range, which the other tests' servers (port 0) never take, so that
+        // the restarted server finds it free; tried again while the old socket lets go.
+        var first: RunningServer?
+        for _ in 0..<20 where first == nil { first = try? await RunningServer(port: Int.random(in: 20_000..<30_000)) }
+        let firstServer = try #require(first)
+        let port = firstServer.port, directory = firstServer.directory
         let folder = TemporaryDirectory()
         let source = try Database(at: folder.url.appendingPathComponent("source"))
         _ = try await source.put(#"{"_id":"first"}"#)
@@ -301,12 +305,17 @@ struct ReplicatorTests {
             }
             return false
         }
-        #expect(try await arrives("first", first))
+        #expect(try await arrives("first", firstServer))
         _ = try await source.put(#"{"_id":"second"}"#)
-        #expect(try await arrives("second", first))
-        await first.stopKeepingFolder()
+        #expect(try await arrives("second", firstServer))
+        await firstServer.stopKeepingFolder()
         _ = try await source.put(#"{"_id":"while-down"}"#)
-        let server = try await RunningServer(directory: directory, port: port)
+        var restarted: RunningServer?
+        for _ in 0..<50 where restarted == nil {
+            restarted = try? await RunningServer(directory: directory, port: port)
+            if restarted == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let server = try #require(restarted)
         defer { Task { await server.stop() } }
         #expect(try await arrives("while-down", server))
         _ = try await source.put(#"{"_id":"after"}"#)
