@@ -131,30 +131,20 @@ enum ExitStatus {
 /// Runs a command body, turning Settee's errors into one JSON object on
 /// standard error (``ErrorReport``) and exit status 1.
 func reportingErrors(_ body: () throws -> Void) throws {
-    do {
-        try body()
-    } catch let error as ExitCode {
-        throw error
-    } catch let error as ValidationError {
-        throw error
-    } catch {
-        ErrorReport.print(error)
-        throw ExitCode(1)
-    }
+    do { try body() } catch { throw reported(error) }
 }
 
 /// Runs an async command body as ``reportingErrors(_:)`` runs a synchronous one.
 func reportingErrors(_ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch let error as ExitCode {
-        throw error
-    } catch let error as ValidationError {
-        throw error
-    } catch {
-        ErrorReport.print(error)
-        throw ExitCode(1)
-    }
+    do { try await body() } catch { throw reported(error) }
+}
+
+/// What a command throws for `error`: ArgumentParser's own (an exit code, a
+/// usage error) as they are; any other printed as one JSON object, then exit status 1.
+private func reported(_ error: any Error) -> any Error {
+    if error is ExitCode || error is ValidationError { return error }
+    ErrorReport.print(error)
+    return ExitCode(1)
 }
 
 func printError(_ message: String) {

@@ -17,10 +17,7 @@ struct LocalPeer: ReplicationPeer {
 
     func create() async throws {}
 
-    /// A local database has no CouchDB term: `{local, Path}` keeps ids apart.
-    func replicationIDTerm() -> ErlangTermWriter.Term {
-        .tuple([.atom("local"), .binary(database.url.standardizedFileURL.path)])
-    }
+    func replicationIDTerm() -> ErlangTermWriter.Term { ReplicationID.term(of: .local(database)) }
 
     func serverUUID() async throws -> String? { nil }
 

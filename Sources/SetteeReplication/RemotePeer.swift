@@ -35,7 +35,7 @@ struct RemotePeer: ReplicationPeer {
         try check(status, body, "PUT (create the database)")
     }
 
-    func replicationIDTerm() -> ErlangTermWriter.Term { ReplicationID.remoteTerm(database) }
+    func replicationIDTerm() -> ErlangTermWriter.Term { ReplicationID.term(of: .remote(database)) }
 
     func serverUUID() async throws -> String? {
         let (status, body) = try await send(.GET, nil)
@@ -227,13 +227,5 @@ struct RemotePeer: ReplicationPeer {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
-    }
-}
-
-extension JSONValue {
-    /// The string, when this is one.
-    var stringValue: String? {
-        if case .string(let text) = self { return text }
-        return nil
     }
 }

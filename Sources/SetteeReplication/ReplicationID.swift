@@ -100,6 +100,15 @@ struct ReplicationID: Sendable, Equatable {
         self.options = (options.continuous ? "+continuous" : "") + (options.createTarget ? "+create_target" : "")
     }
 
+    /// An endpoint's term: a remote one's as CouchDB writes it; a local
+    /// database has none in CouchDB: `{local, Path}` keeps ids apart.
+    static func term(of endpoint: ReplicationEndpoint) -> ErlangTermWriter.Term {
+        switch endpoint {
+        case .local(let database): return .tuple([.atom("local"), .binary(database.url.standardizedFileURL.path)])
+        case .remote(let database): return remoteTerm(database)
+        }
+    }
+
     /// A remote endpoint's term: `{remote, User, Host, Port, Path, [], undefined}`
     /// (`get_v4_endpoint`), the port `default` for 80, 443 and 5984 as CouchDB has it.
     static func remoteTerm(_ database: RemoteDatabase) -> ErlangTermWriter.Term {

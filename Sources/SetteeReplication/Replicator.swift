@@ -28,7 +28,7 @@ public struct Replicator: Sendable {
     public let target: ReplicationEndpoint
     public let options: ReplicationOptions
     let logger: Logger
-    let client: HTTPClient
+    let client: HTTPClient?
 
     /// A replication from `source` to `target`.
     /// - Parameters:
@@ -36,9 +36,10 @@ public struct Replicator: Sendable {
     ///   - target: Where they go.
     ///   - options: How it runs (continuous, a filter, checkpoints…).
     ///   - logger: Where it logs what it does (nothing by default).
-    ///   - client: The HTTP client remote endpoints are reached with (the shared one by default).
+    ///   - client: The HTTP client remote endpoints are reached with; nil for async-http-client's shared one,
+    ///     started only when a remote endpoint needs it.
     public init(source: ReplicationEndpoint, target: ReplicationEndpoint, options: ReplicationOptions = ReplicationOptions(),
-                logger: Logger = Database.quietLogger, client: HTTPClient = .shared) {
+                logger: Logger = Database.quietLogger, client: HTTPClient? = nil) {
         self.source = source
         self.target = target
         self.options = options
@@ -100,16 +101,15 @@ public struct Replicator: Sendable {
     ///   - filterSource: The filter function's source, for a `.function` filter.
     public static func replicationID(source: ReplicationEndpoint, target: ReplicationEndpoint, options: ReplicationOptions,
                                      filterSource: String? = nil) throws -> String {
-        let replicator = Replicator(source: source, target: target, options: options)
-        return ReplicationID(serverUUID: options.serverUUID ?? "settee", source: replicator.peer(source).replicationIDTerm(),
-                             target: replicator.peer(target).replicationIDTerm(),
-                             filter: try ReplicationID.filterTerms(options.filter, functionSource: filterSource), options: options).full
+        ReplicationID(serverUUID: options.serverUUID ?? "settee", source: ReplicationID.term(of: source),
+                      target: ReplicationID.term(of: target),
+                      filter: try ReplicationID.filterTerms(options.filter, functionSource: filterSource), options: options).full
     }
 
     private func peer(_ endpoint: ReplicationEndpoint) -> any ReplicationPeer {
         switch endpoint {
         case .local(let database): return LocalPeer(database: database)
-        case .remote(let database): return RemotePeer(database: database, client: client, retries: options.retries)
+        case .remote(let database): return RemotePeer(database: database, client: client ?? .shared, retries: options.retries)
         }
     }
 }

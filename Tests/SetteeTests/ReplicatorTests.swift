@@ -383,6 +383,42 @@ struct ServerReplicateTests {
         #expect(try await server.request("POST", "/_replicate", json: ["replication_id": .string(id), "cancel": true], user: admin).status == 404)
     }
 
+    @Test("The replication routes pass the read gate: every method, anonymous or a user, is refused and changes nothing; a password replicated into _users is never stored as sent")
+    func replicationRoutesGated() async throws {
+        let server = try await RunningServer { $0.administrators = ["adm": "secret"] }
+        defer { Task { await server.stop() } }
+        let admin = (name: "adm", password: "secret")
+        for path in ["/_users", "/_replicator", "/plain"] { #expect(try await server.request("PUT", path, user: admin).status == 201) }
+        #expect(try await server.request("PUT", "/_users/org.couchdb.user:bob",
+                                         json: ["name": "bob", "password": "pw", "roles": [], "type": "user"]).status == 201)
+        let bob = (name: "bob", password: "pw")
+        let hostile: JSONValue = ["source": "_users", "target": "stolen", "create_target": true, "continuous": true,
+                                  "replication_id": "x", "cancel": true, "worker_batch_size": 1e300, "checkpoint_interval": -1e300]
+        for path in ["/_replicate", "/_scheduler/jobs", "/_scheduler/docs", "/_scheduler/docs/_replicator/x"] {
+            for method in ["GET", "HEAD", "POST", "PUT", "DELETE", "COPY"] {
+                for user in [nil, bob] as [(name: String, password: String)?] {
+                    let reply = method == "GET" || method == "HEAD" ? try await server.request(method, path, user: user)
+                        : try await server.request(method, path, json: hostile, user: user)
+                    #expect(reply.status == 401 || reply.status == 403, "\(method) \(path) as \(user?.name ?? "anonymous"): \(reply.status)")
+                }
+            }
+        }
+        #expect(try await server.request("GET", "/stolen", user: admin).status == 404)
+        #expect(try await server.request("GET", "/_scheduler/jobs", user: admin).json["jobs"] == [])
+        // Numbers past any integer in an administrator's request: no trap, the defaults hold.
+        let odd = try await server.request("POST", "/_replicate", json: ["source": "plain", "target": "copy", "create_target": true,
+                                                                          "worker_batch_size": 1e300, "checkpoint_interval": -1e300,
+                                                                          "since_seq": 1e300], user: admin)
+        #expect(odd.status == 200, "\(odd.json.jsonText)")
+        // A user document with a password, replicated into _users by an administrator: the store's _users rule applies.
+        #expect(try await server.request("PUT", "/plain/org.couchdb.user:eve",
+                                         json: ["_id": "org.couchdb.user:eve", "name": "eve", "password": "plaintext", "roles": [], "type": "user"],
+                                         user: admin).status == 201)
+        _ = try await server.request("POST", "/_replicate", json: ["source": "plain", "target": "_users", "doc_ids": ["org.couchdb.user:eve"]], user: admin)
+        let stored = try await server.request("GET", "/_users/org.couchdb.user:eve", user: admin)
+        #expect(!String(decoding: stored.body, as: UTF8.self).contains("plaintext"))
+    }
+
     /// Polls `path` until `done` holds of its JSON (10 s at most).
     static func eventually(_ server: RunningServer, _ path: String, user: (name: String, password: String)?,
                            _ done: (JSONValue) -> Bool) async throws -> JSONValue {

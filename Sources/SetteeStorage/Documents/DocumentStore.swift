@@ -99,13 +99,16 @@ package final class DocumentStore: Sendable {
 
     /// The revision of a document that exists and is not deleted, read without its body.
     package func liveRevision(_ id: String) throws -> Revision? {
+        try environment.read { try liveRevision(id, in: $0) }
+    }
+
+    /// The revision of a document that exists and is not deleted, as `transaction` sees it.
+    package func liveRevision(_ id: String, in transaction: LMDBTransaction) throws -> Revision? {
         var key = id
-        return try environment.read { transaction in
-            try key.withUTF8 { key in
-                guard let bytes = try transaction.get(docs, UnsafeRawBufferPointer(key)) else { return nil }
-                let record = try DocumentRecord(bytes: bytes, id: key, path: environment.path)
-                return record.isDeleted ? nil : record.revision
-            }
+        return try key.withUTF8 { key in
+            guard let bytes = try transaction.get(docs, UnsafeRawBufferPointer(key)) else { return nil }
+            let record = try DocumentRecord(bytes: bytes, id: key, path: environment.path)
+            return record.isDeleted ? nil : record.revision
         }
     }
 

@@ -242,12 +242,9 @@ package struct ViewQueryRunner {
         if row.valueJSON.first == UInt8(ascii: "{"), let value = try? JSONParser.parse(row.valueJSON), case .string(let linked)? = value["_id"] {
             id = linked
             // `{"_id", "_rev"}`: that revision, a leaf or an earlier one kept (CouchDB's `load_doc` of `{Id, Rev}`).
-            if case .string(let text)? = value["_rev"], let revision = Revision(text) {
-                guard let document = try store.revision(id, revision: revision, in: transaction) else { return "null" }
-                let current = try store.storedRecord(id, in: transaction)?.revision
-                if document.isDeleted || revision != current {
-                    return String(decoding: document.jsonBytes, as: UTF8.self)
-                }
+            if case .string(let text)? = value["_rev"], let revision = Revision(text),
+               try store.liveRevision(id, in: transaction) != revision {
+                return try store.revision(id, revision: revision, in: transaction).map { String(decoding: $0.jsonBytes, as: UTF8.self) } ?? "null"
             }
         }
         return try store.liveJSON(id, conflicts: conflicts, in: transaction, scratch: &scratch) ?? "null"
