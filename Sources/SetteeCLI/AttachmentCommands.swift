@@ -12,7 +12,7 @@ struct AttachmentCommand: ParsableCommand {
 /// Parses `--rev` values the way every command does.
 private func revision(_ text: String?) throws -> Revision? {
     guard let text else { return nil }
-    guard let revision = Revision(text) else { throw ValidationError("--rev must look like N-<32 hex digits>, not \(text)") }
+    guard let revision = Revision(text) else { throw ValidationError("--rev must look like N-<id> (a generation, a dash, an id), not \(text)") }
     return revision
 }
 

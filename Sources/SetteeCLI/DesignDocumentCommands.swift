@@ -80,7 +80,7 @@ struct DesignDeleteCommand: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
-        if let rev, Revision(rev) == nil { throw ValidationError("--rev must look like N-<32 hex digits>, not \(rev)") }
+        if let rev, Revision(rev) == nil { throw ValidationError("--rev must look like N-<id> (a generation, a dash, an id), not \(rev)") }
     }
 
     func run() throws {

@@ -71,7 +71,7 @@ struct GetCommand: ParsableCommand {
         }
         return try items.map { item in
             guard let text = item.stringValue, let revision = Revision(text) else {
-                throw ValidationError("--atts-since: \(item.jsonText) is not a revision (N-<32 hex digits>)")
+                throw ValidationError("--atts-since: \(item.jsonText) is not a revision (N-<id>)")
             }
             return revision
         }
@@ -105,7 +105,7 @@ struct DeleteCommand: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
-        if let rev, Revision(rev) == nil { throw ValidationError("--rev must look like N-<32 hex digits>, not \(rev)") }
+        if let rev, Revision(rev) == nil { throw ValidationError("--rev must look like N-<id> (a generation, a dash, an id), not \(rev)") }
     }
 
     func run() throws {

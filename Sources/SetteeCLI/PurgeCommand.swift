@@ -16,7 +16,7 @@ struct PurgeCommand: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
-        for rev in rev where Revision(rev) == nil { throw ValidationError("--rev must look like N-<32 hex digits>, not \(rev)") }
+        for rev in rev where Revision(rev) == nil { throw ValidationError("--rev must look like N-<id> (a generation, a dash, an id), not \(rev)") }
     }
 
     func run() throws {

@@ -143,7 +143,7 @@ struct LocalPeer: ReplicationPeer {
         var json = document.jsonBytes
         let history = history.isEmpty ? [document.revision] : history
         var revisions = ",\"_revisions\":{\"start\":\(document.revision.generation),\"ids\":["
-        revisions += history.map { "\"\($0.hash.hexString)\"" }.joined(separator: ",")
+        revisions += history.map { "\"\($0.idText)\"" }.joined(separator: ",")
         revisions += "]}}"
         guard json.last == UInt8(ascii: "}") else { return json }
         json.removeLast()

@@ -133,4 +133,32 @@ struct ServerRevisionTreeTests {
         #expect(try await server.request("GET", "/db/d?conflicts=true").json["_conflicts"] == [.string(Self.rev(2, "b")), .string(Self.rev(2, "0"))])
         await server.stop()
     }
+
+    @Test("revision ids that are not hex (3-cc) are written, read, diffed and edited; revisions named twice must agree, as in CouchDB")
+    func textRevisionIDs() async throws {
+        let server = try await RunningServer()
+        _ = try await server.request("PUT", "/db")
+        let written = try await server.request("POST", "/db/_bulk_docs", json: ["new_edits": false, "docs": [
+            ["_id": "d", "_rev": "3-cc", "_revisions": ["start": 3, "ids": ["cc", "bb", "aa"]], "v": 3]]])
+        #expect(written.status == 201 && written.json == [])
+        #expect(try await server.request("GET", "/db/d?revs=true").json
+            == ["_id": "d", "_rev": "3-cc", "v": 3, "_revisions": ["start": 3, "ids": ["cc", "bb", "aa"]]])
+        #expect(try await server.request("POST", "/db/_revs_diff", json: ["d": ["3-cc", "4-dd"]]).json
+            == ["d": ["missing": ["4-dd"], "possible_ancestors": ["3-cc"]]])
+        let edited = try await server.request("PUT", "/db/d", json: ["_rev": "3-cc", "v": 4])
+        #expect(edited.json["rev"] == "4-077020dd301e5d14cb5f3e1d3e223271")
+        // A deleted document is written again without a _rev; any other _rev conflicts.
+        _ = try await server.request("DELETE", "/db/d?rev=4-077020dd301e5d14cb5f3e1d3e223271")
+        let stale = try await server.request("PUT", "/db/d", json: ["_rev": "1-asfafasdf"])
+        #expect(stale.status == 409 && stale.json["error"] == "conflict")
+        // The query string and the body name different revisions.
+        let twice = try await server.request("PUT", "/db/x?rev=1-foobar", json: ["_rev": "1-barfoo"])
+        #expect(twice.status == 400)
+        #expect(twice.json["reason"] == "Document rev from request body and query string have different values")
+        let etag = try await server.request("PUT", "/db/x?rev=1-foobar", json: ["v": 1], headers: ["If-Match": "\"1-barfoo\""])
+        #expect(etag.status == 400 && etag.json["reason"] == "Document rev and etag have different values")
+        #expect(try await server.request("PUT", "/db/x?rev=1-" + String(repeating: "z", count: 32), json: ["v": 1]).json["reason"]
+            == "Invalid rev format")
+        await server.stop()
+    }
 }

@@ -34,9 +34,7 @@ extension CouchResponder {
         }
         var document = try CouchRequest.json(body[first])
         document = Self.setting("_id", to: .string(id), in: document)
-        if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) {
-            document = Self.setting("_rev", to: .string(rev), in: document)
-        }
+        document = try Self.settingRevision(of: request, in: document)
         document = try await preparedForWrite(document, database: database, request: request)
         let folder = UploadFolder.url(in: configuration.dataDirectory)
         for part in parts.dropFirst() {

@@ -39,9 +39,7 @@ extension CouchResponder {
             if request.parameter("new_edits") == "false" { return try await putReplicatedDocument(name, db, id: id, &request) }
             var document = try await request.documentBody(id: id)
             document = Self.setting("_id", to: .string(id), in: document)
-            if let rev = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) {
-                document = Self.setting("_rev", to: .string(rev), in: document)
-            }
+            document = try Self.settingRevision(of: request, in: document)
             document = try await preparedForWrite(document, database: name, request: request)
             let written = try await db.put(document.exactJSONText)
             return CouchResponse.json(.created, Self.writeResult(written),
@@ -57,6 +55,28 @@ extension CouchResponder {
         default:
             throw CouchError.methodNotAllowed("DELETE,GET,HEAD,POST,PUT,COPY")
         }
+    }
+
+    /// `document` with the revision a write names: its `_rev`, or else `?rev=`,
+    /// or else `If-Match`; names that disagree are a client's error, as in
+    /// CouchDB's `chttpd_db:couch_doc_from_req` (revisions compared as parsed,
+    /// so `1-foobar` and a hex id never agree by accident).
+    static func settingRevision(of request: CouchRequest, in document: JSONValue) throws -> JSONValue {
+        func parsed(_ text: String) throws -> Revision {
+            guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
+            return revision
+        }
+        let query = try request.parameter("rev").map(parsed)
+        if case .string(let body)? = document["_rev"] {
+            if let query, try parsed(body) != query {
+                throw CouchError.badRequest("Document rev from request body and query string have different values")
+            }
+            return document
+        }
+        let etag = try unquoted(request.header(.ifMatch)).map(parsed)
+        if let query, let etag, query != etag { throw CouchError.badRequest("Document rev and etag have different values") }
+        guard let revision = query ?? etag else { return document }
+        return setting("_rev", to: .string(revision.description), in: document)
     }
 
     /// An `If-Match` value without its quotes.

@@ -49,7 +49,7 @@ extension CouchResponder {
     func putReplicatedDocument(_ name: String, _ db: Database, id: String, _ document: JSONValue,
                                following files: [URL]?) async throws -> Response {
         guard case .string(let revText)? = document["_rev"], let revision = Revision(revText) else {
-            throw CouchError.badRequest("new_edits=false needs the document's _rev (N-<32 hex digits>)")
+            throw CouchError.badRequest("new_edits=false needs the document's _rev (N-<id>)")
         }
         if let files {
             _ = try await db.putReplicated(document.exactJSONText, following: files)
@@ -172,7 +172,7 @@ extension DocumentReadOptions {
         let history = revisions.map { $0.history(of: document.revision) }.flatMap { $0.isEmpty ? nil : $0 } ?? [document.revision]
         if revs {
             members.append(("_revisions", ["start": .number(Double(document.revision.generation)),
-                                           "ids": .array(history.map { .string($0.hash.hexString) })]))
+                                           "ids": .array(history.map { .string($0.idText) })]))
         }
         if revsInfo {
             let leaves = Set(revisions?.leaves.map(\.revision) ?? [document.revision])

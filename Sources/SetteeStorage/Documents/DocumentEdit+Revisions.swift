@@ -22,7 +22,7 @@ extension DocumentEdit {
         history.reserveCapacity(ids.count)
         for (offset, value) in ids.enumerated() {
             guard case .string(let hash) = value, let revision = Revision("\(start - UInt32(offset))-\(hash)") else {
-                throw DocumentError(.badRequest, "Invalid rev format: _revisions.ids[\(offset)] is not a 32-hex-digit revision id", id: id)
+                throw DocumentError(.badRequest, "RevId isn't a valid hexadecimal: _revisions.ids[\(offset)] is not a revision id", id: id)
             }
             history.append(revision)
         }

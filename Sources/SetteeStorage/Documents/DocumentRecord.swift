@@ -3,7 +3,10 @@ import SetteeCore
 ///
 ///     u64 seq (little-endian) | u32 rev generation | 16-byte rev hash | u8 flags | body JSON
 ///
-/// The body is the JSON object without `_id`, `_rev` and `_deleted`.
+/// The body is the JSON object without `_id`, `_rev` and `_deleted`. A
+/// revision whose id is not 16 bytes (``Revision/hash``: an id another
+/// program made, not 32 hex digits) has ``textRevisionFlag``, zeros in place
+/// of the hash, and `u8 length | the id's bytes` between the flags and the body.
 package struct DocumentRecord {
     package static let headerSize = 29
     package static let deletedFlag: UInt8 = 1
@@ -12,6 +15,8 @@ package struct DocumentRecord {
     /// The document has more than this revision: its tree is in the table
     /// `revtrees` (see ``RevisionTree``).
     package static let revisionTreeFlag: UInt8 = 4
+    /// The revision id follows the header, with its length (see above).
+    package static let textRevisionFlag: UInt8 = 8
 
     package let bytes: UnsafeRawBufferPointer
 
@@ -24,7 +29,8 @@ package struct DocumentRecord {
         guard bytes.count >= Self.headerSize + 2 else {
             throw Self.damage(id: id, path: path, "its record is \(bytes.count) bytes, shorter than the \(Self.headerSize)-byte header and an object")
         }
-        guard bytes[Self.headerSize] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else {
+        let bodyOffset = bytes[28] & Self.textRevisionFlag == 0 ? Self.headerSize : Self.headerSize + 1 + Int(bytes[Self.headerSize])
+        guard bodyOffset + 2 <= bytes.count, bytes[bodyOffset] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else {
             throw Self.damage(id: id, path: path, "its record's body is not a JSON object")
         }
         self.bytes = bytes
@@ -37,11 +43,17 @@ package struct DocumentRecord {
 
     package var sequence: UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)) }
     package var generation: UInt32 { UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self)) }
-    package var revision: Revision { Revision(generation: generation, hash: Array(bytes[12..<28])) }
+    package var revision: Revision {
+        guard hasTextRevision else { return Revision(generation: generation, hash: Array(bytes[12..<28])) }
+        return Revision(generation: generation, hash: Array(bytes[(Self.headerSize + 1)..<bodyOffset]))
+    }
+    private var hasTextRevision: Bool { bytes[28] & Self.textRevisionFlag != 0 }
+    /// Where the body begins: after the header, and the revision id when it is text.
+    private var bodyOffset: Int { hasTextRevision ? Self.headerSize + 1 + Int(bytes[Self.headerSize]) : Self.headerSize }
     package var isDeleted: Bool { bytes[28] & Self.deletedFlag != 0 }
     package var hasAttachments: Bool { bytes[28] & Self.attachmentsFlag != 0 }
     package var hasRevisionTree: Bool { bytes[28] & Self.revisionTreeFlag != 0 }
-    package var body: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[Self.headerSize...]) }
+    package var body: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[bodyOffset...]) }
 
     package static func encode(sequence: UInt64, revision: Revision, deleted: Bool, body: UnsafeRawBufferPointer, into out: inout [UInt8],
                                hasAttachments: Bool = false, hasRevisionTree: Bool = false) {
@@ -49,8 +61,15 @@ package struct DocumentRecord {
         out.reserveCapacity(headerSize + body.count)
         withUnsafeBytes(of: sequence.littleEndian) { out.append(contentsOf: $0) }
         withUnsafeBytes(of: revision.generation.littleEndian) { out.append(contentsOf: $0) }
-        out.append(contentsOf: revision.hash)
-        out.append((deleted ? deletedFlag : 0) | (hasAttachments ? attachmentsFlag : 0) | (hasRevisionTree ? revisionTreeFlag : 0))
+        let isText = revision.hash.count != 16
+        if isText { out.append(contentsOf: repeatElement(0, count: 16)) } else { out.append(contentsOf: revision.hash) }
+        out.append((deleted ? deletedFlag : 0) | (hasAttachments ? attachmentsFlag : 0) | (hasRevisionTree ? revisionTreeFlag : 0)
+                   | (isText ? textRevisionFlag : 0))
+        if isText {
+            // Parsing holds a text id to ``Revision/maximumTextLength``.
+            out.append(UInt8(truncatingIfNeeded: revision.hash.count))
+            out.append(contentsOf: revision.hash.prefix(255))
+        }
         out.append(contentsOf: body)
     }
 
@@ -62,13 +81,13 @@ package struct DocumentRecord {
     /// body's members — without building strings on the way.
     package func appendFullJSON(id: UnsafeRawBufferPointer, into out: inout [UInt8]) {
         let generation = generation
-        guard generation > 0 else {
-            return Self.appendFullJSON(id: id, generation: generation, hash: bytes[12..<28], deleted: isDeleted, body: body, into: &out)
+        guard generation > 0, !hasTextRevision else {
+            return Self.appendFullJSON(id: id, revision: revision, deleted: isDeleted, body: body, into: &out)
         }
         // What the generic path below writes, with no per-byte appends: index
         // builds read every changed document so (`"_rev":"N-hash"` into a
         // buffer on the stack, the rest copied in runs).
-        let members = UnsafeRawBufferPointer(rebasing: bytes[(Self.headerSize + 1)...])
+        let members = UnsafeRawBufferPointer(rebasing: bytes[(Self.headerSize + 1)...]) // no text revision here
         let needed = out.count + id.count + members.count + 96
         if needed > out.capacity { out.reserveCapacity(max(needed, out.capacity * 2)) }
         Self.appendStatic(#"{"_id":"#, to: &out)
@@ -116,25 +135,24 @@ package struct DocumentRecord {
         out.reserveCapacity(body.count + id.utf8.count + 60)
         var id = id
         id.withUTF8 { id in
-            appendFullJSON(id: UnsafeRawBufferPointer(id), generation: revision.generation, hash: revision.hash,
-                           deleted: deleted, body: body, into: &out)
+            appendFullJSON(id: UnsafeRawBufferPointer(id), revision: revision, deleted: deleted, body: body, into: &out)
         }
         return out
     }
 
-    private static func appendFullJSON(id: UnsafeRawBufferPointer, generation: UInt32, hash: some Sequence<UInt8>, deleted: Bool,
+    private static func appendFullJSON(id: UnsafeRawBufferPointer, revision: Revision, deleted: Bool,
                                        body: some Collection<UInt8>, into out: inout [UInt8]) {
         out.append(contentsOf: #"{"_id":"#.utf8)
         JSONWriter.writeString(utf8: id.assumingMemoryBound(to: UInt8.self), into: &out)
         out.append(contentsOf: #","_rev":""#.utf8)
-        if generation == 0 {
-            // A local document's revision `0-N`.
-            out.append(contentsOf: Revision(generation: 0, hash: Array(hash)).description.utf8)
+        if revision.generation == 0 || revision.hash.count != 16 {
+            // `0-N` of a local document, `N-<text id>` (which needs no escaping, see ``Revision/hash(ofID:)``).
+            out.append(contentsOf: revision.description.utf8)
         } else {
-            JSONWriter.writeNumber(Double(generation), into: &out)
+            JSONWriter.writeNumber(Double(revision.generation), into: &out)
             out.append(UInt8(ascii: "-"))
             let digits: StaticString = "0123456789abcdef"
-            for byte in hash {
+            for byte in revision.hash {
                 out.append(digits.utf8Start[Int(byte >> 4)])
                 out.append(digits.utf8Start[Int(byte & 15)])
             }

@@ -10,6 +10,9 @@ import SetteeCore
 ///
 ///     u32 generation of the parent (little-endian) | 16-byte hash of the parent | of the grandparent | …
 ///
+/// When a revision id of the path is not 16 bytes (``Revision/hash``), the
+/// generation has its top bit set and each hash is preceded by its length (u8).
+///
 /// A normal edit of the document rewrites it (one read and one write of a
 /// small value); a first revision has none. Reads of documents, view
 /// indexing and the changes feed never look at it: only what asks for a
@@ -38,11 +41,22 @@ extension DocumentStore {
             _ = try transaction.delete(table, key)
             return
         }
+        var oldPath: UnsafeRawBufferPointer?
+        if kept > 1, parent.generation > 1, let old = try transaction.get(table, key),
+           Self.isAncestorsEntry(old, parentGeneration: parent.generation - 1) {
+            oldPath = old
+        }
+        let oldHasTextIDs = oldPath.map { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) & Self.textIDsBit != 0 } ?? false
+        guard parent.hash.count == 16, !oldHasTextIDs else {
+            // A path with a text revision id: rewritten whole, in the form with lengths.
+            let older = oldPath.map { Self.decodeAncestors($0, parentGeneration: parent.generation - 1) } ?? []
+            try storeAncestors(([parent] + older.prefix(kept - 1))[...], key: key, in: transaction)
+            return
+        }
         scratch.removeAll(keepingCapacity: true)
         withUnsafeBytes(of: parent.generation.littleEndian) { scratch.append(contentsOf: $0) }
         scratch.append(contentsOf: parent.hash)
-        if kept > 1, parent.generation > 1, let old = try transaction.get(table, key),
-           Self.isAncestorsEntry(old, parentGeneration: parent.generation - 1) {
+        if let old = oldPath {
             let count = min((old.count - 4) / 16, kept - 1)
             scratch.append(contentsOf: old[4..<4 + count * 16])
         }
@@ -57,22 +71,48 @@ extension DocumentStore {
             _ = try transaction.delete(table, key)
             return
         }
+        let textIDs = ancestors.contains { $0.hash.count != 16 }
+        guard !textIDs || parent.generation & Self.textIDsBit == 0 else {
+            // A generation too high to mark: the history is then the revision alone.
+            _ = try transaction.delete(table, key)
+            return
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(4 + ancestors.count * 16)
-        withUnsafeBytes(of: parent.generation.littleEndian) { bytes.append(contentsOf: $0) }
-        for revision in ancestors { bytes.append(contentsOf: revision.hash) }
+        withUnsafeBytes(of: (textIDs ? parent.generation | Self.textIDsBit : parent.generation).littleEndian) { bytes.append(contentsOf: $0) }
+        for revision in ancestors {
+            if textIDs { bytes.append(UInt8(truncatingIfNeeded: min(revision.hash.count, 255))) }
+            bytes.append(contentsOf: revision.hash.prefix(255))
+        }
         try bytes.withUnsafeBytes { try transaction.put(table, key, $0) }
     }
 
+    /// Marks a path whose hashes have lengths (a text revision id among them).
+    private static let textIDsBit: UInt32 = 1 << 31
+
     /// Whether `bytes` is a path whose first revision is of generation `parentGeneration`.
     private static func isAncestorsEntry(_ bytes: UnsafeRawBufferPointer, parentGeneration: UInt32) -> Bool {
-        bytes.count >= 20 && (bytes.count - 4) % 16 == 0
-            && UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self)) == parentGeneration
+        guard bytes.count >= 5 else { return false }
+        let first = UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self))
+        if first & textIDsBit != 0 { return first & ~textIDsBit == parentGeneration }
+        return bytes.count >= 20 && (bytes.count - 4) % 16 == 0 && first == parentGeneration
             && (bytes.count - 4) / 16 <= Int(parentGeneration)
     }
 
     private static func decodeAncestors(_ bytes: UnsafeRawBufferPointer, parentGeneration: UInt32) -> [Revision] {
         guard isAncestorsEntry(bytes, parentGeneration: parentGeneration) else { return [] }
+        if UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self)) & textIDsBit != 0 {
+            var revisions: [Revision] = []
+            var offset = 4
+            while offset < bytes.count, revisions.count < Int(parentGeneration) {
+                let length = Int(bytes[offset])
+                guard offset + 1 + length <= bytes.count else { return [] }
+                revisions.append(Revision(generation: parentGeneration - UInt32(revisions.count),
+                                          hash: Array(bytes[(offset + 1)..<(offset + 1 + length)])))
+                offset += 1 + length
+            }
+            return revisions
+        }
         let count = (bytes.count - 4) / 16
         var revisions: [Revision] = []
         revisions.reserveCapacity(count)

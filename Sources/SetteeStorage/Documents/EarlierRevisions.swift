@@ -9,13 +9,13 @@ import SetteeCore
 /// read it. ``DocumentStore/compactEarlierRevisions()`` (CouchDB's
 /// `_compact`) removes them; a purge removes a document's.
 ///
-/// Keys: the id's bytes ‖ generation (4 bytes) ‖ hash (16) ‖ the id's
-/// length (4), big-endian, so that one document's keys are one range and an
+/// Keys: the id's bytes ‖ generation (4 bytes) ‖ hash (16 bytes, or a text
+/// revision id's, see ``Revision/hash``) ‖ the id's length (4), big-endian, so that one document's keys are one range and an
 /// id that begins another cannot be taken for it.
 extension DocumentStore {
     static func earlierRevisionKey(_ id: UnsafeRawBufferPointer, _ revision: Revision) -> [UInt8] {
         var key = Array(id)
-        key.reserveCapacity(id.count + 24)
+        key.reserveCapacity(id.count + 8 + revision.hash.count)
         withUnsafeBytes(of: revision.generation.bigEndian) { key.append(contentsOf: $0) }
         key.append(contentsOf: revision.hash)
         withUnsafeBytes(of: UInt32(truncatingIfNeeded: id.count).bigEndian) { key.append(contentsOf: $0) }
@@ -24,8 +24,15 @@ extension DocumentStore {
 
     /// Whether `key` is a key of document `id` in the earlier revisions.
     private static func isEarlierRevisionKey(_ key: UnsafeRawBufferPointer, of id: UnsafeRawBufferPointer) -> Bool {
-        guard key.count == id.count + 24, key.starts(with: id) else { return false }
+        guard key.count >= id.count + 9, key.starts(with: id) else { return false }
         return key.loadUnaligned(fromByteOffset: key.count - 4, as: UInt32.self).bigEndian == UInt32(truncatingIfNeeded: id.count)
+    }
+
+    /// The document id's bytes of an earlier revision's key (empty for a key Settee did not write).
+    private static func documentID(ofEarlierRevisionKey key: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer.SubSequence {
+        guard key.count >= 9 else { return key.prefix(0) }
+        let length = Int(key.loadUnaligned(fromByteOffset: key.count - 4, as: UInt32.self).bigEndian)
+        return key.prefix(length <= key.count - 9 ? length : 0)
     }
 
     /// The record to keep for a leaf an edit replaces (built before the
@@ -101,8 +108,7 @@ extension DocumentStore {
                 try transaction.withCursor(earlierRevisions) { cursor in
                     var entry = try cursor.first()
                     while let (key, value) = entry, batch.count < 1000 {
-                        guard key.count >= 24 else { entry = try cursor.next(); continue }
-                        let record = try DocumentRecord(bytes: value, id: key.prefix(key.count - 24), path: environment.path)
+                        let record = try DocumentRecord(bytes: value, id: Self.documentID(ofEarlierRevisionKey: key), path: environment.path)
                         batch.append((Array(key), record.hasAttachments ? try AttachmentStub.stubs(inBody: record.body) : []))
                         entry = try cursor.next()
                     }
@@ -122,7 +128,7 @@ extension DocumentStore {
         try transaction.withCursor(earlierRevisions) { cursor in
             var entry = try cursor.first()
             while let (key, value) = entry {
-                if key.count >= 24 { try body(try DocumentRecord(bytes: value, id: key.prefix(key.count - 24), path: environment.path)) }
+                try body(try DocumentRecord(bytes: value, id: Self.documentID(ofEarlierRevisionKey: key), path: environment.path))
                 entry = try cursor.next()
             }
         }

@@ -1,19 +1,25 @@
 import SetteeCore
-/// A document revision in CouchDB's form `N-<32 hex digits>`: a generation
-/// that counts the edits, and a hash of the edit.
+/// A document revision in CouchDB's form `N-<id>`: a generation that counts
+/// the edits, and the id of the edit — 32 hex digits (16 bytes) for every
+/// revision Settee or CouchDB makes, any other text for revisions another
+/// program made (CouchDB accepts any `N-string`).
 public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStringConvertible {
     public var generation: UInt32
-    /// 16 bytes.
+    /// The revision id's bytes: 16 for a hexadecimal id, else the id's own
+    /// text (as CouchDB keeps a revision id: `couch_doc:parse_revid`).
     public var hash: [UInt8]
 
+    /// The longest revision id kept in its own text (a 32-hex-digit id is 16 bytes).
+    package static let maximumTextLength = 200
+
     public init(generation: UInt32, hash: [UInt8]) {
-        precondition(hash.count == 16, "A revision hash has 16 bytes.")
         self.generation = generation
         self.hash = hash
     }
 
-    /// Parses `N-<32 hex digits>`, or a local document's `0-N`; nil when the
-    /// text is not a revision.
+    /// Parses `N-<32 hex digits>`, `N-<other id>` (printable ASCII other
+    /// than quotes and backslashes, at most 200 characters), or a local
+    /// document's `0-N`; nil when the text is not a revision.
     public init?(_ text: String) {
         let utf8 = Array(text.utf8)
         if utf8.count > 2, utf8[0] == UInt8(ascii: "0"), utf8[1] == UInt8(ascii: "-") {
@@ -22,22 +28,43 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
             return
         }
         guard let dash = utf8.firstIndex(of: UInt8(ascii: "-")), dash > 0, dash <= 10,
-              utf8.count - dash - 1 == 32,
-              let generation = UInt32(String(decoding: utf8[..<dash], as: UTF8.self)), generation > 0
+              utf8[..<dash].allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              let generation = UInt32(String(decoding: utf8[..<dash], as: UTF8.self)), generation > 0,
+              let hash = Self.hash(ofID: utf8[(dash + 1)...])
         else { return nil }
-        var hash: [UInt8] = []
-        hash.reserveCapacity(16)
-        var index = dash + 1
-        while index < utf8.count {
-            guard let high = JSONLexer.hexValue(utf8[index]), let low = JSONLexer.hexValue(utf8[index + 1]) else { return nil }
-            hash.append(UInt8(high << 4 | low))
-            index += 2
-        }
         self.init(generation: generation, hash: hash)
     }
 
+    /// The bytes of the revision id `id` (what follows `N-`): 16 for 32 hex
+    /// digits, else the text itself; nil for an empty id, 32 characters that
+    /// are not hexadecimal (CouchDB: "Invalid rev format"), or an id with
+    /// characters a revision cannot hold here.
+    package static func hash(ofID id: ArraySlice<UInt8>) -> [UInt8]? {
+        guard !id.isEmpty, id.count <= maximumTextLength else { return nil }
+        if id.count == 32 {
+            var hash: [UInt8] = []
+            hash.reserveCapacity(16)
+            var index = id.startIndex
+            while index < id.endIndex {
+                guard let high = JSONLexer.hexValue(id[index]), let low = JSONLexer.hexValue(id[index + 1]) else { return nil }
+                hash.append(UInt8(high << 4 | low))
+                index += 2
+            }
+            return hash
+        }
+        guard id.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else { return nil }
+        return Array(id)
+    }
+
+    /// The revision id as text, what follows `N-` (an entry of
+    /// `_revisions.ids`): 32 hex digits for 16 bytes, else the bytes' text
+    /// (CouchDB's `revid_to_str`).
+    public var idText: String {
+        hash.count == 16 ? hash.hexString : String(decoding: hash, as: UTF8.self)
+    }
+
     public var description: String {
-        isLocal ? "0-\(localNumber)" : "\(generation)-\(hash.hexString)"
+        isLocal ? "0-\(localNumber)" : "\(generation)-\(idText)"
     }
 
     /// A `_local/` document's revision `0-N`: generation 0, and `N` (which
@@ -53,7 +80,7 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
 
     /// `N` of a local revision `0-N`.
     package var localNumber: UInt64 {
-        hash[8...].reduce(0) { $0 << 8 | UInt64($1) }
+        hash.suffix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// The revision that follows this one (or the first, after `nil`) for an
@@ -68,7 +95,7 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
     }
 }
 
-/// A revision codes as its text, `N-<32 hex digits>`: a model may hold its
+/// A revision codes as its text, `N-<id>`: a model may hold its
 /// `_rev` as a ``Revision`` or as a `String`.
 extension Revision: Codable {
     /// Decodes the text of a revision.
@@ -76,7 +103,7 @@ extension Revision: Codable {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
         guard let revision = Revision(text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(text)\" is not a revision (N-<32 hex digits>)")
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(text)\" is not a revision (N-<id>)")
         }
         self = revision
     }

@@ -155,21 +155,24 @@ package struct RevisionTree: Sendable, Equatable {
     /// `"RT1"` | u32 node count | nodes (rev, u8 has-parent, parent rev) |
     /// u32 leaf count | leaves (rev, u8 flags, u32 body length, body);
     /// a revision is u32 generation + 16-byte hash, integers little-endian.
+    /// `"RT2"` when a revision id is not 16 bytes (``Revision/hash``): each
+    /// revision's hash is then preceded by its length (u8).
     package var encoded: [UInt8] {
-        var out: [UInt8] = Array("RT1".utf8)
+        let textIDs = parents.contains { $0.key.hash.count != 16 || ($0.value?.hash.count ?? 16) != 16 }
+        var out: [UInt8] = Array((textIDs ? "RT2" : "RT1").utf8)
         Self.append(UInt32(parents.count), to: &out)
         for (revision, parent) in parents.sorted(by: { $0.key.description < $1.key.description }) {
-            Self.append(revision, to: &out)
+            Self.append(revision, to: &out, withLength: textIDs)
             if let parent {
                 out.append(1)
-                Self.append(parent, to: &out)
+                Self.append(parent, to: &out, withLength: textIDs)
             } else {
                 out.append(0)
             }
         }
         Self.append(UInt32(leaves.count), to: &out)
         for (revision, leaf) in leaves.sorted(by: { $0.key.description < $1.key.description }) {
-            Self.append(revision, to: &out)
+            Self.append(revision, to: &out, withLength: textIDs)
             out.append((leaf.isDeleted ? DocumentRecord.deletedFlag : 0) | (leaf.hasAttachments ? DocumentRecord.attachmentsFlag : 0))
             Self.append(UInt32(leaf.body.count), to: &out)
             out.append(contentsOf: leaf.body)
@@ -180,7 +183,12 @@ package struct RevisionTree: Sendable, Equatable {
     /// Decodes ``encoded``; nil when the bytes are not a tree Settee wrote.
     package init?(encoded bytes: UnsafeRawBufferPointer) {
         var reader = Reader(bytes: bytes)
-        guard reader.take(3).map(Array.init) == Array("RT1".utf8), let nodes = reader.u32() else { return nil }
+        switch reader.take(3).map(Array.init) {
+        case Array("RT1".utf8)?: break
+        case Array("RT2".utf8)?: reader.hasLengths = true
+        default: return nil
+        }
+        guard let nodes = reader.u32() else { return nil }
         for _ in 0..<nodes {
             guard let revision = reader.revision(), let hasParent = reader.byte() else { return nil }
             if hasParent == 1 {
@@ -204,14 +212,17 @@ package struct RevisionTree: Sendable, Equatable {
         withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
     }
 
-    private static func append(_ revision: Revision, to out: inout [UInt8]) {
+    private static func append(_ revision: Revision, to out: inout [UInt8], withLength: Bool) {
         append(revision.generation, to: &out)
-        out.append(contentsOf: revision.hash)
+        if withLength { out.append(UInt8(truncatingIfNeeded: min(revision.hash.count, 255))) }
+        out.append(contentsOf: revision.hash.prefix(255))
     }
 
     private struct Reader {
         let bytes: UnsafeRawBufferPointer
         var offset = 0
+        /// `RT2`: each hash has its length.
+        var hasLengths = false
 
         mutating func take(_ count: Int) -> UnsafeRawBufferPointer.SubSequence? {
             guard count >= 0, offset + count <= bytes.count else { return nil }
@@ -227,7 +238,8 @@ package struct RevisionTree: Sendable, Equatable {
         }
 
         mutating func revision() -> Revision? {
-            guard let generation = u32(), let hash = take(16) else { return nil }
+            guard let generation = u32(), let length = hasLengths ? byte().map(Int.init) : 16,
+                  let hash = take(length) else { return nil }
             return Revision(generation: generation, hash: Array(hash))
         }
     }
