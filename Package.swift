@@ -150,6 +150,8 @@ let package = Package(
                 "SetteeQueryServer",
                 "SetteeServer",
                 "SetteeReplication",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

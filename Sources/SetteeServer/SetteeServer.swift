@@ -147,35 +147,26 @@ public struct SetteeServer: Sendable {
         return false
     }
 
-    /// The responder that answers requests (CouchDB's API).
-    var responder: CouchResponder {
-        CouchResponder(databases: databases, configuration: configuration, logger: logger, credentials: credentials,
-                       replications: replications)
-    }
-
     /// Serves until SIGINT or SIGTERM or ``stop()``; requests under way
     /// finish, then the databases close. `onRunning` is called with the
-    /// port once listening.
+    /// port once listening. The application is the API behind its
+    /// middlewares (every method on every path), with
+    /// ``backgroundService()`` beside it.
     ///
     /// - Throws: `data_folder_in_use` when another server (in this process
     ///   or another) serves the same data folder.
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let folderLock = try DataFolderLock(folder: configuration.dataDirectory)
-        defer { withExtendedLifetime(folderLock) {} }
+        let background = try backgroundService()
         let app = Application(
-            responder: responder,
+            responder: responder(context: BasicCouchRequestContext.self),
             server: HeaderTimedHTTP1Channel.builder(idleTimeout: configuration.idleTimeout, headerTimeout: configuration.headerTimeout),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
                                                     serverName: nil),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
-        defer { databases.closeAll() }
-        defer { replications.stopAll() }
-        // The `_replicator` database's replications run while the server does.
-        let documents = replications.documents
-        let scheduler = Task { await documents.follow() }
-        defer { scheduler.cancel() }
-        var groupConfiguration = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // Shut down in reverse: the application first (requests under way finish), then what runs beside it.
+        var groupConfiguration = ServiceGroupConfiguration(services: [background, app], gracefulShutdownSignals: [.sigterm, .sigint],
+                                                           logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
         let group = ServiceGroup(configuration: groupConfiguration)
         if running.start(group) { await group.triggerGracefulShutdown() }

@@ -9,7 +9,7 @@ import Settee
 /// Bytes are streamed both ways: a `PUT` body goes to a file in the data
 /// folder (`.uploads/`) and is stored from there a chunk at a time; a `GET`
 /// reads one stored chunk (1 MiB) per read transaction as the client takes them.
-extension CouchResponder {
+extension CouchAPI {
     func attachmentEndpoint(_ name: String, id: String, attachment: String, _ request: inout CouchRequest) async throws -> Response {
         let db = try databases.database(name)
         switch request.method {
@@ -321,7 +321,7 @@ extension HTTPField.Name {
     static let contentMD5 = HTTPField.Name("Content-MD5")!
 }
 
-extension CouchResponder {
+extension CouchAPI {
     /// `atts_since=["1-…", …]`: the revisions whose attachments the reader
     /// has (the others come inline, as with `attachments=true`).
     static func attachmentsSince(_ request: CouchRequest) throws(CouchError) -> [Revision]? {

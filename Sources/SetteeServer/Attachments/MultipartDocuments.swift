@@ -8,7 +8,7 @@ import Settee
 /// (`couch_httpd_multipart:encode_multipart_stream`): the document's JSON
 /// first, its `_attachments` marked `"follows": true`, then one part per
 /// such attachment, in order.
-extension CouchResponder {
+extension CouchAPI {
     // MARK: PUT
 
     /// `PUT /{db}/{docid}` with `Content-Type: multipart/related`: nil for

@@ -28,7 +28,7 @@ enum OpenRevision: Sendable {
 /// `application/json; error="true"` holding `{"missing": rev}`.
 enum OpenRevisionsMultipart {
     static func response(_ results: [OpenRevision], db: Database, id: String) async throws -> Response {
-        let outer = CouchResponder.newUUID()
+        let outer = CouchAPI.newUUID()
         var body = Data("--\(outer)".utf8)
         for result in results {
             switch result {
@@ -80,7 +80,7 @@ enum OpenRevisionsMultipart {
             following.append((name, attachment["content_type"]?.stringValue ?? "application/octet-stream", data, encoded))
         }
         members[index].value = .object(listed)
-        let inner = CouchResponder.newUUID()
+        let inner = CouchAPI.newUUID()
         var part = Data("--\(inner)\r\nContent-Type: application/json\r\n\r\n\(JSONValue.object(members).exactJSONText)\r\n--\(inner)".utf8)
         for attachment in following {
             let encoding = attachment.encoded ? "\r\nContent-Encoding: gzip" : ""

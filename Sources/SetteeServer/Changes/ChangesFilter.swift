@@ -199,7 +199,7 @@ struct ChangesFilter: Sendable {
         return [
             "info": ["db_name": .string(name), "update_seq": .string(String(info.updateSequence)),
                      "doc_count": .number(Double(info.documentCount)), "doc_del_count": .number(Double(info.deletedDocumentCount))],
-            "uuid": .string(CouchResponder.newUUID()),
+            "uuid": .string(CouchAPI.newUUID()),
             "id": .null,
             "method": .string(request.method.rawValue),
             "requested_path": segments,

@@ -69,7 +69,7 @@ struct DatabaseLimits {
     }
 }
 
-extension CouchResponder {
+extension CouchAPI {
     /// `GET/PUT /{db}/_revs_limit` and `/{db}/_purged_infos_limit`.
     func databaseLimit(_ name: String, _ operation: String, _ request: inout CouchRequest) async throws -> Response {
         try allow(request, operation == "_revs_limit" ? "PUT,GET" : "GET,PUT")

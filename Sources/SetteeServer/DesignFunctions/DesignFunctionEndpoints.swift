@@ -6,7 +6,7 @@ import Settee
 /// `/{db}/_design/{ddoc}/_show`, `_list`, `_update` and `_rewrite`: design
 /// functions run by the JavaScript engine with CouchDB's request object, their
 /// answers turned into responses as `chttpd_show` and `chttpd_external` do.
-extension CouchResponder {
+extension CouchAPI {
     func designFunctionEndpoint(_ name: String, _ db: Database, designName: String, rest: [String],
                                 _ request: inout CouchRequest) async throws -> Response {
         let id = "_design/" + designName
@@ -253,7 +253,7 @@ struct DesignFunctionCall: Sendable {
     /// Throws CouchDB's 404 when the design document has no `kind.name`
     /// (`couch_util:get_nested_json_value`'s words).
     func requireFunction(_ kind: String, _ name: String) throws(CouchError) {
-        let json = CouchResponder.documentJSON(document)
+        let json = CouchAPI.documentJSON(document)
         guard let functions = json[kind] else { throw CouchError(.notFound, "not_found", "missing json key: \(kind)") }
         guard case .object = functions else { throw CouchError(.notFound, "not_found", "json_mismatch") }
         guard functions[name] != nil else { throw CouchError(.notFound, "not_found", "missing json key: \(name)") }

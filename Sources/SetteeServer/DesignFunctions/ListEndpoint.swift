@@ -18,7 +18,7 @@ import Settee
 /// status and JSON; otherwise CouchDB's `send_chunked_error`:
 /// `\n{"code":…,"error":…,"reason":…}\n` after what was sent (with the
 /// error's status, when nothing was).
-extension CouchResponder {
+extension CouchAPI {
     func list(_ design: DesignFunctionCall, rest: [String], _ request: inout CouchRequest) async throws -> Response {
         try allow(request, "GET,POST,HEAD")
         guard rest.count == 3 || rest.count == 4 else { throw CouchError(.notFound, "list_error", "Invalid path.") }

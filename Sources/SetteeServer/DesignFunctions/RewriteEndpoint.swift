@@ -10,7 +10,7 @@ import Settee
 /// (with `method`, `query`, `headers`, `body`) or a response (`code`). The
 /// request is then routed again from the server's root, relative to the
 /// design document (`../../doc` is `/db/doc`).
-extension CouchResponder {
+extension CouchAPI {
     /// How many times this request was rewritten, and the path it was asked for.
     enum Rewriting {
         @TaskLocal static var count = 0

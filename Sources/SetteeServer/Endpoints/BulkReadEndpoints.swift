@@ -5,7 +5,7 @@ import Settee
 
 /// `/{db}/_changes`, `_bulk_get`, `_all_docs/queries`, `_purge`,
 /// `_purged_infos_limit` and `_revs_limit`.
-extension CouchResponder {
+extension CouchAPI {
     /// Answers this file's operations; nil for the others.
     func feedAndBulkReadOperation(_ name: String, _ db: Database, _ operation: String,
                                   _ request: inout CouchRequest) async throws -> Response? {

@@ -7,7 +7,7 @@ import Synchronization
 
 /// `GET/POST /{db}/_changes`: the changes feed, streamed as CouchDB's
 /// `chttpd_db:changes_callback` writes it.
-extension CouchResponder {
+extension CouchAPI {
     func changesEndpoint(_ name: String, _ db: Database, _ request: inout CouchRequest) async throws -> Response {
         try allow(request, "GET,HEAD,POST")
         var body: JSONValue?

@@ -4,7 +4,7 @@ import Hummingbird
 import Settee
 
 /// `/{db}` and the database's `_` endpoints.
-extension CouchResponder {
+extension CouchAPI {
     func databaseEndpoint(_ name: String, _ request: inout CouchRequest) async throws -> Response {
         switch request.method {
         case .put:

@@ -4,7 +4,7 @@ import Hummingbird
 import Settee
 
 /// `/{db}/_design/{ddoc}`, its `_info` and its views.
-extension CouchResponder {
+extension CouchAPI {
     func designEndpoint(_ name: String, designName: String, rest: [String], _ request: inout CouchRequest) async throws -> Response {
         let id = "_design/" + designName
         guard let first = rest.first else { return try await documentEndpoint(name, id: id, &request) }

@@ -4,7 +4,7 @@ import Hummingbird
 import Settee
 
 /// `/{db}/{docid}` and `/{db}/_local/{id}`.
-extension CouchResponder {
+extension CouchAPI {
     func documentEndpoint(_ name: String, id: String, _ request: inout CouchRequest) async throws -> Response {
         if let response = try await documentReadOrCopy(name, id: id, &request) { return response }
         let db = try databases.database(name)

@@ -85,7 +85,7 @@ struct DocumentReadOptions: Sendable {
 
 /// `GET /{db}/{docid}` with `revs`, `revs_info`, `local_seq`, `meta`,
 /// `open_revs`, `latest`, `deleted`; `COPY /{db}/{docid}`.
-extension CouchResponder {
+extension CouchAPI {
     /// Answers the reads the plain `documentEndpoint` does not, and COPY; nil for the others.
     func documentReadOrCopy(_ name: String, id: String, _ request: inout CouchRequest) async throws -> Response? {
         if request.method.rawValue == "COPY" { return try await copyDocument(name, id: id, &request) }

@@ -5,7 +5,7 @@ import Settee
 
 /// `/{db}/_index`: Mango's JSON indexes (list, create, delete, bulk delete),
 /// path by path and method by method as `mango_httpd.erl` answers them.
-extension CouchResponder {
+extension CouchAPI {
     func indexEndpoint(_ db: Database, _ request: inout CouchRequest) async throws -> Response {
         let rest = Array(request.segments.dropFirst(2))
         switch rest.count {

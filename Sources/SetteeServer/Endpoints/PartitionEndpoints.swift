@@ -9,7 +9,7 @@ import Settee
 /// `_index` and a design document's other functions (`_info`, `_show`,
 /// `_list`, `_update`, `_rewrite`) answered as the database's, with the
 /// partition in the query string. Anything else is `not_found`.
-extension CouchResponder {
+extension CouchAPI {
     func partitionEndpoint(_ name: String, _ request: inout CouchRequest) async throws -> Response {
         let segments = request.segments
         guard segments.count >= 3 else { throw CouchError.badRequest("invalid_partition_req") }

@@ -7,7 +7,7 @@ import Settee
 /// (`_bulk_docs` and `PUT /{db}/{docid}`), `_revs_diff`, and the leaves,
 /// conflicts and histories that reads add (`conflicts`, `deleted_conflicts`,
 /// `meta`, `revs`, `open_revs`, `rev=` of a losing leaf).
-extension CouchResponder {
+extension CouchAPI {
     /// `POST /{db}/_bulk_docs` with `"new_edits": false`: each document's
     /// `_rev` (and `_revisions`) merged into its revision tree. As CouchDB,
     /// the answer lists only the documents refused.

@@ -4,7 +4,7 @@ import Hummingbird
 import Settee
 
 /// `GET /`, `/_up`, `/_all_dbs`, `/_uuids`, `/_session`.
-extension CouchResponder {
+extension CouchAPI {
     func welcome(_ request: CouchRequest) throws -> Response {
         try allow(request, "GET,HEAD")
         return CouchResponse.json([

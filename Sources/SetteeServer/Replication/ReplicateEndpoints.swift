@@ -11,7 +11,7 @@ import SetteeReplication
 /// (the write rules and `validate_doc_update` of its store still apply); a
 /// URL — with credentials in it, in `auth.basic` or in an `Authorization`
 /// header — is reached over HTTP.
-extension CouchResponder {
+extension CouchAPI {
     func replicateEndpoint(_ request: inout CouchRequest) async throws -> Response {
         try allow(request, "POST")
         try requireAdministrator(request)

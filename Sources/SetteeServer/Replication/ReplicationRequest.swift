@@ -70,7 +70,7 @@ struct ReplicationRequest {
             id = try Replicator.replicationID(source: source, target: target, options: options,
                                               filterSource: { if case .function = options.filter { "" } else { nil } }())
         } catch let error as ReplicationError {
-            throw CouchResponder.couchError(error)
+            throw CouchAPI.couchError(error)
         }
     }
 
@@ -105,7 +105,7 @@ struct ReplicationRequest {
             do {
                 return .remote(try RemoteDatabase(url, username: username, password: password))
             } catch let error as ReplicationError {
-                throw CouchResponder.couchError(error)
+                throw CouchAPI.couchError(error)
             }
         }
         guard localNames else {

@@ -32,7 +32,7 @@ final class ServerReplications: Sendable {
         if let stored = try? String(contentsOf: file, encoding: .utf8), stored.count == 32 {
             serverUUID = stored
         } else {
-            serverUUID = CouchResponder.newUUID()
+            serverUUID = CouchAPI.newUUID()
             try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(serverUUID.utf8).write(to: file, options: .atomic)
         }

@@ -19,7 +19,7 @@ struct Authentication: Sendable {
 /// (`cookie_authentication_handler`, then `default_authentication_handler`):
 /// an `AuthSession` cookie, then HTTP Basic; with no administrator anywhere,
 /// every request is an administrator's ("admin party").
-extension CouchResponder {
+extension CouchAPI {
     static let incorrectCredentials = CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
 
     func authenticate(_ request: Request, peer: String) async throws -> Authentication {

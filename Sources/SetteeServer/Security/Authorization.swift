@@ -6,7 +6,7 @@ import Settee
 /// Which requests a user may make, as `chttpd_auth_request` and
 /// `couch_db:check_is_member/1` decide: server-administrator-only
 /// endpoints, database-administrator-only ones, and members-only databases.
-extension CouchResponder {
+extension CouchAPI {
     static func notServerAdministrator() -> CouchError {
         CouchError(.unauthorized, "unauthorized", "You are not a server admin.")
     }

@@ -5,7 +5,7 @@ import Settee
 
 /// `/_session`: cookie login (`POST`), who is logged in (`GET`), logout
 /// (`DELETE`), as `couch_httpd_auth:handle_session_req/2`.
-extension CouchResponder {
+extension CouchAPI {
     func sessionEndpoint(_ request: inout CouchRequest) async throws -> Response {
         switch request.method {
         case .post:

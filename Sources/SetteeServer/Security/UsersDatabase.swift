@@ -10,7 +10,7 @@ import Settee
 ///
 /// The database is opened with this rule, so that every write passes it
 /// inside the store, whatever endpoint made it; endpoints hash a `password`
-/// before they write (``CouchResponder/preparedForWrite(_:database:request:)``),
+/// before they write (``CouchAPI/preparedForWrite(_:database:request:)``),
 /// and a write that still holds one is refused.
 struct UsersWriteRule: DocumentWriteRule {
     static let prefix = "org.couchdb.user:"
@@ -22,7 +22,7 @@ struct UsersWriteRule: DocumentWriteRule {
         let user = writer.userContext, isAdministrator = writer.isDatabaseAdministrator
         let id = document["_id"]?.stringValue ?? ""
         try Self.checkWriter(of: id, user: user, isAdministrator: isAdministrator)
-        try CouchResponder.checkUserDocument(document, old: old, user: user, isAdministrator: isAdministrator)
+        try CouchAPI.checkUserDocument(document, old: old, user: user, isAdministrator: isAdministrator)
         if document["_deleted"] == .bool(true) { return }
         if document["password"] != nil {
             throw CouchError(.forbidden, "forbidden",
@@ -38,7 +38,7 @@ struct UsersWriteRule: DocumentWriteRule {
     }
 }
 
-extension CouchResponder {
+extension CouchAPI {
     static var userPrefix: String { UsersWriteRule.prefix }
 
     /// `document`, about to be written to database `database` for `request`,

@@ -4,11 +4,14 @@ import Hummingbird
 import Logging
 import Settee
 
-/// Answers every request: authenticates it, routes it by its path as
-/// CouchDB's `chttpd` does, and turns errors into CouchDB's error bodies.
-struct CouchResponder: HTTPResponder {
-    typealias Context = CouchRequestContext
-
+/// CouchDB's API over the databases of one folder: routes a request by its
+/// path as CouchDB's `chttpd` does, after the one gate every request passes
+/// (``dispatch(_:)``). Its endpoints are its extensions, a file per group.
+///
+/// It answers behind three middlewares (``SetteeServer/routes(context:)``,
+/// ``SetteeServer/middlewares(context:)``): request logging, CouchDB's error
+/// bodies, authentication.
+struct CouchAPI: Sendable {
     let databases: DatabaseFolder
     let configuration: SetteeServer.Configuration
     let logger: Logger
@@ -16,36 +19,19 @@ struct CouchResponder: HTTPResponder {
     /// The replications under way (`/_replicate`, `/_scheduler/jobs`) and the server's UUID.
     let replications: ServerReplications
 
-    func respond(to request: Request, context: Context) async throws -> Response {
-        let started = ContinuousClock.now
-        var response: Response
-        do {
-            let peer = context.channel.remoteAddress?.ipAddress ?? "127.0.0.1"
-            let authentication = try await authenticate(request, peer: peer)
-            var couch = try CouchRequest(request, user: authentication.user, limits: configuration.limits)
-            couch.authenticatedBy = authentication.handler
-            couch.peer = peer
-            couch.connection = context.channel
-            response = try await Disconnection.cancelling(on: context.channel) { try await dispatch(&couch) }
-            if let cookie = authentication.refreshedCookie, response.headers[.setCookie] == nil { response.headers[.setCookie] = cookie }
-        } catch {
-            let couchError = CouchError(from: error)
-            if couchError.status == .internalServerError {
-                logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
-            }
-            response = CouchResponse.error(couchError)
+    /// Answers `request`, which the authentication middleware has
+    /// authenticated, cancelled should its client go; `mountDepth` path
+    /// segments (where an application mounted the API) are not the API's.
+    func respond(to request: Request, couch context: CouchContextStorage, mountDepth: Int = 0) async throws -> Response {
+        guard let authentication = context.authentication else {
+            throw CouchError(.internalServerError, "no_authentication", "the CouchDB API answers behind its authentication middleware")
         }
-        response.headers[.server] = CouchResponse.server
-        if request.method == .head { response = response.createHeadResponse() }
-        if request.method == .connect {
-            // The answer goes without a body length: close the connection once it is written.
-            response.headers[.connection] = "close"
-            let channel = context.channel
-            channel.eventLoop.scheduleTask(in: .milliseconds(100)) { channel.close(promise: nil) }
-        }
-        let elapsed = ContinuousClock.now - started
-        logger.info("\(request.method) \(request.uri) \(response.status.code) \(elapsed.formatted(.units(allowed: [.milliseconds, .microseconds], width: .narrow)))")
-        return response
+        var couch = try CouchRequest(request, user: authentication.user, limits: configuration.limits)
+        if mountDepth > 0 { couch.segments.removeFirst(min(mountDepth, couch.segments.count)) }
+        couch.authenticatedBy = authentication.handler
+        couch.peer = context.peer
+        couch.connection = context.channel
+        return try await Disconnection.cancelling(on: context.channel) { try await dispatch(&couch) }
     }
 
     /// Authorizes the request (``authorize(_:)``), then routes it with its
