@@ -1,6 +1,15 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+/// Every Swift target's settings: existentials spelt `any`, members visible
+/// only through the modules a file imports, imports internal unless a file
+/// says `public import`.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
 let package = Package(
     name: "Settee",
     platforms: [.macOS(.v13)],
@@ -19,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // Hummingbird's own SwiftNIO: the server reads connections (NIOCore) and HTTP/1 parse errors (NIOHTTP1).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        // Hummingbird's own HTTP types for SwiftNIO (the header timeout reads their request parts).
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
         // Hummingbird's own service lifecycle: `SetteeServer.stop()` shuts its group down gracefully.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // Settee's replicator speaks to CouchDB servers over HTTP. Only SetteeReplication links it.
@@ -59,7 +70,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("mozjs-102"), .linkedLibrary("m"), .linkedLibrary("pthread")]
         ),
         // JSON values, the JSON lexer, parser and writer, CouchDB's collation,
-        // hashing, gzip, the error vocabulary.
+        // hashing, gzip, the error vocabulary, Erlang's terms (external format, size, order).
         .target(name: "SetteeCore", dependencies: ["CSetteeCollation", "CSetteeZlib"]),
         // LMDB environments and tables, the document store, revisions and changes.
         .target(
@@ -71,8 +82,9 @@ let package = Package(
             name: "SetteeJavaScript",
             dependencies: ["SetteeCore", "CSetteeJS"]
         ),
-        // Views: collation, index rows and their storage, the indexing pipeline,
-        // stored reductions, built-in reducers, query options and the query runner.
+        // Views: index rows and their storage, the indexing pipeline, stored
+        // reductions, built-in reducers, query options and the query runner
+        // (CouchDB's collation is SetteeCore's).
         .target(
             name: "SetteeViews",
             dependencies: [
@@ -98,7 +110,7 @@ let package = Package(
         .target(
             name: "SetteeReplication",
             dependencies: [
-                "Settee",
+                "Settee", "SetteeCore", "SetteeStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -108,15 +120,18 @@ let package = Package(
         // `settee couchjs`: CouchDB's query-server protocol on the JavaScript engine.
         .target(
             name: "SetteeQueryServer",
-            dependencies: ["SetteeCore", "SetteeJavaScript"]
+            dependencies: ["SetteeCore", "SetteeJavaScript", "CSetteeJS", .product(name: "Logging", package: "swift-log")]
         ),
         // `settee serve`: CouchDB's HTTP API over the databases in one folder.
         .target(
             name: "SetteeServer",
             dependencies: [
-                "Settee", "SetteeQueryServer", "SetteeReplication",
+                "Settee", "SetteeCore", "SetteeJavaScript", "SetteeQueryServer", "SetteeReplication",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -126,7 +141,7 @@ let package = Package(
         .executableTarget(
             name: "SetteeCLI",
             dependencies: [
-                "Settee",
+                "Settee", "SetteeCore", "SetteeJavaScript",
                 "SetteeQueryServer",
                 "SetteeServer",
                 "SetteeReplication",
@@ -146,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "SetteeTests",
             dependencies: [
-                "Settee",
+                "Settee", "SetteeCore", "SetteeStorage", "SetteeJavaScript", "SetteeViews", "SetteeFind",
                 "SetteeQueryServer",
                 "SetteeServer",
                 "SetteeReplication",
@@ -160,3 +175,7 @@ let package = Package(
     swiftLanguageModes: [.v6],
     cxxLanguageStandard: .cxx17
 )
+
+for target in package.targets where target.type != .system && !target.name.hasPrefix("C") {
+    target.swiftSettings = (target.swiftSettings ?? []) + swiftSettings
+}

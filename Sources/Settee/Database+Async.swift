@@ -1,8 +1,8 @@
-import Foundation
-import SetteeCore
-import SetteeStorage
+public import Foundation
+public import SetteeCore
+public import SetteeStorage
 import SetteeJavaScript
-import SetteeViews
+public import SetteeViews
 
 /// Async forms of ``Database``'s methods.
 ///

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import Logging
 import SetteeCore
-import SetteeStorage
+public import SetteeStorage
 
 /// A document's expiration time, as ``Database/documentsExpiring(before:)-7in5r`` lists them.
 public struct DocumentExpiration: Sendable, Equatable {
@@ -71,7 +71,7 @@ extension Database {
 /// set), and stops once no document has one.
 final class ExpirationTimer: @unchecked Sendable {
     private let lock = NSLock()
-    private var timer: DispatchSourceTimer?
+    private var timer: (any DispatchSourceTimer)?
     private weak var store: DocumentStore?
     private let logger: Logger
     private static let queue = DispatchQueue(label: "settee.expiration", qos: .utility)

@@ -1,9 +1,9 @@
-import Foundation
+public import Foundation
 import Logging
 import SetteeCore
 import SetteeStorage
 import SetteeJavaScript
-import SetteeViews
+public import SetteeViews
 
 /// What `settee info` shows of one view.
 public struct ViewInfo: Sendable, Equatable {

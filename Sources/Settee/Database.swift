@@ -1,9 +1,9 @@
-import Foundation
+public import Foundation
 import Synchronization
-import Logging
-import SetteeCore
-import SetteeStorage
-import SetteeJavaScript
+public import Logging
+public import SetteeCore
+public import SetteeStorage
+public import SetteeJavaScript
 import SetteeViews
 import SetteeFind
 

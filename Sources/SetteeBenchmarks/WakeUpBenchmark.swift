@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Settee
+import SetteeStorage
 
 /// How soon a change feed of this process sees a put of another process, and
 /// what watching costs: the CPU of a process that only waits, and the rate

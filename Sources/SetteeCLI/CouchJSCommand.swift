@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import Settee
 import SetteeQueryServer
+import SetteeJavaScript
 
 /// `settee couchjs`: Apache CouchDB's JavaScript query server, on Settee's engine.
 struct CouchJSCommand: ParsableCommand {

@@ -34,7 +34,7 @@ struct SetteeCommand: AsyncParsableCommand {
         let arguments = BooleanQueryFlags.expand(LeadingDatabaseOptions.moveAfterSubcommand(Array(CommandLine.arguments.dropFirst())))
         do {
             var command = try await asyncParseAsRoot(arguments)
-            if var asyncCommand = command as? AsyncParsableCommand {
+            if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()

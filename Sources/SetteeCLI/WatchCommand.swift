@@ -1,3 +1,4 @@
+import SetteeCore
 import ArgumentParser
 import Foundation
 import Settee

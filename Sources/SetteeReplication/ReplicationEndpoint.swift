@@ -1,5 +1,5 @@
-import Foundation
-import Settee
+public import Foundation
+public import Settee
 
 /// One end of a replication: a database opened in this process, or a
 /// database of a CouchDB server (Apache CouchDB, `settee serve`, or any

@@ -1,5 +1,5 @@
 import Foundation
-import Settee
+public import Settee
 
 /// Why a replication stopped, in the words CouchDB's replicator uses where
 /// it has them.

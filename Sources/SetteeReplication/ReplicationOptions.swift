@@ -1,5 +1,5 @@
 import Foundation
-import Settee
+public import Settee
 
 /// Which documents a replication carries: all of them, or those a filter
 /// passes (CouchDB's `doc_ids`, `selector` and `filter` + `query_params`,

@@ -1,4 +1,4 @@
-import Settee
+public import Settee
 
 /// Where a replication is, and what it has done: CouchDB's replication
 /// statistics (`_scheduler/jobs`, `_active_tasks`).

@@ -1,7 +1,7 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import Foundation
-import Logging
-import Settee
+public import Logging
+public import Settee
 
 /// CouchDB's replication protocol, run by Settee: carries every revision a
 /// source has and a target lacks — conflicts, deletions, attachments,

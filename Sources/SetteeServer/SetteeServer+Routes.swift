@@ -1,6 +1,6 @@
-import Hummingbird
+public import Hummingbird
 import HTTPTypes
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// CouchDB's API mounted in a Hummingbird application of one's own.
 extension SetteeServer {
@@ -28,11 +28,13 @@ extension SetteeServer {
     /// rewrites of the API name paths from the API's root.
     public func routes<Context: CouchRequestContext>(context: Context.Type = Context.self) -> RouteCollection<Context> {
         let collection = RouteCollection(context: Context.self)
-        for middleware in middlewares(context: Context.self) { collection.add(middleware: middleware) }
+        collection.add(middleware: RequestLogMiddleware<Context>(logger: logger))
+        collection.add(middleware: CouchErrorMiddleware<Context>(logger: logger))
+        collection.add(middleware: AuthenticationMiddleware<Context>(api: api))
         let responder = CouchAPIResponder<Context>(api: api, isMounted: true)
         for method in Self.routedMethods {
-            collection.on("", method: method, responder: responder)
-            collection.on("**", method: method, responder: responder)
+            _ = collection.on("", method: method, responder: responder)
+            _ = collection.on("**", method: method, responder: responder)
         }
         return collection
     }
@@ -40,15 +42,11 @@ extension SetteeServer {
     /// The methods CouchDB's API answers (COPY among them) when mounted in a router.
     static let routedMethods: [HTTPRequest.Method] = [.get, .head, .post, .put, .delete, .options, .patch, HTTPRequest.Method("COPY")!]
 
-    /// The middlewares in front of the API, outermost first: request
-    /// logging, CouchDB's error bodies, authentication.
-    func middlewares<Context: CouchRequestContext>(context: Context.Type) -> [any MiddlewareProtocol<Request, Response, Context>] {
-        [RequestLogMiddleware<Context>(logger: logger), CouchErrorMiddleware<Context>(logger: logger), AuthenticationMiddleware<Context>(api: api)]
-    }
-
-    /// What serves requests: the API behind its middlewares, every method on every path.
+    /// What serves requests: the API behind its middlewares (request
+    /// logging, CouchDB's error bodies, authentication), every method on every path.
     func responder<Context: CouchRequestContext>(context: Context.Type) -> MiddlewareStack<Context> {
-        MiddlewareStack(middlewares: middlewares(context: Context.self), responder: CouchAPIResponder<Context>(api: api, isMounted: false))
+        MiddlewareStack(log: RequestLogMiddleware(logger: logger), errors: CouchErrorMiddleware(logger: logger),
+                        authentication: AuthenticationMiddleware(api: api), responder: CouchAPIResponder(api: api, isMounted: false))
     }
 
     /// The API's endpoints.
@@ -87,19 +85,21 @@ private struct BackgroundService: Service {
     }
 }
 
-/// A responder behind middlewares, the first outermost.
+/// The API behind its middlewares, composed statically (no existential
+/// per middleware and request): logging, then error bodies, then authentication.
 struct MiddlewareStack<Context: CouchRequestContext>: HTTPResponder {
-    let middlewares: [any MiddlewareProtocol<Request, Response, Context>]
+    let log: RequestLogMiddleware<Context>
+    let errors: CouchErrorMiddleware<Context>
+    let authentication: AuthenticationMiddleware<Context>
     let responder: CouchAPIResponder<Context>
 
     func respond(to request: Request, context: Context) async throws -> Response {
-        try await respond(to: request, context: context, from: 0)
-    }
-
-    private func respond(to request: Request, context: Context, from index: Int) async throws -> Response {
-        guard index < middlewares.count else { return try await responder.respond(to: request, context: context) }
-        return try await middlewares[index].handle(request, context: context) { request, context in
-            try await respond(to: request, context: context, from: index + 1)
+        try await log.handle(request, context: context) { request, context in
+            try await errors.handle(request, context: context) { request, context in
+                try await authentication.handle(request, context: context) { request, context in
+                    try await responder.respond(to: request, context: context)
+                }
+            }
         }
     }
 }

@@ -1,13 +1,14 @@
-import Foundation
+public import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 import HTTPTypes
 import Hummingbird
-import Logging
+public import Logging
 import ServiceLifecycle
-import Settee
+public import Settee
 import Synchronization
+import UnixSignals
 
 /// `settee serve`: CouchDB 3.5's HTTP API over the Settee databases in one
 /// folder, so that CouchDB's client libraries, `curl` and PouchDB can use them.

@@ -4,7 +4,7 @@ import Testing
 
 /// A file of `count` bytes that are not all alike, written without holding them all.
 private func writePatternFile(_ url: URL, bytes count: Int, seed: UInt8 = 0) throws {
-    FileManager.default.createFile(atPath: url.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: url.path, contents: nil)
     let handle = try FileHandle(forWritingTo: url)
     defer { try? handle.close() }
     var chunk = [UInt8](repeating: 0, count: 1 << 20)

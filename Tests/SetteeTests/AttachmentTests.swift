@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import SetteeCore
+import SetteeStorage
 @testable import Settee
 
 private func openDatabase(_ directory: TemporaryDirectory) throws -> Database {

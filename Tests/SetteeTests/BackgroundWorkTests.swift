@@ -52,12 +52,12 @@ private final class Times: Sendable {
         var shortStarts: [ContinuousClock.Instant] = []
     }
     private let marks = Mutex(Marks())
-    func add(_ list: WritableKeyPath<Marks, [ContinuousClock.Instant]> & Sendable) {
+    func add(_ list: any WritableKeyPath<Marks, [ContinuousClock.Instant]> & Sendable) {
         let now = ContinuousClock.now
         marks.withLock { $0[keyPath: list].append(now) }
     }
-    func count(_ list: KeyPath<Marks, [ContinuousClock.Instant]> & Sendable) -> Int { marks.withLock { $0[keyPath: list].count } }
-    func all(_ list: KeyPath<Marks, [ContinuousClock.Instant]> & Sendable) -> [ContinuousClock.Instant] { marks.withLock { $0[keyPath: list] } }
+    func count(_ list: any KeyPath<Marks, [ContinuousClock.Instant]> & Sendable) -> Int { marks.withLock { $0[keyPath: list].count } }
+    func all(_ list: any KeyPath<Marks, [ContinuousClock.Instant]> & Sendable) -> [ContinuousClock.Instant] { marks.withLock { $0[keyPath: list] } }
 }
 
 

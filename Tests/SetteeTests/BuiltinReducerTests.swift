@@ -1,4 +1,6 @@
 import Testing
+import SetteeViews
+import SetteeCore
 @testable import Settee
 
 

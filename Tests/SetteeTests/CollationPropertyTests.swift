@@ -1,6 +1,7 @@
 import Foundation
 import PropertyBased
 import Testing
+import SetteeCore
 @testable import Settee
 
 /// CollationTests checks encodings against the comparator in memory; this

@@ -1,5 +1,6 @@
 import Testing
 import CSetteeCollation
+import SetteeCore
 @testable import Settee
 
 /// CouchDB's view collation, as `CollationKey` encodes it into bytes.

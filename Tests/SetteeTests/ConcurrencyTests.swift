@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import Settee
 @_spi(LMDB) import SetteeStorage
+import SetteeCore
+import SetteeViews
 
 private let pairsDesign = #"""
     {"_id": "_design/pairs", "views": {

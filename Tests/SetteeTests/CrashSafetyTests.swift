@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeStorage
 @testable import Settee
 
 /// How many kill-and-reopen rounds to run: `SETTEE_CRASH_ITERATIONS` (`make

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Settee
+import SetteeServer
 
 /// A database whose file has a page overwritten with random bytes, as a
 /// failing disk or a stray write leaves it: LMDB, which keeps no checksums,

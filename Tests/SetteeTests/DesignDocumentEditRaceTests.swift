@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeStorage
 @testable import Settee
 
 /// A design document `_design/r` with one view `v` whose map emits `key`.

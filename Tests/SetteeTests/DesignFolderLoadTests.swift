@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeViews
 @testable import Settee
 
 @Suite("Loading a folder of design documents", .timeLimit(.minutes(10)), .ownThread)

@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import SetteeCore
+import SetteeStorage
 @testable import Settee
 
 /// The document counts a database keeps (`doc_count`, `doc_del_count`, and

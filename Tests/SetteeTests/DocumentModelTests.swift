@@ -1,3 +1,4 @@
+import SetteeCore
 import Foundation
 import Testing
 import Settee
@@ -103,7 +104,7 @@ struct DocumentModelTests {
         var runs = 0
         let updated = try db.update("visits", as: Counter.self) { value in
             runs += 1
-            if runs == 1 { try? db.update("visits", as: Counter.self) { $0.count += 10 } }
+            if runs == 1 { _ = try? db.update("visits", as: Counter.self) { $0.count += 10 } }
             value.count += 1
         }
         #expect(runs == 2, "the first attempt met the concurrent write, the second read it")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeStorage
 @testable import Settee
 
 @Suite("Document store", .ownThread)

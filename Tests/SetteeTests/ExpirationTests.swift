@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Settee
+import SetteeCore
 
 /// Document expiration, as Couchbase Lite's `setDocumentExpiration`: past its
 /// time a document is purged, and reads as missing until then.

@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+import SetteeCore
+import SetteeJavaScript
+import SetteeStorage
 @testable import Settee
 
 /// How long each fuzz loop runs: `SETTEE_FUZZ_SECONDS`, else one second.

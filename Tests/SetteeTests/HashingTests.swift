@@ -1,4 +1,5 @@
 import Testing
+import SetteeCore
 @testable import Settee
 
 @Suite("MD5 and SHA-256")

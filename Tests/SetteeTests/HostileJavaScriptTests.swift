@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import SetteeJavaScript
 @testable import Settee
 
 /// A worker with a small memory bound and a generous timeout, so that a memory

@@ -1,4 +1,5 @@
 import Testing
+import SetteeCore
 @testable import Settee
 
 @Suite("Locating a key path's line in JSON text")

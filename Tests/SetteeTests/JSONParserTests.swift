@@ -1,4 +1,5 @@
 import Testing
+import SetteeCore
 @testable import Settee
 
 /// Parses `bytes`, returning the error instead of throwing it.

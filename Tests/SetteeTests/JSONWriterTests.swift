@@ -1,4 +1,5 @@
 import Testing
+import SetteeCore
 @testable import Settee
 
 @Suite("JSONWriter")

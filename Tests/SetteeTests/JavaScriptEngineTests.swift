@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeJavaScript
 @testable import Settee
 
 /// One worker shared by the tests of this suite (creating a context costs ~17 ms).

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeJavaScript
 @testable import Settee
 
 private let worker: JavaScriptWorker = {

@@ -1,6 +1,7 @@
 import Testing
 import SetteeFind
 import Settee
+import Foundation
 
 private func selector(_ text: String) throws -> MangoSelector {
     try MangoSelector(try JSONValue(parsing: text))

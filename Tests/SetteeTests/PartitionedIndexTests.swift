@@ -3,6 +3,7 @@ import Testing
 @testable import Settee
 @_spi(LMDB) import SetteeStorage
 import SetteeViews
+import SetteeServer
 
 /// A partitioned database whose documents interleave two partitions in key
 /// order: `a:i` has n = 2i - 1 and `b:i` has n = 2i, so that every range of

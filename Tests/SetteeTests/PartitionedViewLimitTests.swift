@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeViews
 @testable import Settee
 
 /// The limit on a database's distinct indexes counts a partitioned view and

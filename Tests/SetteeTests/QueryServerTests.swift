@@ -1,6 +1,7 @@
 import Foundation
 import SetteeQueryServer
 import Testing
+import SetteeJavaScript
 @testable import Settee
 
 /// Feeds scripted lines to a query server and records what it answers to each.

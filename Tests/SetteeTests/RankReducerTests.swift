@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeViews
 @testable import Settee
 
 /// CouchDB 3.5's `_first`, `_last`, `_top_N` and `_bottom_N`

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Settee
 import SetteeReplication
+import SetteeServer
 
 /// Settee's replicator between local databases and `settee serve`: every
 /// kind of data arrives with the same revision trees and bytes, re-runs

@@ -5,6 +5,7 @@ import FoundationNetworking
 import Logging
 import Settee
 import SetteeServer
+import HTTPTypes
 
 /// A `settee serve` running in this process on a free loopback port, over
 /// a temporary folder, for one test; stopped with ``stop()``.

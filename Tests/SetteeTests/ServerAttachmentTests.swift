@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Settee
+import SetteeCore
 
 @Suite("settee serve: attachments over HTTP, as CouchDB 3.5 serves them")
 struct ServerAttachmentTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Settee
+import SetteeServer
 
 @Suite("settee serve: _bulk_get, multiple queries, document read options, COPY, _purge and the database limits")
 struct ServerBulkReadTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Settee
+import SetteeCore
 @testable import SetteeServer
 
 /// `settee serve` as a hostile client tries it: a case for each way in or

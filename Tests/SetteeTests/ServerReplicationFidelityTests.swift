@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Settee
+import SetteeCore
 
 /// What CouchDB's replicator sends a target and reads from a source, and
 /// what it must find unchanged: checkpoints written again and again,

@@ -5,6 +5,7 @@ import Glibc
 import Testing
 import Settee
 import SetteeServer
+import SetteeCore
 
 @Suite("settee serve: administrators, sessions, _users, _security, limits and lifecycle")
 struct ServerSecurityTests {

@@ -5,6 +5,7 @@ import FoundationNetworking
 import SetteeCore
 import Synchronization
 import Testing
+import SetteeServer
 
 /// How many blocking tasks hold a thread, and whether they may let go.
 private final class BusyCount: Sendable {

@@ -87,7 +87,7 @@ struct SizeLimitTests {
     func importHugeLine() throws {
         let directory = TemporaryDirectory()
         let input = directory.url.appendingPathComponent("input.ndjson")
-        FileManager.default.createFile(atPath: input.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: input.path, contents: nil)
         let handle = try FileHandle(forWritingTo: input)
         handle.write(Data(#"{"_id":"first"}"#.utf8 + [0x0A]))
         handle.write(Data(#"{"_id":"huge","pad":""#.utf8))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeCore
 @testable import Settee
 @testable import SetteeViews
 

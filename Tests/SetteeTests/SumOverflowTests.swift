@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeViews
 @testable import Settee
 
 /// `_sum`'s own reduce limit: `check_sum_overflow/3` in

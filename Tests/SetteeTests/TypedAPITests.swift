@@ -1,3 +1,4 @@
+import SetteeCore
 import Foundation
 import Testing
 @testable import Settee

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SetteeViews
 @testable import Settee
 
 /// A design document with `count` views, `v<first>`…, each with a map of its

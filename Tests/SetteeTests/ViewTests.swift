@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+import Logging
+import SetteeCore
+import SetteeViews
 @testable import Settee
 
 /// A database with a design document loaded from a file, for view tests.
@@ -593,7 +596,7 @@ struct ConcurrencyTests {
 /// An element of a mixed array key, for decoding tests.
 private enum JSONKeyPart: Decodable, Equatable {
     case text(String), number(Double)
-    init(from decoder: Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let text = try? container.decode(String.self) { self = .text(text) } else { self = .number(try container.decode(Double.self)) }
     }

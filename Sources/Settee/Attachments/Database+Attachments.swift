@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import SetteeCore
-import SetteeStorage
+public import SetteeStorage
 
 extension Database {
     /// Attachment `name` of document `id`, its bytes read into memory.

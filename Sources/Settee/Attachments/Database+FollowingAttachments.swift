@@ -1,6 +1,6 @@
-import Foundation
+package import Foundation
 import SetteeCore
-import SetteeStorage
+package import SetteeStorage
 
 extension Database {
     /// Writes document `json` whose `_attachments` entries marked

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import Logging
 import SetteeCore
-import SetteeStorage
+public import SetteeStorage
 
 /// What one or more commits changed: the ``Database/addChangeListener(queue:_:)``
 /// callback's argument.

@@ -1,5 +1,6 @@
 import SetteeCore
 @_spi(LMDB) import SetteeStorage
+import Foundation
 
 /// What the HTTP changes feed (`settee serve`'s `/{db}/_changes`) needs
 /// beyond the public API: waiting for a commit under the caller's own

@@ -1,6 +1,7 @@
 import Foundation
 import SetteeCore
 import SetteeStorage
+import Synchronization
 
 /// Partitioned databases (CouchDB's `PUT /db?partitioned=true`): every
 /// document id but design and `_local` documents' is `partition:id`, and the

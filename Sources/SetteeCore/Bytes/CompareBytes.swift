@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// memcmp order, shorter first on a common prefix.
 ///

@@ -1,4 +1,5 @@
 import CSetteeZlib
+import Foundation
 
 extension Gzip {
     /// Inflates gzip fed a piece at a time (an attachment stored gzip-encoded,

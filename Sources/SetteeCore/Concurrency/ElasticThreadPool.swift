@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Threads for blocking work (LMDB reads and writes, index builds, full
 /// scans, waits on other processes), which Swift's cooperative threads must

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Pieces of work that worker threads are taking, each one the next piece
 /// as it finishes one; their results come back in piece order.

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// A document, key or value that does not convert to or from the Swift type
 /// asked for, with what was being converted and where in it.

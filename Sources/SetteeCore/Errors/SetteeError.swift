@@ -125,12 +125,6 @@ public struct SetteeErrorCode: RawRepresentable, Sendable, Hashable, CustomStrin
     public static let forbidden = SetteeErrorCode(rawValue: "forbidden")
     /// A design document's `validate_doc_update` refused the write for this user.
     public static let unauthorized = SetteeErrorCode(rawValue: "unauthorized")
-
-    /// Whether `error` is a ``SetteeError`` with this code, so that a code can
-    /// be a `catch` pattern: `catch SetteeErrorCode.conflict { … }`.
-    public static func ~= (code: SetteeErrorCode, error: any Error) -> Bool {
-        (error as? any SetteeError)?.errorCode == code
-    }
 }
 
 extension JSONParseError: SetteeError {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// How `Codable` values become documents and documents become values: the
 /// `JSONEncoder` and `JSONDecoder` a database uses, set for a database with

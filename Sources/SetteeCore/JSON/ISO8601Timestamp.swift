@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Dates as ISO 8601 text in UTC with nine fractional digits, e.g.
 /// `2026-11-25T14:17:12.491494700Z`: every `Date` that is more than about

@@ -1,5 +1,6 @@
 import SetteeCore
 @_spi(LMDB) import SetteeStorage
+import SetteeViews
 
 /// Live documents read in `_id` order (bytes), design documents left out,
 /// as `find` over `_all_docs` reads them: every one, or those of a list of ids.

@@ -1,5 +1,6 @@
 import SetteeCore
 import SetteeStorage
+import SetteeViews
 
 extension Finder {
     /// Runs an ``UnnestRequest``: the documents with a matching element, from

@@ -1,6 +1,6 @@
 import Foundation
-import SetteeCore
-import SetteeStorage
+package import SetteeCore
+package import SetteeStorage
 
 /// Runs `find` queries on a document store: plans which index serves the
 /// query (CouchDB's `mango_cursor:create/4`), reads it, matches, sorts and

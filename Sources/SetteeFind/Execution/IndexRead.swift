@@ -1,6 +1,6 @@
 import SetteeCore
 import SetteeStorage
-import SetteeViews
+package import SetteeViews
 
 /// Reads a `find` index's rows: those `scan` asks for, on one snapshot,
 /// until `entry` returns false. The scan's keys are encoded with

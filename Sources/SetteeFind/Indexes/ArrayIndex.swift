@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// An array index, as Couchbase Lite 3.2's `ArrayIndexConfiguration`: one
 /// entry per element of the arrays at a path, keyed by expressions (field

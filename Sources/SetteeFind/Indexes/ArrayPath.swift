@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+package import SetteeCore
 
 /// The path of an array index, in Couchbase Lite's notation: `tags` is the
 /// array at `tags`; `contacts[].phones` is, for each element of the array at

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 import SetteeViews
 
 /// A request to create a `find` index: CouchDB's `POST /db/_index` body,

@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 extension MangoIndex {
     /// An array index on `path` (see ``ArrayPath``), keyed by `expressions` on each element.

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// A `find` index: CouchDB's Mango JSON index (the document's values at some
 /// fields, in order, as one key), an array index (Couchbase Lite's: one key

@@ -1,5 +1,5 @@
-import SetteeCore
-import SetteeViews
+package import SetteeCore
+package import SetteeViews
 
 /// The map of a JSON index, as CouchDB's `mango_native_proc` indexes a
 /// document: when the document matches the index's partial filter and has

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// A value index, Couchbase Lite's name for CouchDB's JSON index: the
 /// documents' values at some fields, in order, as one key; a document lacking

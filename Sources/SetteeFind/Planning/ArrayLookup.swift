@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// What an array index reads for a selector: the entries whose keys a
 /// condition on the path's elements allows. The documents of those entries

@@ -1,4 +1,5 @@
 import SetteeCore
+import SetteeViews
 
 /// `explain`: how `find` would run a request, in the shape of CouchDB's
 /// `_explain` response (`mango_cursor:explain/1`): the index chosen, the

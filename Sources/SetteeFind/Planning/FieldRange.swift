@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// The values an index column may take under a selector, as CouchDB's
 /// planner narrows them (`mango_idx_view:range/2`): a low and a high bound,

@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// Which indexes and documents a `find` query may read in a partitioned
 /// database (`mango_idx:filter_partition_indexes/2`): a partition query

@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 extension QueryPlanner.Plan {
     /// Whether this plan, made for `selector` (normalized) over `indexes`,

@@ -1,4 +1,5 @@
-import SetteeCore
+package import SetteeCore
+import SetteeViews
 
 /// CouchDB's query planner for `find` (`mango_cursor:create/4`,
 /// `mango_idx:get_usable_indexes/4`, `mango_cursor_view:choose_best_index/1`):

@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+public import SetteeCore
 
 /// A `find` query: CouchDB's `_find` request body.
 ///

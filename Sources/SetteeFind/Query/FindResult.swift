@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import Synchronization
-import SetteeCore
+public import SetteeCore
 
 /// What a `find` query returned: CouchDB's `_find` response.
 ///

@@ -1,5 +1,5 @@
-import Foundation
-import SetteeCore
+public import Foundation
+public import SetteeCore
 
 /// One document a `find` query returned: its JSON text as stored (or, with
 /// ``FindRequest/fields``, the fields asked for), parsed only when asked.

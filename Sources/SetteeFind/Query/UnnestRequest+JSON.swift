@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 extension UnnestRequest {
     /// The request as JSON, in `_find`'s terms:

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// A query with one result per matching array element, each with its
 /// document: SQL++'s `UNNEST` (Couchbase Lite), in Mango's terms.

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// One result of an ``UnnestRequest``: an array element and its document.
 public struct UnnestedElement: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// `$mod` matches only integers, and CouchDB's JSON decoder reads a number
 /// written with a fraction or an exponent (`26.0`, `2.6e1`) as a float: so

@@ -1,4 +1,5 @@
-import SetteeCore
+package import SetteeCore
+import Foundation
 
 /// A Mango field name split into its path: `a.b` is member `b` of member `a`,
 /// `a\.b` the member named `a.b` (CouchDB's `mango_util:parse_field/1`). A

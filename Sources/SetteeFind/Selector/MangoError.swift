@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 import SetteeViews
 
 /// A `find` request or index definition rejected as CouchDB's Mango rejects

@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+public import SetteeCore
 
 /// A Mango selector: CouchDB's query language for `find`, checked and
 /// normalized as CouchDB does it, ready to match documents.

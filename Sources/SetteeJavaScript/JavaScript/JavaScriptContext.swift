@@ -1,5 +1,5 @@
 import CSetteeJS
-import SetteeCore
+public import SetteeCore
 
 /// A compiled JavaScript function, valid in the context that compiled it.
 public struct JavaScriptFunction: Sendable, Hashable {

@@ -1,6 +1,6 @@
 import CSetteeJS
 import Foundation
-import SetteeCore
+package import SetteeCore
 
 /// The process-wide SpiderMonkey runtime: started once, shut down in order at exit
 /// (each worker destroys its context on its own thread, then the engine stops).

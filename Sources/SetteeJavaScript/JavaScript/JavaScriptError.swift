@@ -1,5 +1,5 @@
-import CSetteeJS
-import SetteeCore
+package import CSetteeJS
+package import SetteeCore
 
 extension JavaScriptError.Kind {
     package init(status: UInt32) {

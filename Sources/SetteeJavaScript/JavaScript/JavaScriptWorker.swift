@@ -1,6 +1,7 @@
 import CSetteeJS
 import Foundation
-import SetteeCore
+public import SetteeCore
+import CSetteeZlib
 
 /// A long-lived thread that owns one SpiderMonkey context.
 ///

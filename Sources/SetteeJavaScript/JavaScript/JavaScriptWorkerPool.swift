@@ -1,5 +1,5 @@
-import Foundation
-import SetteeCore
+public import Foundation
+public import SetteeCore
 
 /// A fixed set of ``JavaScriptWorker``s, one per core by default, that map
 /// documents in parallel.

@@ -1,7 +1,7 @@
 import CSetteeJS
-import Logging
-import SetteeCore
-import SetteeJavaScript
+public import Logging
+public import SetteeCore
+public import SetteeJavaScript
 
 /// Apache CouchDB's JavaScript query server, on Settee's engine: the line
 /// protocol CouchDB speaks to `couchjs` (one JSON array per line in, one JSON

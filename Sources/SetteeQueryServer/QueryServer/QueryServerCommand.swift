@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 import SetteeJavaScript
 /// One line of the query-server protocol, `[name, argument, …]`, split into its
 /// elements' bytes without building values: documents go to the engine as the

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Settee
+import SetteeCore
 
 /// `/{db}/{docid}/{attname}` (and `/{db}/_design/{ddoc}/{attname}`): one
 /// attachment read, written or removed, as `chttpd_db:db_attachment_req` does.

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Settee
+import HummingbirdCore
 
 /// Which changes a `_changes` request passes, configured as CouchDB's
 /// `couch_changes:configure_filter` does: the built-in `_doc_ids`,

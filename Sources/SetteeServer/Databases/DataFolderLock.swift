@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import HTTPTypes
 #endif
 
 /// The exclusive lock a running server holds on its data folder

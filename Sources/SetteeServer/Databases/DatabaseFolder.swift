@@ -1,7 +1,8 @@
-import Foundation
-import Logging
-import Settee
+public import Foundation
+public import Logging
+public import Settee
 import Synchronization
+import HTTPTypes
 
 /// The databases `settee serve` serves: one Settee database per
 /// subdirectory of one folder, opened on first use and kept open.

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Settee
+import SetteeCore
 
 /// `/{db}/_design/{ddoc}/_show`, `_list`, `_update` and `_rewrite`: design
 /// functions run by the JavaScript engine with CouchDB's request object, their

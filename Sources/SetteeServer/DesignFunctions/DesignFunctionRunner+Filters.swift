@@ -1,5 +1,6 @@
 import Foundation
 import Settee
+import HTTPTypes
 
 extension DesignFunctionRunner {
     /// Asks `function` (`["filters", name]` or `["views", name, "map"]`) of

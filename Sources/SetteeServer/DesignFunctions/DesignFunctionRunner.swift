@@ -4,6 +4,7 @@ import Logging
 import Settee
 import SetteeQueryServer
 import Synchronization
+import SetteeJavaScript
 
 /// Runs design documents' shows, lists, updates and rewrites as CouchDB
 /// runs them: through the query server's `ddoc` command (``QueryServer``,

@@ -9,7 +9,7 @@ import Settee
 /// (``dispatch(_:)``). Its endpoints are its extensions, a file per group.
 ///
 /// It answers behind three middlewares (``SetteeServer/routes(context:)``,
-/// ``SetteeServer/middlewares(context:)``): request logging, CouchDB's error
+/// ``SetteeServer/backgroundService()``): request logging, CouchDB's error
 /// bodies, authentication.
 struct CouchAPI: Sendable {
     let databases: DatabaseFolder

@@ -1,8 +1,8 @@
 import Foundation
-import HTTPTypes
+public import HTTPTypes
 import Hummingbird
 import NIOHTTP1
-import Settee
+public import Settee
 
 /// An HTTP error in CouchDB's shape: a status and a body `{"error": …, "reason": …}`.
 public struct CouchError: Error, Sendable, Equatable {

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import Settee
+import SetteeCore
 
 /// A request as the endpoints read it: the path's segments percent-decoded
 /// one by one (so `%2F` stays inside a segment, as CouchDB reads `_design%2Ffoo`

@@ -1,5 +1,5 @@
-import Hummingbird
-import NIOCore
+public import Hummingbird
+public import NIOCore
 
 /// A Hummingbird request context that can carry CouchDB's API: an
 /// application that mounts ``SetteeServer/routes(context:)`` next to its own

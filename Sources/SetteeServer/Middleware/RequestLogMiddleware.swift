@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import Foundation
 
 /// Logs each request once answered: method, URI, status and time taken
 /// (at `info`, the level `settee serve --verbose` shows).

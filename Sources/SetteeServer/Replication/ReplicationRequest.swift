@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Settee
 import SetteeReplication
+import HTTPTypes
 
 /// A replication as a `_replicate` body or a `_replicator` document
 /// describes it (CouchDB's `couch_replicator_parse`): its endpoints — this

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Settee
+import SetteeCore
 
 /// Who a request speaks for, and how that was learnt.
 struct Authentication: Sendable {

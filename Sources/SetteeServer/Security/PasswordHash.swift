@@ -1,5 +1,7 @@
 import Foundation
 import Settee
+import HTTPTypes
+import SetteeCore
 
 /// A password as CouchDB keeps it: PBKDF2 with HMAC-SHA-256 over the
 /// password and a random salt (`couch_passwords:pbkdf2/4`), never the password.

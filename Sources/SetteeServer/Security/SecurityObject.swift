@@ -1,5 +1,7 @@
 import Foundation
 import Settee
+import HTTPTypes
+import Synchronization
 
 /// A database's security object (`/{db}/_security`): who administers it and
 /// who may read and write it, by name or role.

@@ -2,6 +2,7 @@ import Foundation
 import SetteeCore
 import Settee
 import Synchronization
+import HTTPTypes
 
 /// The server's own secrets, kept in `DIR/_settee/` (a name no database can
 /// have): the administrators' password hashes (`admins.json`, never a

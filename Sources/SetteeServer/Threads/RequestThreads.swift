@@ -1,6 +1,9 @@
 import Foundation
 import SetteeCore
 import Synchronization
+#if canImport(CDispatch)
+import CDispatch  // Linux: where Foundation's C types (`stat`, …) are declared
+#endif
 
 /// Threads of a server's own that run its connections and request handlers,
 /// as a task executor: the tasks of a running server prefer it, so that the

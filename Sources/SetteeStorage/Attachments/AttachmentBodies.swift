@@ -1,5 +1,5 @@
 import CSetteeLMDB
-import Foundation
+package import Foundation
 import SetteeCore
 
 /// The bytes of attachments, stored once per digest however many documents

@@ -1,5 +1,5 @@
-import Foundation
-import SetteeCore
+package import Foundation
+package import SetteeCore
 
 /// Where the bytes of an attachment being written come from.
 package enum AttachmentSource: Sendable {

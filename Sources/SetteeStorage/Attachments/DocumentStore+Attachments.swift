@@ -1,6 +1,6 @@
 import CSetteeLMDB
 import Foundation
-import SetteeCore
+public import SetteeCore
 
 extension SetteeErrorCode {
     /// An attachment stub names an attachment the document's current

@@ -1,5 +1,5 @@
 import CSetteeLMDB
-import Foundation
+package import Foundation
 import SetteeCore
 
 // The attachments of one leaf of a document, deleted or not: a tombstone

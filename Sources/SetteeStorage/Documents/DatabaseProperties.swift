@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// A database's properties, CouchDB's `props` (`GET /db` answers them):
 /// set when the database is created, kept as a JSON object under the key

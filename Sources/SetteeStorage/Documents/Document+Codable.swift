@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+public import SetteeCore
 
 extension DocumentEdit {
     /// The edit that writes `value`, encoded as `coding` says.

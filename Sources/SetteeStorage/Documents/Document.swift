@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 /// A stored document: its id, current revision, sequence number and body.
 public struct Document: Sendable, Equatable {
     /// The document's `_id`.

@@ -1,5 +1,6 @@
 import CSetteeLMDB
 import SetteeCore
+import Logging
 
 /// How many documents a database holds: CouchDB's `doc_count` (live
 /// documents, design documents included) and `doc_del_count` (tombstones).

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 /// Why a document operation was refused, in CouchDB's terms: an `error` code
 /// and a `reason` sentence, with the document's id when it is known.
 public struct DocumentError: Error, Sendable, Equatable, CustomStringConvertible {

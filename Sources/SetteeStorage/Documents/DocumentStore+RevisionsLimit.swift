@@ -1,4 +1,5 @@
 import SetteeCore
+import Synchronization
 
 /// CouchDB's `_revs_limit`: how many revisions back from each leaf a
 /// document's history keeps, for normal edits and replicated writes alike.

@@ -1,6 +1,6 @@
 import CSetteeLMDB
 import Foundation
-import Logging
+package import Logging
 import SetteeCore
 import Synchronization
 

@@ -1,5 +1,6 @@
-import Foundation
+package import Foundation
 import SetteeCore
+import Logging
 
 /// Document expiration, as Couchbase Lite's `setDocumentExpiration`: a time
 /// per document, after which it is purged (``purge(_:onlyExpired:)``). Kept twice: in

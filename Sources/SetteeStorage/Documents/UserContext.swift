@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 /// Who is writing, as CouchDB's `validate_doc_update` functions see it: their
 /// third argument, `userCtx` (`{"db": …, "name": …, "roles": […]}`).
 ///

@@ -1,5 +1,5 @@
 import CSetteeLMDB
-import SetteeCore
+public import SetteeCore
 /// The writes of one `Database.write(_:)` call: they commit together, or not
 /// at all.
 ///

@@ -1,7 +1,10 @@
 import CSetteeLMDB
 import CSetteeLMDBGuard
-import Foundation
+package import Foundation
 import SetteeCore
+#if canImport(CDispatch)
+import CDispatch  // Linux: where Foundation's C types (`stat`, …) are declared
+#endif
 
 /// One LMDB environment (a database directory), shared by everything in the
 /// process that opens that directory: LMDB forbids opening it twice.

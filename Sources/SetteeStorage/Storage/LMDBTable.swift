@@ -1,4 +1,4 @@
-import CSetteeLMDB
+package import CSetteeLMDB
 
 /// A named table (an LMDB database) of an environment: the handle every
 /// transaction of the environment reads and writes it by. Only storage

@@ -1,6 +1,6 @@
-import CSetteeLMDB
-import CSetteeLMDBGuard
-import Foundation
+public import CSetteeLMDB
+public import CSetteeLMDBGuard
+package import Foundation
 import SetteeCore
 
 /// A transaction on an ``LMDBEnvironment``, valid only inside the closure that

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 import CSetteeLMDB
 import CSetteeLMDBGuard
 import Foundation

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 import SetteeStorage
 /// A view query rejected the way CouchDB rejects it: the `error` and `reason`
 /// members of CouchDB's 400 response body, word for word.

@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+package import SetteeCore
 import SetteeStorage
 
 /// A query CouchDB's checks accepted, normalised for the engines that run it

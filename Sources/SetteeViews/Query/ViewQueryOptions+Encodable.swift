@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+public import SetteeCore
 
 extension ViewQueryOptions {
     /// Options whose keys are Swift values, encoded as Settee encodes

@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+package import SetteeCore
 import SetteeStorage
 
 /// Reading a query string into ``ViewQueryOptions``, as `couch_mrview_http:parse_params/4`

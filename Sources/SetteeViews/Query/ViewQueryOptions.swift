@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+public import SetteeCore
 import SetteeStorage
 
 /// CouchDB's view query parameters (`#mrargs` in `couch_mrview.hrl`): what a

@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+package import SetteeCore
 import SetteeStorage
 
 /// CouchDB 3.5's ranking reducers (`couch_query_servers.erl`):

@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 import SetteeStorage
 /// A built-in reducer, run natively with CouchDB's semantics (CouchDB 3.x,
 /// `src/couch/src/couch_query_servers.erl`). Partial results are `JSONValue`s so

@@ -1,9 +1,9 @@
-import SetteeCore
+package import SetteeCore
 import SetteeStorage
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
-import Darwin
+package import Darwin
 #endif
 
 /// The HyperLogLog filter behind `_approx_count_distinct`: precision 11 (2048

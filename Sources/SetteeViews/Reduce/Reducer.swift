@@ -1,7 +1,7 @@
 import Foundation
-import SetteeCore
+package import SetteeCore
 import SetteeStorage
-import Logging
+package import Logging
 
 /// Reduces a view's rows with its reduce function: a built-in, natively, a
 /// Swift view's function, or JavaScript on a worker — in chunks, whose results are then rereduced, as
