@@ -46,6 +46,10 @@ public struct SetteeServer: Sendable {
         /// How long an `AuthSession` cookie lasts, in seconds (CouchDB's
         /// `[chttpd_auth] timeout`, 600).
         public var sessionTimeout = 600
+        /// The wall clock the server reads for sessions: the time an
+        /// `AuthSession` cookie is stamped with, and its expiry and refresh
+        /// (the system clock by default; a test moves its own instead of waiting).
+        public var now: @Sendable () -> Date = { Date() }
         /// Whether the `AuthSession` cookie is marked `Secure`, so that
         /// browsers send it over HTTPS only. CouchDB marks it so when it
         /// serves HTTPS itself; `settee serve` speaks plain HTTP, so set this

@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -156,7 +157,12 @@ struct ServerSecurityTests {
     @Test("POST /_session sets CouchDB's AuthSession cookie; GET reads it; a wrong password and DELETE clear it")
     func cookieSessions() async throws {
         // Half a minute: password checks (PBKDF2) take seconds on a loaded machine.
-        let server = try await Self.secured { $0.sessionTimeout = 30 }
+        // The server's clock is the test's: the cookie's refresh comes by moving it, not by waiting.
+        let clock = MovableClock()
+        let server = try await Self.secured {
+            $0.sessionTimeout = 30
+            $0.now = { clock.now }
+        }
         let form = try await server.request("POST", "/_session", body: Data("name=admin&password=s3cret".utf8),
                                             headers: ["Content-Type": "application/x-www-form-urlencoded"])
         #expect(form.status == 200)
@@ -183,11 +189,17 @@ struct ServerSecurityTests {
         let malformed = try await server.request("GET", "/_session", headers: ["Cookie": "AuthSession=bm9jb2xvbnM"])
         #expect(malformed.json == ["error": "bad_request", "reason": "Malformed AuthSession cookie. Please clear your cookies."])
 
-        // Past a tenth of its lifetime (in whole seconds), a request with the cookie gets a fresh one.
-        try await Task.sleep(for: .milliseconds(4100))
+        // Within a tenth of its lifetime the cookie is kept; past it (in whole seconds), a request with it gets a fresh one.
+        clock.advance(by: 2)
+        #expect(try await server.request("GET", "/_session", headers: ["Cookie": cookie]).header("Set-Cookie") == nil)
+        clock.advance(by: 2.1)
         let refreshed = try await server.request("GET", "/_session", headers: ["Cookie": cookie])
         #expect(refreshed.header("Set-Cookie")?.hasPrefix("AuthSession=") == true)
         #expect(refreshed.header("Set-Cookie")?.hasPrefix(cookie + ";") == false)
+
+        // Past its lifetime the cookie is no session.
+        clock.advance(by: 30)
+        #expect(try await server.request("GET", "/_session", headers: ["Cookie": cookie]).json["userCtx"]?["name"] == .null)
 
         let logout = try await server.request("DELETE", "/_session", headers: ["Cookie": cookie])
         #expect(logout.json == ["ok": true])
@@ -318,4 +330,13 @@ struct ServerSecurityTests {
         #expect(try await write.value.status == 201)
         await #expect(throws: (any Error).self) { try await server.request("GET", "/") }
     }
+}
+
+/// A wall clock a test moves by hand (``SetteeServer/Configuration/now``).
+final class MovableClock: Sendable {
+    private let current = Mutex(Date())
+
+    var now: Date { current.withLock { $0 } }
+
+    func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
 }

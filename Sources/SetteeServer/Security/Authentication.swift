@@ -89,7 +89,7 @@ extension CouchAPI {
         guard parts.count == 3 else { throw CouchError.badRequest("Malformed AuthSession cookie. Please clear your cookies.") }
         let name = String(decoding: parts[0], as: UTF8.self), time = String(decoding: parts[1], as: UTF8.self)
         // A stamp from the future or past any clock's range is no session (and no overflow below).
-        let now = Int(Date().timeIntervalSince1970)
+        let now = Int(configuration.now().timeIntervalSince1970)
         guard let stamp = Int(time, radix: 16), stamp >= 0, stamp <= now, let (user, hash) = try await credentials(name) else { return nil }
         guard now - stamp < sessionTimeout else { return nil }
         let expected = HMACSHA256(key: Array((credentials.secret + hash.salt).utf8)).authenticationCode(Array("\(name):\(time)".utf8))
@@ -102,7 +102,8 @@ extension CouchAPI {
     /// A `Set-Cookie` value for a new session of `name`, as
     /// `couch_httpd_auth:cookie_auth_cookie/4` makes it: base64url of
     /// `name:HEXTIME:HMAC-SHA256(secret + salt, "name:HEXTIME")`.
-    func sessionCookie(name: String, salt: String, now: Date = Date()) -> String {
+    func sessionCookie(name: String, salt: String) -> String {
+        let now = configuration.now()
         let time = String(Int(now.timeIntervalSince1970), radix: 16, uppercase: true)
         let data = "\(name):\(time)"
         let mac = HMACSHA256(key: Array((credentials.secret + salt).utf8)).authenticationCode(Array(data.utf8))
@@ -110,11 +111,11 @@ extension CouchAPI {
     }
 
     /// The `Set-Cookie` value that ends a session.
-    func clearedSessionCookie() -> String { cookieHeader(value: "") }
+    func clearedSessionCookie() -> String { cookieHeader(value: "", now: configuration.now()) }
 
     /// `AuthSession=…; Version=1; Expires=…; Max-Age=…; Path=/; HttpOnly`, in
     /// mochiweb's order, with `Secure` before `HttpOnly` and `SameSite=…` last when configured.
-    func cookieHeader(value: String, now: Date = Date()) -> String {
+    func cookieHeader(value: String, now: Date) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
