@@ -86,4 +86,28 @@ struct ServerBasicsTests {
         #expect(try await server.request("GET", "/db/_index").json["total_rows"] == 1)
         await server.stop()
     }
+
+    @Test("CouchDB's answers word for word: DELETE without a revision of a missing, deleted or live document; a body that is not an object; bad special members; ?rev= on a database")
+    func couchDBAnswers() async throws {
+        let server = try await RunningServer()
+        _ = try await server.request("PUT", "/db")
+        let missing = try await server.request("DELETE", "/db/doc-does-not-exist")
+        #expect(missing.status == 404 && missing.json == ["error": "not_found", "reason": "missing"])
+        let written = try await server.request("PUT", "/db/d", json: ["v": 1])
+        let live = try await server.request("DELETE", "/db/d")
+        #expect(live.status == 409 && live.json == ["error": "conflict", "reason": "Document update conflict."])
+        _ = try await server.request("DELETE", "/db/d?rev=\(written.json["rev"]!.stringValue!)")
+        let deleted = try await server.request("DELETE", "/db/d")
+        #expect(deleted.status == 404 && deleted.json == ["error": "not_found", "reason": "deleted"])
+
+        for (method, path) in [("PUT", "/db/bar"), ("POST", "/db")] {
+            let array = try await server.request(method, path, body: Data("[]".utf8), headers: ["Content-Type": "application/json"])
+            #expect(array.status == 400 && array.json == ["error": "bad_request", "reason": "Document must be a JSON object"])
+            let special = try await server.request(method, path == "/db" ? path : "/db/goldfish", json: ["_zing": 4])
+            #expect(special.status == 400 && special.json == ["error": "doc_validation", "reason": "Bad special document member: _zing"])
+        }
+        let databaseRev = try await server.request("DELETE", "/db?rev=1-abc")
+        #expect(databaseRev.json["reason"] == "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?")
+        await server.stop()
+    }
 }

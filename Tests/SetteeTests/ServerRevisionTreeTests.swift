@@ -157,6 +157,8 @@ struct ServerRevisionTreeTests {
         #expect(twice.json["reason"] == "Document rev from request body and query string have different values")
         let etag = try await server.request("PUT", "/db/x?rev=1-foobar", json: ["v": 1], headers: ["If-Match": "\"1-barfoo\""])
         #expect(etag.status == 400 && etag.json["reason"] == "Document rev and etag have different values")
+        let bodyAndEtag = try await server.request("PUT", "/db/x", json: ["_rev": "1-barfoo"], headers: ["If-Match": "1-foobar"])
+        #expect(bodyAndEtag.status == 400 && bodyAndEtag.json["reason"] == "Document rev and etag have different values")
         #expect(try await server.request("PUT", "/db/x?rev=1-" + String(repeating: "z", count: 32), json: ["v": 1]).json["reason"]
             == "Invalid rev format")
         await server.stop()

@@ -14,7 +14,7 @@ extension CouchAPI {
             return CouchResponse.json(try await databaseInfo(name))
         case .delete:
             if request.parameter("rev") != nil {
-                throw CouchError.badRequest("You tried to DELETE a database with a ?rev= parameter. Did you mean to DELETE a document instead?")
+                throw CouchError.badRequest("You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?")
             }
             try databases.delete(name)
             return CouchResponse.ok()

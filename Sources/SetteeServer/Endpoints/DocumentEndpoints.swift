@@ -47,6 +47,11 @@ extension CouchAPI {
                                                 .eTag: CouchResponse.etag(written.revision)])
         case .delete:
             guard let text = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) else {
+                // Without a revision: a conflict with a live document, as CouchDB answers; none to delete otherwise.
+                if !id.hasPrefix("_local/") {
+                    guard let winner = try await db.revisions(of: id)?.winner else { throw CouchError.missing }
+                    if winner.isDeleted { throw CouchError(.notFound, "not_found", "deleted") }
+                }
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
             guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
@@ -67,13 +72,15 @@ extension CouchAPI {
             return revision
         }
         let query = try request.parameter("rev").map(parsed)
-        if case .string(let body)? = document["_rev"] {
-            if let query, try parsed(body) != query {
+        let etag = try unquoted(request.header(.ifMatch)).map(parsed)
+        if case .string(let text)? = document["_rev"] {
+            let body = try parsed(text)
+            if let query, body != query {
                 throw CouchError.badRequest("Document rev from request body and query string have different values")
             }
+            if let etag, body != etag { throw CouchError.badRequest("Document rev and etag have different values") }
             return document
         }
-        let etag = try unquoted(request.header(.ifMatch)).map(parsed)
         if let query, let etag, query != etag { throw CouchError.badRequest("Document rev and etag have different values") }
         guard let revision = query ?? etag else { return document }
         return setting("_rev", to: .string(revision.description), in: document)

@@ -61,7 +61,8 @@ public struct CouchError: Error, Sendable, Equatable {
             case .conflict: .conflict
             case .badRequest, .invalidJSON, .queryParseError, .invalidDesignDocument: .badRequest
             case .documentTooLarge: .contentTooLarge
-            case .documentValidation, .forbidden: .forbidden
+            case .documentValidation: .badRequest
+            case .forbidden: .forbidden
             case .unauthorized: .unauthorized
             default: .internalServerError
             }
@@ -76,7 +77,8 @@ public struct CouchError: Error, Sendable, Equatable {
         case .conflict: .conflict
         case .notFound: .notFound
         case .badRequest, .invalidDesignDocument, .missingStub: .badRequest
-        case .documentValidation, .forbidden: .forbidden
+        case .documentValidation: .badRequest
+        case .forbidden: .forbidden
         case .unauthorized: .unauthorized
         case .documentTooLarge: .contentTooLarge
         }

@@ -137,7 +137,7 @@ struct CouchRequest: Sendable {
     /// `max_document_size`, before more of it is read.
     mutating func documentBody(id: String?) async throws -> JSONValue {
         do {
-            return try await jsonObjectBody(limit: limits.maximumDocumentBytes)
+            return try await jsonObjectBody(limit: limits.maximumDocumentBytes, otherwise: "Document must be a JSON object")
         } catch let error as CouchError where error.error == "too_large" {
             // Past max_http_request_size it is the request that is too large, as CouchDB says first.
             if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.maximumRequestBytes { throw error }
@@ -145,10 +145,10 @@ struct CouchRequest: Sendable {
         }
     }
 
-    /// The body as a JSON object; `bad_request` otherwise.
-    mutating func jsonObjectBody(limit: Int? = nil) async throws -> JSONValue {
+    /// The body as a JSON object; `bad_request` with `reason` otherwise.
+    mutating func jsonObjectBody(limit: Int? = nil, otherwise reason: String = "Request body must be a JSON object") async throws -> JSONValue {
         let body = try await jsonBody(limit: limit)
-        guard case .object = body else { throw CouchError.badRequest("Request body must be a JSON object") }
+        guard case .object = body else { throw CouchError.badRequest(reason) }
         return body
     }
 }
