@@ -110,4 +110,28 @@ struct ServerBasicsTests {
         #expect(databaseRev.json["reason"] == "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?")
         await server.stop()
     }
+
+    @Test("_all_dbs with start_key, end_key, inclusive_end, descending, skip and limit; X-Couch-Request-ID echoed or made")
+    func allDatabasesAndHeaders() async throws {
+        let server = try await RunningServer()
+        for name in ["a1", "b2", "c3", "d4"] { _ = try await server.request("PUT", "/" + name) }
+        #expect(try await server.request("GET", "/_all_dbs?start_key=%22b2%22&limit=1").json == ["b2"])
+        #expect(try await server.request("GET", "/_all_dbs?startkey=%22b%22&endkey=%22c3%22").json == ["b2", "c3"])
+        #expect(try await server.request("GET", "/_all_dbs?start_key=%22b%22&end_key=%22c3%22&inclusive_end=false").json == ["b2"])
+        #expect(try await server.request("GET", "/_all_dbs?descending=true&start_key=%22c3%22&skip=1").json == ["b2", "a1"])
+        #expect(try await server.request("GET", "/_all_dbs?start_key=b2").status == 400)
+
+        let given = try await server.request("GET", "/", headers: ["X-Couch-Request-ID": "E7498DE1-B661-42FA-943D-17F890143068"])
+        #expect(given.header("X-Couch-Request-ID") == "E7498DE1-B661-42FA-943D-17F890143068")
+        let made = try #require(try await server.request("GET", "/", headers: ["X-Couch-Request-ID": "not valid!"]).header("X-Couch-Request-ID"))
+        #expect(made.count == 10 && made.allSatisfy(\.isHexDigit))
+        #expect(try await server.request("GET", "/nodb").header("X-Couch-Request-ID")?.count == 10)
+
+        let written = try await server.request("PUT", "/a1/foo", json: ["v": 1])
+        let etag = "\"" + written.json["rev"]!.stringValue! + "\""
+        let cached = try await server.request("GET", "/a1/foo", headers: ["If-None-Match": etag])
+        // (CouchDB also sends Content-Length: 0; SwiftNIO's encoder drops framing headers from a 304.)
+        #expect(cached.status == 304 && cached.body.isEmpty)
+        await server.stop()
+    }
 }

@@ -25,7 +25,23 @@ extension CouchAPI {
             try allow(request, "GET,HEAD")
             try requireAdministrator(request)
             var names = try databases.names()
-            if try request.flag("descending") { names.reverse() }
+            let descending = try request.flag("descending")
+            if descending { names.reverse() }
+            // The keys are JSON strings, compared with names byte by byte, as CouchDB's `_dbs` orders them.
+            let query = request
+            func key(_ names: String...) throws -> [UInt8]? {
+                guard let text = names.compactMap({ query.parameter($0) }).first else { return nil }
+                guard case .string(let key) = try CouchRequest.json(Array(text.utf8)) else {
+                    throw CouchError.badRequest("Invalid value for `\(names[0])`: \(text) is not a JSON string")
+                }
+                return Array(key.utf8)
+            }
+            func before(_ a: [UInt8], _ b: [UInt8]) -> Bool { descending ? b.lexicographicallyPrecedes(a) : a.lexicographicallyPrecedes(b) }
+            if let start = try key("start_key", "startkey") { names.removeAll { before(Array($0.utf8), start) } }
+            if let end = try key("end_key", "endkey") {
+                let inclusive = try request.flag("inclusive_end", default: true)
+                names.removeAll { before(end, Array($0.utf8)) || (!inclusive && Array($0.utf8) == end) }
+            }
             if let skip = request.parameter("skip").flatMap(Int.init) { names = Array(names.dropFirst(max(0, skip))) }
             if let limit = request.parameter("limit").flatMap(Int.init) { names = Array(names.prefix(max(0, limit))) }
             return CouchResponse.json(.array(names.map(JSONValue.string)))
