@@ -67,7 +67,7 @@ package struct DocumentRecord {
                    | (isText ? textRevisionFlag : 0))
         if isText {
             // Parsing holds a text id to ``Revision/maximumTextLength``.
-            out.append(UInt8(truncatingIfNeeded: revision.hash.count))
+            out.append(UInt8(min(revision.hash.count, 255)))
             out.append(contentsOf: revision.hash.prefix(255))
         }
         out.append(contentsOf: body)
