@@ -106,6 +106,10 @@ struct ServerBasicsTests {
             let special = try await server.request(method, path == "/db" ? path : "/db/goldfish", json: ["_zing": 4])
             #expect(special.status == 400 && special.json == ["error": "doc_validation", "reason": "Bad special document member: _zing"])
         }
+        let notObject = try await server.request("POST", "/db/_all_docs", body: Data("[]".utf8), headers: ["Content-Type": "application/json"])
+        #expect(notObject.status == 400 && notObject.json == ["error": "bad_request", "reason": "Request body must be a JSON object"])
+        let keys = try await server.request("POST", "/db/_all_docs", json: ["keys": 1])
+        #expect(keys.status == 400 && keys.json == ["error": "bad_request", "reason": "`keys` body member must be an array."])
         let databaseRev = try await server.request("DELETE", "/db?rev=1-abc")
         #expect(databaseRev.json["reason"] == "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?")
         await server.stop()

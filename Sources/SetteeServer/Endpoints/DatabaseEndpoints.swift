@@ -60,6 +60,10 @@ extension CouchAPI {
         case "_all_docs":
             try allow(request, "GET,HEAD,POST")
             let body = request.method == .post ? try await request.jsonObjectBody() : nil
+            // chttpd_db: a POST's `keys` member is checked before the query's options.
+            if let keys = body["keys"], keys != .null, keys.arrayValue == nil {
+                throw CouchError.badRequest("`keys` body member must be an array.")
+            }
             let options = try Self.viewOptions(request.parameters, body: body)
             return CouchResponse.json(text: try await db.allDocuments(options: options).json)
         case "_bulk_docs":
