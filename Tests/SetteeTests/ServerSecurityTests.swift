@@ -148,6 +148,13 @@ struct ServerSecurityTests {
         let overwrite = try await server.request("PUT", "/_users/org.couchdb.user:ann", json: ["name": "ann", "roles": [], "type": "user"],
                                                  user: (name: "cat", password: "c"))
         #expect(overwrite.status == 404)
+        // A DELETE without a revision reads whether the document is there: through the read gate,
+        // so another user's document and one that never was answer alike.
+        for (id, user) in [("ann", Optional((name: "cat", password: "c"))), ("zed", (name: "cat", password: "c")), ("ann", nil), ("zed", nil)] {
+            let probe = try await server.request("DELETE", "/_users/org.couchdb.user:" + id, user: user)
+            #expect(probe.status == 404 && probe.json == ["error": "not_found", "reason": "missing"], "DELETE \(id) as \(user?.name ?? "anonymous")")
+        }
+        #expect(try await server.request("DELETE", "/_users/org.couchdb.user:cat", user: (name: "cat", password: "c")).status == 409)
         let listing = try await server.request("GET", "/_users/_all_docs", user: ann)
         #expect(listing.json == ["error": "unauthorized", "reason": "You are not a server admin."])
         #expect(try await server.request("GET", "/_session", user: (name: "ann", password: "pear")).status == 401)

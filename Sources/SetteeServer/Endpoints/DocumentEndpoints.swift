@@ -48,6 +48,10 @@ extension CouchAPI {
         case .delete:
             guard let text = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) else {
                 // Without a revision: a conflict with a live document, as CouchDB answers; none to delete otherwise.
+                // Whether it is there is a read, through the system databases' read gate.
+                if !request.isDatabaseAdministrator, let system = SystemDatabase(name: name) {
+                    try system.authorizeRead(of: id, parameters: [], user: request.user)
+                }
                 if !id.hasPrefix("_local/") {
                     guard let winner = try await db.revisions(of: id)?.winner else { throw CouchError.missing }
                     if winner.isDeleted { throw CouchError(.notFound, "not_found", "deleted") }

@@ -68,7 +68,9 @@ enum SystemDatabase: Sendable {
     /// A non-administrator's read of document `id`: in `_users` their own
     /// only (others are `not_found`, as `couch_users_db:after_doc_read`);
     /// in `_replicator` plain reads only, whose body ``afterRead(_:user:)`` strips.
-    private func authorizeRead(of id: String, parameters: [(name: String, value: String)], user: UserContext) throws(CouchError) {
+    /// Also what a `DELETE` without a revision passes before it reads
+    /// whether the document is there.
+    func authorizeRead(of id: String, parameters: [(name: String, value: String)], user: UserContext) throws(CouchError) {
         switch self {
         case .users:
             guard let name = user.name, id == UsersWriteRule.prefix + name else { throw CouchError.missing }
