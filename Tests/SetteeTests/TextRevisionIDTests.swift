@@ -88,4 +88,21 @@ struct TextRevisionIDTests {
         #expect(try fresh.changes(since: 0).map(\.revision.description) == ["7-x"])
         #expect(try fresh.allDocuments(options: ViewQueryOptions(includeDocs: true)).rows.first?.documentJSON == #"{"_id":"q","_rev":"7-x","v":7}"#)
     }
+
+    @Test("a revision of the highest generation Settee stores is refused an edit, not a trap: alone and in a tree")
+    func highestGeneration() throws {
+        let directory = TemporaryDirectory()
+        let db = try Self.open(directory)
+        let last = "\(UInt32.max)-aa"
+        _ = try db.putReplicated([#"{"_id":"d","_rev":"\#(last)","v":1}"#])
+        #expect(try db.document("d")?.revision.description == last)
+        let alone = try #require(throws: DocumentError.self) { try db.put(#"{"_id":"d","_rev":"\#(last)","v":2}"#) }
+        #expect(alone.reason.contains(last) && alone.reason.contains("generation"), "\(alone.reason)")
+        #expect(throws: DocumentError.self) { try db.delete("d", revision: Revision(last)) }
+        // A second leaf gives the document a tree; the highest one still cannot be extended.
+        _ = try db.putReplicated([#"{"_id":"d","_rev":"1-bb","v":3}"#])
+        #expect(try db.revisions(of: "d")?.leaves.count == 2)
+        #expect(throws: DocumentError.self) { try db.put(#"{"_id":"d","_rev":"\#(last)","v":4}"#) }
+        #expect(try db.put(#"{"_id":"d","_rev":"1-bb","v":5}"#).revision.generation == 2)
+    }
 }

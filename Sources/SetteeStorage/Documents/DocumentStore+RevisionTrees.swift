@@ -83,6 +83,7 @@ extension DocumentStore {
             if edit.deleted { throw DocumentError(.notFound, "deleted", id: id) }
             parent = record.revision
         }
+        try Self.checkExtendable(parent, id: id)
         if let validation { try validation.validate(edit, id: id, current: record) }
         let parentLeaf = tree.leaves[parent]!
         // The leaf this edit replaces, kept (with its attachments' references) until compaction.

@@ -183,6 +183,15 @@ package final class DocumentStore: Sendable {
 
     // MARK: Writing
 
+    /// Refuses an edit of `revision` when its generation is the highest a
+    /// revision holds here (CouchDB counts edits without bound): the next
+    /// one could not be counted.
+    static func checkExtendable(_ revision: Revision, id: String) throws(DocumentError) {
+        guard revision.generation < UInt32.max else {
+            throw DocumentError(.badRequest, "revision \(revision) cannot be edited: its generation is the highest Settee stores (\(UInt32.max))", id: id)
+        }
+    }
+
     /// Writes one validated edit inside a write transaction: checks `_rev`
     /// against the current revision, assigns the next sequence number, and
     /// adds what it does to the counts to `countChange`.
@@ -212,6 +221,7 @@ package final class DocumentStore: Sendable {
             if let record = stored {
                 current = record
                 if let refusal { throw refusal }
+                try Self.checkExtendable(record.revision, id: id)
                 previous = record.revision
                 previousSequence = record.sequence
             } else if edit.revision != nil || edit.deleted {
