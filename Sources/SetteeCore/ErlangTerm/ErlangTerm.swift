@@ -129,17 +129,9 @@ extension JSONValue {
 
     /// Byte-wise comparison of the UTF-8 forms, as Erlang compares binaries.
     package static func compareBytes(_ a: String, _ b: String) -> Int {
-        var left = a.utf8.makeIterator()
-        var right = b.utf8.makeIterator()
-        while true {
-            switch (left.next(), right.next()) {
-            case (nil, nil): return 0
-            case (nil, _): return -1
-            case (_, nil): return 1
-            case let (x?, y?) where x != y: return x < y ? -1 : 1
-            default: continue
-            }
-        }
+        var a = a
+        var b = b
+        return a.withUTF8 { a in b.withUTF8 { b in SetteeCore.compareBytes(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) } }
     }
 
     /// Whether two strings are the same binary (byte-identical UTF-8), unlike

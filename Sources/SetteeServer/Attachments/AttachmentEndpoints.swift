@@ -78,7 +78,7 @@ extension CouchAPI {
 
     /// A `rev` parameter's revision.
     private static func revision(_ text: String) throws(CouchError) -> Revision {
-        guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
+        let revision = try Self.parsedRevision(text)
         return revision
     }
 
@@ -232,7 +232,7 @@ extension CouchAPI {
         let revisionText = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch))
         var revision: Revision?
         if let revisionText {
-            guard let parsed = Revision(revisionText) else { throw CouchError.badRequest("Invalid rev format") }
+            let parsed = try Self.parsedRevision(revisionText)
             revision = parsed
         }
         let upload = try await receiveUpload(&request)
@@ -311,7 +311,7 @@ extension CouchAPI {
             _ = try await db.storedAttachment(attachment, of: id)
             throw CouchError(.conflict, "conflict", "Document update conflict.")
         }
-        guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
+        let revision = try Self.parsedRevision(text)
         if try await db.document(id) == nil { throw CouchError.missing }
         let written = try await db.removeAttachment(attachment, of: id, revision: revision)
         return CouchResponse.json(.ok, Self.writeResult(written))

@@ -58,7 +58,7 @@ extension CouchAPI {
                 }
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
-            guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
+            let revision = try Self.parsedRevision(text)
             let written = try await db.delete(id, revision: revision)
             return CouchResponse.json(.ok, Self.writeResult(written), headers: [.eTag: CouchResponse.etag(written.revision)])
         default:
@@ -71,14 +71,10 @@ extension CouchAPI {
     /// CouchDB's `chttpd_db:couch_doc_from_req` (revisions compared as parsed,
     /// so `1-foobar` and a hex id never agree by accident).
     static func settingRevision(of request: CouchRequest, in document: JSONValue) throws -> JSONValue {
-        func parsed(_ text: String) throws -> Revision {
-            guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
-            return revision
-        }
-        let query = try request.parameter("rev").map(parsed)
-        let etag = try unquoted(request.header(.ifMatch)).map(parsed)
+        let query = try request.parameter("rev").map(parsedRevision)
+        let etag = try unquoted(request.header(.ifMatch)).map(parsedRevision)
         if case .string(let text)? = document["_rev"] {
-            let body = try parsed(text)
+            let body = try parsedRevision(text)
             if let query, body != query {
                 throw CouchError.badRequest("Document rev from request body and query string have different values")
             }
@@ -88,6 +84,12 @@ extension CouchAPI {
         if let query, let etag, query != etag { throw CouchError.badRequest("Document rev and etag have different values") }
         guard let revision = query ?? etag else { return document }
         return setting("_rev", to: .string(revision.description), in: document)
+    }
+
+    /// The revision `text` names; CouchDB's "Invalid rev format" when it names none.
+    static func parsedRevision(_ text: String) throws(CouchError) -> Revision {
+        guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
+        return revision
     }
 
     /// An `If-Match` value without its quotes.

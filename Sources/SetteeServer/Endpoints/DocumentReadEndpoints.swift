@@ -44,7 +44,7 @@ struct DocumentReadOptions: Sendable {
             case ("deleted", "true"): deleted = true
             case ("latest", "true"): latest = true
             case ("rev", _):
-                guard let revision = Revision(value) else { throw CouchError.badRequest("Invalid rev format") }
+                let revision = try CouchAPI.parsedRevision(value)
                 rev = revision
             case ("open_revs", "all"):
                 openRevisions = .all
@@ -52,7 +52,7 @@ struct DocumentReadOptions: Sendable {
                 openRevisions = .some(try Self.revisionList(value))
             case ("atts_since", _):
                 attachmentsSince = try Self.revisionList(value).map { text throws(CouchError) in
-                    guard let revision = Revision(text) else { throw CouchError.badRequest("Invalid rev format") }
+                    let revision = try CouchAPI.parsedRevision(text)
                     return revision
                 }
             default:

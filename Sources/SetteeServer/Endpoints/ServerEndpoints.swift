@@ -31,8 +31,8 @@ extension CouchAPI {
             let query = request
             func key(_ names: String...) throws -> [UInt8]? {
                 guard let text = names.compactMap({ query.parameter($0) }).first else { return nil }
-                guard case .string(let key) = try CouchRequest.json(Array(text.utf8)) else {
-                    throw CouchError.badRequest("Invalid value for `\(names[0])`: \(text) is not a JSON string")
+                guard case .string(let key)? = try? CouchRequest.json(Array(text.utf8)) else {
+                    throw CouchError.badRequest("Invalid value for `\(names[0])`: \(text.prefix(100)) is not a JSON string")
                 }
                 return Array(key.utf8)
             }

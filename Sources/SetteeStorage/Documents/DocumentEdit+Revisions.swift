@@ -22,7 +22,9 @@ extension DocumentEdit {
         history.reserveCapacity(ids.count)
         for (offset, value) in ids.enumerated() {
             guard case .string(let hash) = value, let revision = Revision("\(start - UInt32(offset))-\(hash)") else {
-                throw DocumentError(.badRequest, "RevId isn't a valid hexadecimal: _revisions.ids[\(offset)] is not a revision id", id: id)
+                let problem = value.stringValue?.utf8.count == 32 ? "RevId isn't a valid hexadecimal" : "Invalid rev format"
+                throw DocumentError(.badRequest, "\(problem): _revisions.ids[\(offset)] (\(String(value.jsonText.prefix(100)))) is not a revision id"
+                                    + " (32 hex digits, or at most \(Revision.maximumTextLength) printable characters other than quotes and backslashes)", id: id)
             }
             history.append(revision)
         }

@@ -29,7 +29,7 @@ package struct DocumentRecord {
         guard bytes.count >= Self.headerSize + 2 else {
             throw Self.damage(id: id, path: path, "its record is \(bytes.count) bytes, shorter than the \(Self.headerSize)-byte header and an object")
         }
-        let bodyOffset = bytes[28] & Self.textRevisionFlag == 0 ? Self.headerSize : Self.headerSize + 1 + Int(bytes[Self.headerSize])
+        let bodyOffset = Self.bodyOffset(in: bytes)
         guard bodyOffset + 2 <= bytes.count, bytes[bodyOffset] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else {
             throw Self.damage(id: id, path: path, "its record's body is not a JSON object")
         }
@@ -48,8 +48,13 @@ package struct DocumentRecord {
         return Revision(generation: generation, hash: Array(bytes[(Self.headerSize + 1)..<bodyOffset]))
     }
     private var hasTextRevision: Bool { bytes[28] & Self.textRevisionFlag != 0 }
-    /// Where the body begins: after the header, and the revision id when it is text.
-    private var bodyOffset: Int { hasTextRevision ? Self.headerSize + 1 + Int(bytes[Self.headerSize]) : Self.headerSize }
+    private var bodyOffset: Int { Self.bodyOffset(in: bytes) }
+
+    /// Where the body of `record` (at least a header and a byte long) begins:
+    /// after the header, and the revision id when it is text.
+    private static func bodyOffset(in record: UnsafeRawBufferPointer) -> Int {
+        record[28] & textRevisionFlag == 0 ? headerSize : headerSize + 1 + Int(record[headerSize])
+    }
     package var isDeleted: Bool { bytes[28] & Self.deletedFlag != 0 }
     package var hasAttachments: Bool { bytes[28] & Self.attachmentsFlag != 0 }
     package var hasRevisionTree: Bool { bytes[28] & Self.revisionTreeFlag != 0 }
@@ -65,11 +70,7 @@ package struct DocumentRecord {
         if isText { out.append(contentsOf: repeatElement(0, count: 16)) } else { out.append(contentsOf: revision.hash) }
         out.append((deleted ? deletedFlag : 0) | (hasAttachments ? attachmentsFlag : 0) | (hasRevisionTree ? revisionTreeFlag : 0)
                    | (isText ? textRevisionFlag : 0))
-        if isText {
-            // Parsing holds a text id to ``Revision/maximumTextLength``.
-            out.append(UInt8(min(revision.hash.count, 255)))
-            out.append(contentsOf: revision.hash.prefix(255))
-        }
+        if isText { revision.appendHashWithLength(to: &out) }
         out.append(contentsOf: body)
     }
 

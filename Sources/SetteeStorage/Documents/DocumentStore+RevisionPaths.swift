@@ -81,8 +81,7 @@ extension DocumentStore {
         bytes.reserveCapacity(4 + ancestors.count * 16)
         withUnsafeBytes(of: (textIDs ? parent.generation | Self.textIDsBit : parent.generation).littleEndian) { bytes.append(contentsOf: $0) }
         for revision in ancestors {
-            if textIDs { bytes.append(UInt8(truncatingIfNeeded: min(revision.hash.count, 255))) }
-            bytes.append(contentsOf: revision.hash.prefix(255))
+            if textIDs { revision.appendHashWithLength(to: &bytes) } else { bytes.append(contentsOf: revision.hash) }
         }
         try bytes.withUnsafeBytes { try transaction.put(table, key, $0) }
     }

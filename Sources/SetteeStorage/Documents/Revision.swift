@@ -56,6 +56,15 @@ public struct Revision: Sendable, Hashable, CustomStringConvertible, LosslessStr
         return Array(id)
     }
 
+    /// Appends the id's bytes preceded by their count (u8): how storage
+    /// writes an id that is not 16 bytes (parsing holds it to
+    /// ``maximumTextLength``; the count is of what is written).
+    package func appendHashWithLength(to out: inout [UInt8]) {
+        let stored = hash.prefix(255)
+        out.append(UInt8(stored.count))
+        out.append(contentsOf: stored)
+    }
+
     /// The revision id as text, what follows `N-` (an entry of
     /// `_revisions.ids`): 32 hex digits for 16 bytes, else the bytes' text
     /// (CouchDB's `revid_to_str`).

@@ -214,8 +214,7 @@ package struct RevisionTree: Sendable, Equatable {
 
     private static func append(_ revision: Revision, to out: inout [UInt8], withLength: Bool) {
         append(revision.generation, to: &out)
-        if withLength { out.append(UInt8(truncatingIfNeeded: min(revision.hash.count, 255))) }
-        out.append(contentsOf: revision.hash.prefix(255))
+        if withLength { revision.appendHashWithLength(to: &out) } else { out.append(contentsOf: revision.hash) }
     }
 
     private struct Reader {

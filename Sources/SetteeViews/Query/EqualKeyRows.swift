@@ -69,7 +69,7 @@ extension MappedBatch {
         guard emitIndexes.count == members.count else { return }
         // lists:sort/1 is stable: equal values keep their emit order.
         let byValue = members.indices.sorted { a, b in
-            let order = ErlangTermOrder.compare(values[a], values[b])
+            let order = JSONValue.erlangOrder(values[a], values[b])
             return order != 0 ? order < 0 : a < b
         }
         for (rank, member) in byValue.enumerated() where emitIndexes[member] != emitIndexes[rank] {
