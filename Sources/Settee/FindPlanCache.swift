@@ -20,7 +20,8 @@ import SetteeFind
 /// also kept by shape: a new request of that shape has its selector compiled
 /// and the same index read in the ranges of its own values, without planning.
 final class FindPlanCache: Sendable {
-    /// What identifies a request's preparation: its selector as JSON text,
+    /// What identifies a request's preparation: its selector as JSON text
+    /// (numbers as written: `9007199254740993` is not `9007199254740992`),
     /// then its sort, fields, `use_index`, `allow_fallback` and partition, each part
     /// after a byte JSON text never holds, compared as bytes (Swift's
     /// `String` equality would take canonically equivalent names as one).
@@ -42,7 +43,7 @@ final class FindPlanCache: Sendable {
             if shape {
                 Self.shape(of: request.selector, into: &bytes)
             } else {
-                JSONWriter.write(request.selector, into: &bytes)
+                JSONWriter.write(request.selector, into: &bytes, literals: true)
             }
             for field in request.sort {
                 bytes.append(field.descending ? 1 : 2)

@@ -79,7 +79,8 @@ struct FuzzTests {
                 return
             }
             accepted += 1
-            #expect(try JSONParser.parse(JSONWriter.string(parsed)) == parsed)
+            // Written with the numbers as read (an integer past 2^53 is not its double).
+            #expect(try JSONParser.parse(JSONWriter.string(parsed, literals: true)) == parsed)
             #expect(try bytes.withUnsafeBytes { try CollationKey.encode(json: $0, mode: .unicode) } == CollationKey.encode(parsed, mode: .unicode))
             let edit = Result { try bytes.withUnsafeBytes { try DocumentEdit(json: $0) } }
             if case .failure(let error) = edit { #expect(error is DocumentError) }

@@ -20,8 +20,8 @@ extension CollationKey {
             let rightRank = rank(right, tags)
             if leftRank != rightRank { return leftRank < rightRank ? -1 : 1 }
             switch (left, right) {
-            case let (.number(x, _), .number(y, _)):
-                let result = compareNumbers(x, y)
+            case let (.number(x, xLiteral), .number(y, yLiteral)):
+                let result = NumberOrder.compare(x, xLiteral, y, yLiteral)
                 if result != 0 { return result }
             case let (.string(x), .string(y)):
                 let result = compareStrings(x, y, mode: mode)
@@ -78,15 +78,6 @@ extension CollationKey {
         case .array: tags.array
         case .object: tags.object
         }
-    }
-
-    /// Numerically, `-0 == 0`; a NaN (never from JSON) above every number.
-    private static func compareNumbers(_ x: Double, _ y: Double) -> Int {
-        if x < y { return -1 }
-        if x > y { return 1 }
-        if x == y { return 0 }
-        if x.isNaN && y.isNaN { return 0 }
-        return x.isNaN ? 1 : -1
     }
 
     /// ICU's root collator in unicode mode, code points (UTF-8 bytes) in raw mode.

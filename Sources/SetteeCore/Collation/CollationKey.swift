@@ -31,7 +31,11 @@ public enum CollationMode: String, Sendable {
 /// first; strings end in `0x00` below every byte their body can hold, so the
 /// same holds for them. Each value is self-delimiting, which lets `prefix` cut
 /// an array at an element boundary. Two encodings are equal exactly when the
-/// values collate equal (`1` and `1.0`, `"a"` and `"a\u{200B}"`).
+/// values collate equal (`1` and `1.0`, `"a"` and `"a\u{200B}"`), but for
+/// integers past 2^53 that round to the same `Double`: their encodings are
+/// equal though ``compare(_:_:mode:)`` orders them exactly (``NumberOrder``),
+/// so a reader that must tell them apart compares the values (`_find`
+/// matches every row whose key bounds are such numbers).
 ///
 /// The two modes use disjoint tags (unicode `0x10…0x16`, raw `0x20…0x26`), so
 /// the structure of an encoding can be walked without knowing its mode; the

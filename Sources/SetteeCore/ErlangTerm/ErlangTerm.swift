@@ -83,7 +83,7 @@ package struct ErlangNumber: Sendable, Equatable {
 extension JSONValue {
     /// Compares two values in Erlang's standard term order of their EJSON forms:
     /// number < atom (`false` < `null` < `true`) < tuple (object) < list (array)
-    /// < binary (string); numbers by value, strings byte by byte, arrays and
+    /// < binary (string); numbers by value (``NumberOrder``), strings byte by byte, arrays and
     /// objects element by element with a shorter prefix first.
     package static func erlangOrder(_ a: JSONValue, _ b: JSONValue) -> Int {
         func rank(_ value: JSONValue) -> Int {
@@ -104,8 +104,8 @@ extension JSONValue {
         let rankA = rank(a), rankB = rank(b)
         if rankA != rankB { return rankA < rankB ? -1 : 1 }
         switch (a, b) {
-        case let (.number(x, _), .number(y, _)):
-            return x < y ? -1 : (x > y ? 1 : 0)
+        case let (.number(x, xLiteral), .number(y, yLiteral)):
+            return NumberOrder.compare(x, xLiteral, y, yLiteral)
         case let (.string(x), .string(y)):
             return compareBytes(x, y)
         case let (.array(x), .array(y)):

@@ -22,15 +22,17 @@ public enum JSONValue: Sendable, Equatable {
     case object([(key: String, value: JSONValue)])
 
     /// Structural equality: object members are compared pairwise in order and
-    /// numbers with `Double` `==` (so `0 == -0` and `NaN != NaN`).
+    /// numbers by value, as CouchDB compares them (so `1 == 1.0`, `0 == -0`,
+    /// `NaN != NaN`, and integers past 2^53 exactly, by their literals).
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null):
             return true
         case let (.bool(a), .bool(b)):
             return a == b
-        case let (.number(a, _), .number(b, _)):
-            return a == b
+        case let (.number(a, aLiteral), .number(b, bLiteral)):
+            // Integers past 2^53 that round to one double are still two numbers.
+            return a == b && (a.magnitude < 9_007_199_254_740_992 || NumberOrder.compare(a, aLiteral, b, bLiteral) == 0)
         case let (.string(a), .string(b)):
             return a == b
         case let (.array(a), .array(b)):

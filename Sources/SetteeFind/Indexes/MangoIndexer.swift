@@ -34,7 +34,8 @@ struct MangoIndexer: RawJSONIndexer {
                     if Self.isWrittenAsJSONWriterWrites(value) {
                         key.append(contentsOf: value)
                     } else {
-                        JSONWriter.write(try JSONParser.parse(value), into: &key)
+                        // Numbers as the document writes them (`1.0`, `9007199254740993`): a covering read returns them.
+                        JSONWriter.write(try JSONParser.parse(value), into: &key, literals: true)
                     }
                 }
                 key.append(UInt8(ascii: "]"))
@@ -91,11 +92,15 @@ extension MangoIndex {
     /// of the same fields in other orders one index: the order of two
     /// columns or more is added as a member of its own. (Indexes of several
     /// fields versioned without it may hold the rows of another order: they
-    /// are built again; an index of one field keeps its version.)
+    /// are built again; an index of one field keeps its version.) Keys that
+    /// write numbers as the documents do (`1.0`, integers past 2^53) are
+    /// marked by a member too: indexes whose keys wrote them as doubles are
+    /// built again.
     private var versionedMap: JSONValue {
         let map = view["map"] ?? .null
-        guard case .object(var members) = map, fields.count > 1 else { return map }
-        members.append((key: "column_order", value: .array(fields.map { JSONValue.string($0.field) })))
+        guard case .object(var members) = map else { return map }
+        if fields.count > 1 { members.append((key: "column_order", value: .array(fields.map { JSONValue.string($0.field) }))) }
+        members.append((key: "key_numbers", value: .string("as written")))
         return .object(members)
     }
 

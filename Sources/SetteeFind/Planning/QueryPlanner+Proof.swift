@@ -46,6 +46,27 @@ extension QueryPlanner.Plan {
 }
 
 extension FieldRange {
+    /// Whether no bound of `ranges` holds a number of 2^53 or more in
+    /// magnitude: a key's encoding holds a number as its `Double`, so an
+    /// integer that rounds to such a bound's double has the bound's encoding
+    /// though it is another value (``NumberOrder``). Rows read for such
+    /// bounds are matched.
+    static func boundsAreExact(_ ranges: [FieldRange]) -> Bool {
+        func isExact(_ value: JSONValue) -> Bool {
+            switch value {
+            case .number(let number, _): number.magnitude < 9_007_199_254_740_992
+            case .array(let elements): elements.allSatisfy(isExact)
+            case .object(let members): members.allSatisfy { isExact($0.value) }
+            case .null, .bool, .string: true
+            }
+        }
+        return ranges.allSatisfy { range in
+            guard case .range(let low, _, let high, _) = range else { return true }
+            for case .value(let value) in [low, high] where !isExact(value) { return false }
+            return true
+        }
+    }
+
     /// For ranges a plan's keys prove (`QueryPlanner.Plan.keysProve(_:)`):
     /// the encodings of the keys' leading columns on a bound the last range
     /// leaves out (`$gt`, `$lt`), without the array's end marker. A row's
