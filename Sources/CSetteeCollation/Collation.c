@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unicode/ucol.h>
 #include <unicode/ustring.h>
+#include <unicode/uversion.h>
 
 // One collator for the process: ICU allows concurrent compare and sort-key
 // calls on a collator nobody modifies.
@@ -281,4 +282,17 @@ int32_t settee_collation_compare(const char *a, size_t a_length, const char *b, 
     UErrorCode status = U_ZERO_ERROR;
     UCollationResult result = ucol_strcollUTF8(collator, a, (int32_t)a_length, b, (int32_t)b_length, &status);
     return (int32_t)result;
+}
+
+void settee_collation_versions(uint8_t library[4], uint8_t collator_version[4], uint8_t algorithm[4]) {
+    UVersionInfo version;
+    u_getVersion(version);
+    memcpy(library, version, 4);
+    memset(collator_version, 0, 4);
+    memset(algorithm, 0, 4);
+    if (settee_collation_initialize() != 0) return;
+    ucol_getVersion(collator, version);
+    memcpy(collator_version, version, 4);
+    ucol_getUCAVersion(collator, version);
+    memcpy(algorithm, version, 4);
 }

@@ -51,7 +51,8 @@ extension SetteeServer {
 
     /// The API's endpoints.
     var api: CouchAPI {
-        CouchAPI(databases: databases, configuration: configuration, logger: logger, credentials: credentials, replications: replications)
+        CouchAPI(databases: databases, configuration: configuration, logger: logger, credentials: credentials, replications: replications,
+                 config: config, uuids: uuids)
     }
 
     /// What runs beside the API while it serves: the `_replicator`
@@ -75,13 +76,14 @@ private struct BackgroundService: Service {
     let replications: ServerReplications
 
     func run() async throws {
+        // The folder is given up when the service ends, not when the last reference to the server goes.
+        defer { folderLock.release() }
         defer { databases.closeAll() }
         defer { replications.stopAll() }
         let documents = replications.documents
         let scheduler = Task { await documents.follow() }
         defer { scheduler.cancel() }
         try? await gracefulShutdown()
-        withExtendedLifetime(folderLock) {}
     }
 }
 

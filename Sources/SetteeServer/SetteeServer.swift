@@ -111,6 +111,10 @@ public struct SetteeServer: Sendable {
     let credentials: ServerCredentials
     /// The replications the server runs, and its UUID.
     let replications: ServerReplications
+    /// The configuration `/_node/{node}/_config` shows and changes.
+    let config: ServerConfig
+    /// New document ids and `/_uuids`.
+    let uuids = UUIDGenerator()
     /// The running service group, for ``stop()``.
     private let running = RunningGroup()
 
@@ -128,8 +132,11 @@ public struct SetteeServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.credentials = credentials
+        config = try ServerConfig(defaults: ServerSettings(configuration), values: ServerSettings.sections(of: configuration),
+                                  file: credentials.folder.appendingPathComponent("local.ini"))
         var options = configuration.databaseOptions
-        options.maximumDocumentBytes = min(options.maximumDocumentBytes, configuration.limits.maximumDocumentBytes)
+        // The databases take max_document_size as it is at start; requests check it as it is then.
+        options.maximumDocumentBytes = min(options.maximumDocumentBytes, config.settings.limits.maximumDocumentBytes)
         self.databases = try DatabaseFolder(url: configuration.dataDirectory, options: options, logger: logger,
                                             maximumPasswordIterations: credentials.maximumIterations)
         self.replications = try ServerReplications(dataDirectory: configuration.dataDirectory, databases: databases,
@@ -167,7 +174,10 @@ public struct SetteeServer: Sendable {
             server: HeaderTimedHTTP1Channel.builder(idleTimeout: configuration.idleTimeout, headerTimeout: configuration.headerTimeout),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
                                                     serverName: nil),
-            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
+            onServerRunning: { [config] channel in
+                config.listening(on: channel.localAddress?.port ?? 0)
+                await onRunning(channel.localAddress?.port ?? 0)
+            },
             logger: logger)
         // Shut down in reverse: the application first (requests under way finish), then what runs beside it.
         var groupConfiguration = ServiceGroupConfiguration(services: [background, app], gracefulShutdownSignals: [.sigterm, .sigint],

@@ -540,6 +540,17 @@ struct ServerHostileClientTests {
         #expect(try await server.request("PUT", "/db").status == 201)
     }
 
+    @Test("10b. A stopped server gives its folder up at once, while something still holds it")
+    func stoppedServerGivesFolderUp() async throws {
+        let first = try await RunningServer()
+        await first.stopKeepingFolder()
+        // `first` (and its SetteeServer) is still referenced below: the folder is free all the same.
+        let second = try await RunningServer(directory: first.directory)
+        #expect(try await second.request("PUT", "/db").status == 201)
+        #expect(first.server.configuration.dataDirectory == second.directory)
+        await second.stop()
+    }
+
     @Test("17. Only addresses of this machine count as loopback: a name that starts with 127. is not one")
     func loopbackAddresses() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("settee-bind-\(UUID().uuidString)")

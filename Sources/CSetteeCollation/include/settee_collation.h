@@ -32,6 +32,10 @@ int32_t settee_collation_ascii_table_ready(void);
 /// Compares two UTF-8 strings with the root collator: negative, zero or positive.
 int32_t settee_collation_compare(const char *a, size_t a_length, const char *b, size_t b_length);
 
+/// ICU's library version, the root collator's version and the version of
+/// the Unicode Collation Algorithm it implements, 4 bytes each (major first).
+void settee_collation_versions(uint8_t library[4], uint8_t collator_version[4], uint8_t algorithm[4]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 import HTTPTypes
@@ -14,7 +15,8 @@ import HTTPTypes
 /// (the `settee` command's imports, queries) may still open the databases,
 /// which LMDB shares safely between processes.
 final class DataFolderLock: Sendable {
-    private let descriptor: Int32
+    /// The lock file's descriptor; -1 once released.
+    private let descriptor: Mutex<Int32>
 
     /// Takes the lock of `folder`.
     /// - Throws: `data_folder_in_use` when another server holds it.
@@ -33,10 +35,19 @@ final class DataFolderLock: Sendable {
             close(descriptor)
             throw CouchError(.internalServerError, "data_folder_in_use", reason)
         }
-        self.descriptor = descriptor
+        self.descriptor = Mutex(descriptor)
+    }
+
+    /// Gives the folder up: another server may serve it from now on,
+    /// whoever still holds this lock.
+    func release() {
+        descriptor.withLock { descriptor in
+            if descriptor >= 0 { close(descriptor) }
+            descriptor = -1
+        }
     }
 
     deinit {
-        close(descriptor)
+        release()
     }
 }

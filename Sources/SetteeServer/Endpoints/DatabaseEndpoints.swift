@@ -21,7 +21,7 @@ extension CouchAPI {
         case .post:
             let db = try databases.database(name)
             var document = try await request.documentBody(id: nil)
-            if document["_id"] == nil { document = Self.setting("_id", to: .string(Self.newUUID()), in: document) }
+            if document["_id"] == nil { document = Self.setting("_id", to: .string(newDocumentID()), in: document) }
             document = try await preparedForWrite(document, database: name, request: request)
             let written = try await db.put(document.exactJSONText)
             return CouchResponse.json(.created, Self.writeResult(written),
@@ -107,7 +107,7 @@ extension CouchAPI {
         let texts = try prepared.map { document throws(CouchError) -> (id: String?, text: String) in
             guard case .object = document else { throw CouchError.badRequest("Document must be a JSON object") }
             var document = document
-            if document["_id"] == nil { document = Self.setting("_id", to: .string(Self.newUUID()), in: document) }
+            if document["_id"] == nil { document = Self.setting("_id", to: .string(newDocumentID()), in: document) }
             return (document["_id"]?.stringValue, document.exactJSONText)
         }
         let results = try await db.write { batch in

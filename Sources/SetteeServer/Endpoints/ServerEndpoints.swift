@@ -51,10 +51,17 @@ extension CouchAPI {
             guard count >= 0, count <= 1000 else {
                 throw CouchError(.badRequest, "bad_request", "count parameter too large")
             }
-            return CouchResponse.json(["uuids": .array((0..<count).map { _ in .string(Self.newUUID()) })],
-                                      headers: [.cacheControl: "must-revalidate, no-cache"])
+            let ids = uuids.next(count, by: config.settings.uuidAlgorithm)
+            // Never cached: every answer is new ids (CouchDB's headers, with an ETag of its own).
+            return CouchResponse.json(["uuids": .array(ids.map(JSONValue.string))],
+                                      headers: [.cacheControl: "must-revalidate, no-cache", HTTPField.Name("Pragma")!: "no-cache",
+                                                .eTag: "\"\(PasswordHash.randomHex(16))\"", .expires: "Fri, 01 Jan 1990 00:00:00 GMT"])
         case "_session":
             return try await sessionEndpoint(&request)
+        case "_membership":
+            return try membershipEndpoint(request)
+        case "_node":
+            return try await nodeEndpoint(&request)
         case "_replicate":
             return try await replicateEndpoint(&request)
         case "_scheduler":
@@ -65,7 +72,12 @@ extension CouchAPI {
         }
     }
 
-    /// A new document id: 32 hexadecimal digits, as CouchDB's default `random` algorithm.
+    /// A new document id, by `[uuids] algorithm`.
+    func newDocumentID() -> String {
+        uuids.next(1, by: config.settings.uuidAlgorithm)[0]
+    }
+
+    /// 32 random hexadecimal digits (a multipart boundary, a file name, a request's `uuid`).
     static func newUUID() -> String {
         UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
     }

@@ -18,6 +18,10 @@ struct CouchAPI: Sendable {
     let credentials: ServerCredentials
     /// The replications under way (`/_replicate`, `/_scheduler/jobs`) and the server's UUID.
     let replications: ServerReplications
+    /// The configuration (`/_node/{node}/_config`), whose settings apply from the next request.
+    let config: ServerConfig
+    /// New document ids and `/_uuids`, by `[uuids] algorithm`.
+    let uuids: UUIDGenerator
 
     /// Answers `request`, which the authentication middleware has
     /// authenticated, cancelled should its client go; `mountDepth` path
@@ -26,7 +30,7 @@ struct CouchAPI: Sendable {
         guard let authentication = context.authentication else {
             throw CouchError(.internalServerError, "no_authentication", "the CouchDB API answers behind its authentication middleware")
         }
-        var couch = try CouchRequest(request, user: authentication.user, limits: configuration.limits)
+        var couch = try CouchRequest(request, user: authentication.user, limits: config.settings.limits)
         if mountDepth > 0 { couch.segments.removeFirst(min(mountDepth, couch.segments.count)) }
         couch.authenticatedBy = authentication.handler
         couch.peer = context.peer

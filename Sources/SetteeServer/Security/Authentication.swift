@@ -77,7 +77,7 @@ extension CouchAPI {
     // MARK: Cookies
 
     /// CouchDB's session lifetime (`[chttpd_auth] timeout`), in seconds.
-    var sessionTimeout: Int { configuration.sessionTimeout }
+    var sessionTimeout: Int { config.settings.sessionTimeout }
 
     /// The user of a valid, unexpired `AuthSession` cookie; `nil` otherwise
     /// (the request then goes on to the next handler, as CouchDB's).

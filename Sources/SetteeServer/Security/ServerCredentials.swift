@@ -26,6 +26,8 @@ final class ServerCredentials: Sendable {
     /// The most addresses and names remembered (`[chttpd_auth_lockout] max_objects`).
     static let lockoutEntries = 10_000
     private let administrators: Mutex<[String: PasswordHash]>
+    /// The administrators `admins.json` holds (those set with `X-Couch-Persist: false` are not).
+    private let storedAdministrators: Mutex<[String: PasswordHash]>
     /// Passwords recently verified, as a fast keyed hash of (name, salt,
     /// password): as `couch_passwords_cache`, so Basic auth on every request
     /// costs PBKDF2 once, not each time.
@@ -71,6 +73,38 @@ final class ServerCredentials: Sendable {
             try Self.writePrivately(Data(json.jsonText.utf8), to: adminsFile)
         }
         self.administrators = Mutex(administrators)
+        storedAdministrators = Mutex(administrators)
+    }
+
+    /// Every administrator's hash in the form `[admins]` shows, by name.
+    var administratorForms: [String: String] { administrators.withLock { $0.mapValues(\.administratorForm) } }
+
+    /// Adds or replaces the administrator `name` (kept in `admins.json` when
+    /// `persist`); returns the hash it replaced.
+    func setAdministrator(_ name: String, _ hash: PasswordHash, persist: Bool) throws -> PasswordHash? {
+        try changeAdministrator(name, persist: persist) { $0 = hash }
+    }
+
+    /// Removes the administrator `name` (from `admins.json` too when `persist`); returns its hash.
+    func removeAdministrator(_ name: String, persist: Bool) throws -> PasswordHash? {
+        try changeAdministrator(name, persist: persist) { $0 = nil }
+    }
+
+    private func changeAdministrator(_ name: String, persist: Bool, _ edit: (inout PasswordHash?) -> Void) throws -> PasswordHash? {
+        if persist {
+            try storedAdministrators.withLock { stored in
+                var changed = stored
+                edit(&changed[name])
+                let json = JSONValue.object(changed.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.administratorForm)) })
+                try Self.writePrivately(Data(json.jsonText.utf8), to: folder.appendingPathComponent("admins.json"))
+                stored = changed
+            }
+        }
+        return administrators.withLock { administrators in
+            let previous = administrators[name]
+            edit(&administrators[name])
+            return previous
+        }
     }
 
     /// Whether any administrator exists (so the server is not an "admin party").

@@ -72,7 +72,7 @@ extension CouchAPI {
         var refused: [Int: JSONValue] = [:]
         for (index, var document) in documents.enumerated() {
             if case .object = document, document["_id"] == nil {
-                document = Self.setting("_id", to: .string(Self.newUUID()), in: document)
+                document = Self.setting("_id", to: .string(newDocumentID()), in: document)
             }
             do {
                 prepared.append(try await preparedForWrite(document, database: database, request: request))

@@ -1,0 +1,74 @@
+import Foundation
+import HTTPTypes
+
+/// The configuration values Settee applies, read from ``ServerConfig``'s
+/// sections and checked there: a value one of them cannot take is refused.
+struct ServerSettings: Sendable {
+    /// `[chttpd] max_http_request_size`, `[couchdb] max_document_size`.
+    var limits: ServerLimits
+    /// `[chttpd_auth] timeout` (or `[couch_httpd_auth] timeout`), seconds.
+    var sessionTimeout: Int
+    /// `[uuids] algorithm` and `utc_id_suffix`.
+    var uuidAlgorithm: UUIDGenerator.Algorithm
+
+    /// The settings of `configuration`.
+    init(_ configuration: SetteeServer.Configuration) {
+        limits = configuration.limits
+        sessionTimeout = configuration.sessionTimeout
+        uuidAlgorithm = .sequential
+    }
+
+    /// `defaults` with the values of `sections` applied.
+    /// - Throws: `CouchError` (400) naming the section and key whose value is not one the setting takes.
+    init(_ defaults: ServerSettings, applying sections: [String: [String: String]]) throws(CouchError) {
+        self = defaults
+        func integer(_ section: String, _ key: String, minimum: Int) throws(CouchError) -> Int? {
+            guard let text = sections[section]?[key] else { return nil }
+            guard let value = Int(text), value >= minimum else {
+                throw CouchError.badRequest("[\(section)] \(key) must be an integer of at least \(minimum), not \(text.prefix(40))")
+            }
+            return value
+        }
+        if let value = try integer("chttpd", "max_http_request_size", minimum: 1) { limits.maximumRequestBytes = value }
+        if let value = try integer("couchdb", "max_document_size", minimum: 1) { limits.maximumDocumentBytes = value }
+        // CouchDB 3 reads [chttpd_auth] first, then the older [couch_httpd_auth].
+        if let value = try integer("couch_httpd_auth", "timeout", minimum: 1) { sessionTimeout = value }
+        if let value = try integer("chttpd_auth", "timeout", minimum: 1) { sessionTimeout = value }
+        let suffix = sections["uuids"]?["utc_id_suffix"] ?? ""
+        switch sections["uuids"]?["algorithm"] {
+        case nil: break
+        case "random": uuidAlgorithm = .random
+        case "sequential": uuidAlgorithm = .sequential
+        case "utc_random": uuidAlgorithm = .utcRandom
+        case "utc_id": uuidAlgorithm = .utcID(suffix: suffix)
+        case let other?:
+            throw CouchError.badRequest("[uuids] algorithm must be random, sequential, utc_random or utc_id, not \(other.prefix(40))")
+        }
+        if case .utcID = uuidAlgorithm { uuidAlgorithm = .utcID(suffix: suffix) }
+    }
+
+    /// The sections and keys of `configuration`, as `_config` shows them.
+    static func sections(of configuration: SetteeServer.Configuration) -> [String: [String: String]] {
+        [
+            "couchdb": [
+                "database_dir": configuration.dataDirectory.path,
+                "view_index_dir": configuration.dataDirectory.path,
+                "max_document_size": String(configuration.limits.maximumDocumentBytes),
+                "single_node": "true",
+            ],
+            "chttpd": [
+                "bind_address": configuration.host,
+                "port": String(configuration.port),
+                "max_http_request_size": String(configuration.limits.maximumRequestBytes),
+            ],
+            "chttpd_auth": [
+                "timeout": String(configuration.sessionTimeout),
+                "iterations": String(configuration.passwordIterations),
+                "allow_persistent_cookies": "true",
+            ],
+            "couch_httpd_auth": ["authentication_db": "_users"],
+            "uuids": ["algorithm": "sequential"],
+            "vendor": ["name": "Settee", "version": SetteeServer.version],
+        ]
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import Testing
+import Settee
+import SetteeServer
+import SetteeCore
+
+/// `/_membership`, `/_node/{node}`, `/_node/{node}/_versions` and the
+/// configuration API `/_node/{node}/_config`, as CouchDB 3.5 answers them
+/// (values checked against CouchDB 3.5.0).
+@Suite("settee serve: the configuration API and the node")
+struct ServerConfigTests {
+    static let admin = ServerSecurityTests.admin
+
+    private static func secured() async throws -> RunningServer {
+        try await ServerSecurityTests.secured()
+    }
+
+    private static func string(_ text: String) -> Data { Data(JSONValue.string(text).jsonText.utf8) }
+
+    @Test("_membership and _node name the one node; _config, _membership and _node are for server administrators")
+    func node() async throws {
+        let server = try await Self.secured()
+        let membership = try await server.request("GET", "/_membership", user: Self.admin)
+        #expect(membership.json == ["all_nodes": ["settee@127.0.0.1"], "cluster_nodes": ["settee@127.0.0.1"]])
+        #expect(try await server.request("GET", "/_node/_local", user: Self.admin).json == ["name": "settee@127.0.0.1"])
+        #expect(try await server.request("GET", "/_node/settee@127.0.0.1/_config/chttpd/port", user: Self.admin).json
+                == .string(String(server.port)))
+        let other = try await server.request("GET", "/_node/couchdb@elsewhere/_config", user: Self.admin)
+        #expect(other.status == 404)
+        #expect(other.json == ["error": "not_found", "reason": "no such node: couchdb@elsewhere"])
+        let versions = try await server.request("GET", "/_node/_local/_versions", user: Self.admin).json
+        #expect(versions["javascript_engine"] == ["name": "spidermonkey", "version": "102"])
+        #expect(versions["collation_driver"]?["name"] == "libicu")
+        #expect(versions["collation_driver"]?["library_version"]?.stringValue?.first?.isNumber == true)
+        #expect(versions["collation_driver"]?["collator_version"]?.stringValue?.contains(".") == true)
+        for path in ["/_membership", "/_node/_local", "/_node/_local/_versions", "/_node/_local/_config", "/_node/_local/_config/chttpd/port"] {
+            let anonymous = try await server.request("GET", path)
+            #expect(anonymous.status == 401, "\(path)")
+            #expect(anonymous.json == ["error": "unauthorized", "reason": "You are not a server admin."], "\(path)")
+        }
+        // A user who is not an administrator is refused too, writes included.
+        _ = try await server.request("PUT", "/_users", user: Self.admin)
+        let user: JSONValue = ["name": "bob", "password": "pw", "roles": [], "type": "user"]
+        #expect(try await server.request("PUT", "/_users/org.couchdb.user:bob", json: user).status == 201)
+        let bob = try await server.request("PUT", "/_node/_local/_config/admins/bob", body: Self.string("pw"), user: ("bob", "pw"))
+        #expect(bob.status == 401)
+        #expect(try await server.request("GET", "/_node/_local/_config/admins/bob", user: Self.admin).status == 404)
+        await server.stop()
+    }
+
+    @Test("GET, PUT and DELETE of a key answer CouchDB's values: the previous value, \"\" for none, 404 unknown_config_value")
+    func keys() async throws {
+        let server = try await Self.secured()
+        let url = "/_node/_local/_config/test/foo"
+        let first = try await server.request("PUT", url, body: Self.string("bar"), user: Self.admin)
+        #expect(first.status == 200)
+        #expect(first.json == "")
+        #expect(try await server.request("PUT", url, body: Self.string("  baz  "), user: Self.admin).json == "bar")
+        #expect(try await server.request("GET", url, user: Self.admin).json == "baz", "trimmed")
+        #expect(try await server.request("GET", "/_node/_local/_config/test", user: Self.admin).json == ["foo": "baz"])
+        let all = try await server.request("GET", "/_node/_local/_config", user: Self.admin).json
+        #expect(all["test"] == ["foo": "baz"])
+        #expect(all["couchdb"]?["database_dir"] == .string(server.directory.path))
+        #expect(all["chttpd"]?["port"] == .string(String(server.port)))
+        #expect(all["admins"]?["admin"]?.stringValue?.hasPrefix("-pbkdf2:sha256-") == true)
+        #expect(try await server.request("DELETE", url, user: Self.admin).json == "baz")
+        let gone = try await server.request("GET", url, user: Self.admin)
+        #expect(gone.status == 404)
+        #expect(gone.json == ["error": "not_found", "reason": "unknown_config_value"])
+        #expect(try await server.request("DELETE", url, user: Self.admin).status == 404)
+        #expect(try await server.request("GET", "/_node/_local/_config/nothing", user: Self.admin).json == [:])
+
+        // Only JSON strings, on one line; locked sections; methods.
+        for body in ["true", "11", "{}", #"{"testing": [1, 2, 3]}"#, "not json"] {
+            #expect(try await server.request("PUT", "/_node/_local/_config/a/b", body: Data(body.utf8), user: Self.admin).status == 400, "\(body)")
+        }
+        let multiline = try await server.request("PUT", "/_node/_local/_config/a/b", body: Self.string("a\nb"), user: Self.admin)
+        #expect(multiline.json == ["error": "bad_request", "reason": "Invalid configuration value"])
+        for section in ["daemons", "external", "httpd_design_handlers", "httpd_db_handlers", "native_query_servers", "os_daemons", "query_servers"] {
+            let locked = try await server.request("PUT", "/_node/_local/_config/\(section)/wohali", body: Self.string("rules"), user: Self.admin)
+            #expect(locked.status == 403, "\(section)")
+            #expect(locked.json == ["error": "forbidden", "reason": "Config section blacklisted for modification over HTTP API."])
+        }
+        #expect(try await server.request("POST", url, user: Self.admin).status == 405)
+        #expect(try await server.request("PUT", "/_node/_local/_config/test", body: Self.string("x"), user: Self.admin).status == 405)
+        #expect(try await server.request("GET", url + "/deeper", user: Self.admin).status == 404)
+        await server.stop()
+    }
+
+    @Test("[chttpd] config_whitelist, when an Erlang list of {section, key} pairs, is all the API may change")
+    func whitelist() async throws {
+        let server = try await Self.secured()
+        let whitelist = "/_node/_local/_config/chttpd/config_whitelist"
+        #expect(try await server.request("PUT", whitelist, body: Self.string(#"[{chttpd,config_whitelist}, these, {are}, {nOt, 2, tuples}, {"test",<<"foo">>}]"#), user: Self.admin).status == 200)
+        #expect(try await server.request("PUT", "/_node/_local/_config/test/foo", body: Self.string("x"), user: Self.admin).status == 200)
+        let refused = try await server.request("PUT", "/_node/_local/_config/test/bar", body: Self.string("x"), user: Self.admin)
+        #expect(refused.status == 400)
+        #expect(refused.json == ["error": "modification_not_allowed", "reason": "This config variable is read-only"])
+        #expect(try await server.request("DELETE", whitelist, user: Self.admin).status == 200)
+        // A value that is not such a list restricts nothing.
+        #expect(try await server.request("PUT", whitelist, body: Self.string("!This is an invalid Erlang term!"), user: Self.admin).status == 200)
+        #expect(try await server.request("PUT", "/_node/_local/_config/test/bar", body: Self.string("x"), user: Self.admin).status == 200)
+        await server.stop()
+    }
+
+    @Test("Settings apply from the next request: max_document_size, max_http_request_size, the session timeout, the uuid algorithm")
+    func settingsApply() async throws {
+        let server = try await Self.secured()
+        #expect(try await server.request("PUT", "/db", user: Self.admin).status == 201)
+        let big: JSONValue = ["text": .string(String(repeating: "x", count: 2_000))]
+        #expect(try await server.request("PUT", "/db/a", json: big, user: Self.admin).status == 201)
+        #expect(try await server.request("PUT", "/_node/_local/_config/couchdb/max_document_size", body: Self.string("1000"), user: Self.admin).json == "8000000")
+        let refused = try await server.request("PUT", "/db/b", json: big, user: Self.admin)
+        #expect(refused.status == 413)
+        #expect(refused.json["error"] == "document_too_large")
+        let invalid = try await server.request("PUT", "/_node/_local/_config/couchdb/max_document_size", body: Self.string("lots"), user: Self.admin)
+        #expect(invalid.status == 400)
+        #expect(invalid.json["reason"]?.stringValue?.contains("max_document_size") == true)
+        #expect(try await server.request("GET", "/_node/_local/_config/couchdb/max_document_size", user: Self.admin).json == "1000", "unchanged")
+        #expect(try await server.request("DELETE", "/_node/_local/_config/couchdb/max_document_size", user: Self.admin).status == 200)
+        #expect(try await server.request("PUT", "/db/b", json: big, user: Self.admin).status == 201)
+
+        #expect(try await server.request("PUT", "/_node/_local/_config/chttpd/max_http_request_size", body: Self.string("500"), user: Self.admin).status == 200)
+        #expect(try await server.request("PUT", "/db/c", json: big, user: Self.admin).status == 413)
+        #expect(try await server.request("DELETE", "/_node/_local/_config/chttpd/max_http_request_size", user: Self.admin).status == 200)
+
+        #expect(try await server.request("PUT", "/_node/_local/_config/chttpd_auth/timeout", body: Self.string("77"), user: Self.admin).status == 200)
+        let login = try await server.request("POST", "/_session", json: ["name": .string(Self.admin.name), "password": .string(Self.admin.password)])
+        #expect(login.header("Set-Cookie")?.contains("Max-Age=77") == true)
+
+        // [uuids] algorithm: sequential by default (CouchDB's), utc_id with its suffix, utc_random, random.
+        let sequential = try await server.request("GET", "/_uuids?count=1000").json["uuids"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(sequential.count == 1000 && sequential.allSatisfy { $0.count == 32 })
+        #expect(zip(sequential, sequential.dropFirst()).allSatisfy { $0 < $1 } || Set(sequential.map { $0.prefix(26) }).count == 2)
+        #expect(try await server.request("PUT", "/_node/_local/_config/uuids/utc_id_suffix", body: Self.string("frog"), user: Self.admin).status == 200)
+        #expect(try await server.request("PUT", "/_node/_local/_config/uuids/algorithm", body: Self.string("utc_id"), user: Self.admin).status == 200)
+        let stamped = try await server.request("GET", "/_uuids?count=10").json["uuids"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(stamped.count == 10 && stamped.allSatisfy { $0.count == 18 && $0.hasSuffix("frog") })
+        #expect(zip(stamped, stamped.dropFirst()).allSatisfy { $0 < $1 })
+        let posted = try await server.request("POST", "/db", json: ["x": 1], user: Self.admin).json["id"]?.stringValue
+        #expect(posted?.hasSuffix("frog") == true, "a new document's id too")
+        #expect(try await server.request("PUT", "/_node/_local/_config/uuids/algorithm", body: Self.string("frog"), user: Self.admin).status == 400)
+        let uuids = try await server.request("GET", "/_uuids")
+        #expect(uuids.header("Pragma") == "no-cache")
+        #expect(uuids.header("ETag")?.isEmpty == false)
+        await server.stop()
+    }
+
+    @Test("Administrators set through [admins] are hashed on write, log in at once, are kept unless X-Couch-Persist: false, and the last one of a server open beyond this machine stays")
+    func administrators() async throws {
+        let server = try await Self.secured()
+        let previous = try await server.request("PUT", "/_node/_local/_config/admins/second", body: Self.string("pw2"), user: Self.admin)
+        #expect(previous.json == "")
+        let hash = try await server.request("GET", "/_node/_local/_config/admins/second", user: Self.admin).json.stringValue ?? ""
+        #expect(hash.hasPrefix("-pbkdf2:sha256-"))
+        #expect(!hash.contains("pw2"))
+        #expect(try await server.request("GET", "/_all_dbs", user: ("second", "pw2")).status == 200)
+        let stored = try String(contentsOf: server.directory.appendingPathComponent("_settee/admins.json"), encoding: .utf8)
+        #expect(stored.contains("\"second\":\"-pbkdf2:sha256-"))
+
+        // Not kept: in effect until the restart, never in admins.json.
+        #expect(try await server.request("PUT", "/_node/_local/_config/admins/third", body: Self.string("pw3"),
+                                         headers: ["X-Couch-Persist": "false"], user: Self.admin).status == 200)
+        #expect(try await server.request("GET", "/_all_dbs", user: ("third", "pw3")).status == 200)
+        #expect(try String(contentsOf: server.directory.appendingPathComponent("_settee/admins.json"), encoding: .utf8).contains("third") == false)
+        // A hash is taken as it is.
+        #expect(try await server.request("PUT", "/_node/_local/_config/admins/fourth", body: Self.string(hash), user: Self.admin).status == 200)
+        #expect(try await server.request("GET", "/_all_dbs", user: ("fourth", "pw2")).status == 200)
+        #expect(try await server.request("PUT", "/_node/_local/_config/admins/fifth", body: Self.string("-pbkdf2-nonsense"), user: Self.admin).status == 400)
+
+        #expect(try await server.request("DELETE", "/_node/_local/_config/admins/second", user: Self.admin).json == .string(hash))
+        #expect(try await server.request("GET", "/_all_dbs", user: ("second", "pw2")).status == 401)
+
+        // Kept values are read again at the next start; others are not.
+        #expect(try await server.request("PUT", "/_node/_local/_config/test/kept", body: Self.string("yes"), user: Self.admin).status == 200)
+        #expect(try await server.request("PUT", "/_node/_local/_config/test/gone", body: Self.string("no"),
+                                         headers: ["X-Couch-Persist": "false"], user: Self.admin).status == 200)
+        let (directory, port) = (server.directory, server.port)
+        await server.stopKeepingFolder()
+        let again = try await RunningServer(directory: directory, port: port) { $0.host = "0.0.0.0" }
+        #expect(try await again.request("GET", "/_node/_local/_config/test", user: Self.admin).json == ["kept": "yes"])
+        #expect(try await again.request("GET", "/_all_dbs", user: ("third", "pw3")).status == 401)
+        #expect(try await again.request("POST", "/_node/_local/_config/_reload", user: Self.admin).json == ["ok": true])
+        #expect(try await again.request("DELETE", "/_node/_local/_config/admins/fourth", user: Self.admin).status == 200)
+        // Bound beyond this machine: the last administrator cannot be removed.
+        let last = try await again.request("DELETE", "/_node/_local/_config/admins/admin", user: Self.admin)
+        #expect(last.status == 403)
+        #expect(try await again.request("GET", "/_all_dbs").status == 401)
+        await again.stop()
+    }
+}
