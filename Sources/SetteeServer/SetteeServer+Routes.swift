@@ -29,6 +29,7 @@ extension SetteeServer {
     public func routes<Context: CouchRequestContext>(context: Context.Type = Context.self) -> RouteCollection<Context> {
         let collection = RouteCollection(context: Context.self)
         collection.add(middleware: RequestLogMiddleware<Context>(logger: logger))
+        collection.add(middleware: JSONPMiddleware<Context>(config: config))
         collection.add(middleware: CouchErrorMiddleware<Context>(logger: logger))
         collection.add(middleware: AuthenticationMiddleware<Context>(api: api))
         let responder = CouchAPIResponder<Context>(api: api, isMounted: true)
@@ -43,9 +44,9 @@ extension SetteeServer {
     static let routedMethods: [HTTPRequest.Method] = [.get, .head, .post, .put, .delete, .options, .patch, HTTPRequest.Method("COPY")!]
 
     /// What serves requests: the API behind its middlewares (request
-    /// logging, CouchDB's error bodies, authentication), every method on every path.
+    /// logging, JSONP, CouchDB's error bodies, authentication), every method on every path.
     func responder<Context: CouchRequestContext>(context: Context.Type) -> MiddlewareStack<Context> {
-        MiddlewareStack(log: RequestLogMiddleware(logger: logger), errors: CouchErrorMiddleware(logger: logger),
+        MiddlewareStack(log: RequestLogMiddleware(logger: logger), jsonp: JSONPMiddleware(config: config), errors: CouchErrorMiddleware(logger: logger),
                         authentication: AuthenticationMiddleware(api: api), responder: CouchAPIResponder(api: api, isMounted: false))
     }
 
@@ -88,18 +89,21 @@ private struct BackgroundService: Service {
 }
 
 /// The API behind its middlewares, composed statically (no existential
-/// per middleware and request): logging, then error bodies, then authentication.
+/// per middleware and request): logging, then JSONP, then error bodies, then authentication.
 struct MiddlewareStack<Context: CouchRequestContext>: HTTPResponder {
     let log: RequestLogMiddleware<Context>
+    let jsonp: JSONPMiddleware<Context>
     let errors: CouchErrorMiddleware<Context>
     let authentication: AuthenticationMiddleware<Context>
     let responder: CouchAPIResponder<Context>
 
     func respond(to request: Request, context: Context) async throws -> Response {
         try await log.handle(request, context: context) { request, context in
-            try await errors.handle(request, context: context) { request, context in
-                try await authentication.handle(request, context: context) { request, context in
-                    try await responder.respond(to: request, context: context)
+            try await jsonp.handle(request, context: context) { request, context in
+                try await errors.handle(request, context: context) { request, context in
+                    try await authentication.handle(request, context: context) { request, context in
+                        try await responder.respond(to: request, context: context)
+                    }
                 }
             }
         }

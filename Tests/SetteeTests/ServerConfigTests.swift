@@ -188,4 +188,36 @@ struct ServerConfigTests {
         #expect(try await again.request("GET", "/_all_dbs").status == 401)
         await again.stop()
     }
+
+    @Test("JSONP when [chttpd] allow_jsonp is true: documents, streamed views and changes, errors; a bad callback name is refused; off, callback is ignored")
+    func jsonp() async throws {
+        let server = try await Self.secured()
+        #expect(try await server.request("PUT", "/db", user: Self.admin).status == 201)
+        #expect(try await server.request("PUT", "/db/0", json: ["a": 1], user: Self.admin).status == 201)
+        let design: JSONValue = ["views": ["v": ["map": "function(doc) { if (doc.a) emit(null, doc.a); }"]]]
+        #expect(try await server.request("PUT", "/db/_design/t", json: design, user: Self.admin).status == 201)
+        let off = try await server.request("GET", "/db/0?callback=f", user: Self.admin)
+        #expect(off.header("Content-Type") == "application/json")
+        #expect(off.json["a"] == 1)
+
+        #expect(try await server.request("PUT", "/_node/_local/_config/chttpd/allow_jsonp", body: Self.string("true"), user: Self.admin).status == 200)
+        func call(_ reply: RunningServer.Reply, _ name: String) -> JSONValue? {
+            let text = String(decoding: reply.body, as: UTF8.self)
+            let prefix = "/* CouchDB */\(name)("
+            guard reply.header("Content-Type") == "application/javascript", text.hasPrefix(prefix), text.hasSuffix(");") else { return nil }
+            return try? JSONValue(parsing: String(text.dropFirst(prefix.count).dropLast(2)))
+        }
+        let document = try await server.request("GET", "/db/0?callback=f", user: Self.admin)
+        #expect(call(document, "f")?["a"] == 1)
+        #expect(call(try await server.request("GET", "/db/_design/t/_view/v?callback=a.b%5B1%5D", user: Self.admin), "a.b[1]")?["total_rows"] == 1)
+        #expect(call(try await server.request("GET", "/db/_changes?callback=c", user: Self.admin), "c")?["results"]?.arrayValue?.count == 2)
+        let missing = try await server.request("GET", "/db/nope?callback=f", user: Self.admin)
+        #expect(missing.status == 404)
+        #expect(call(missing, "f") == ["error": "not_found", "reason": "missing"])
+        let bad = try await server.request("GET", "/db/0?callback=f%22", user: Self.admin)
+        #expect(bad.status == 400)
+        #expect(bad.json == ["error": "bad_request", "reason": "invalid_callback"])
+        #expect(try await server.request("HEAD", "/db/0?callback=f", user: Self.admin).body.isEmpty)
+        await server.stop()
+    }
 }

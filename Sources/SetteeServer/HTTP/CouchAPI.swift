@@ -8,7 +8,7 @@ import Settee
 /// path as CouchDB's `chttpd` does, after the one gate every request passes
 /// (``dispatch(_:)``). Its endpoints are its extensions, a file per group.
 ///
-/// It answers behind three middlewares: request logging, CouchDB's error
+/// It answers behind four middlewares: request logging, JSONP, CouchDB's error
 /// bodies, authentication (`SetteeServer.responder(context:)` for `settee
 /// serve`, ``SetteeServer/routes(context:)`` to mount).
 struct CouchAPI: Sendable {

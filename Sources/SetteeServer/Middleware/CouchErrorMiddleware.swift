@@ -22,6 +22,13 @@ struct CouchErrorMiddleware<Context: CouchRequestContext>: RouterMiddleware {
             }
             response = CouchResponse.error(couchError)
         }
+        return Self.finish(response, for: request, context: context)
+    }
+
+    /// `response` with what every answer has: the `Server` and
+    /// `X-Couch-Request-ID` headers, no body for `HEAD`, a connection closed after `CONNECT`.
+    static func finish(_ response: Response, for request: Request, context: Context) -> Response {
+        var response = response
         response.headers[.server] = CouchResponse.server
         response.headers[.couchRequestID] = Self.requestID(of: request)
         if request.method == .head { response = response.createHeadResponse() }
