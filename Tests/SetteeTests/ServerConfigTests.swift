@@ -220,4 +220,17 @@ struct ServerConfigTests {
         #expect(try await server.request("HEAD", "/db/0?callback=f", user: Self.admin).body.isEmpty)
         await server.stop()
     }
+
+    @Test("[chttpd] decode_plus_to_space: a + in a path is a space (CouchDB's default), or itself when false; %2B is always +")
+    func plusInPaths() async throws {
+        let server = try await Self.secured()
+        #expect(try await server.request("PUT", "/db", user: Self.admin).status == 201)
+        #expect(try await server.request("PUT", "/db/test+doc+2", json: [:], user: Self.admin).json["id"] == "test doc 2")
+        #expect(try await server.request("PUT", "/db/a%2Bb", json: [:], user: Self.admin).json["id"] == "a+b")
+        #expect(try await server.request("PUT", "/_node/_local/_config/chttpd/decode_plus_to_space", body: Self.string("false"), user: Self.admin).json == "true")
+        #expect(try await server.request("PUT", "/db/test+doc", json: [:], user: Self.admin).json["id"] == "test+doc")
+        #expect(try await server.request("PUT", "/plus+db", user: Self.admin).status == 201)
+        #expect(try await server.request("GET", "/plus+db", user: Self.admin).json["db_name"] == "plus+db")
+        await server.stop()
+    }
 }

@@ -10,6 +10,8 @@ struct ServerSettings: Sendable {
     var sessionTimeout: Int
     /// `[uuids] algorithm` and `utc_id_suffix`.
     var uuidAlgorithm: UUIDGenerator.Algorithm
+    /// `[chttpd] decode_plus_to_space`: whether a `+` in a path is a space (CouchDB's default).
+    var decodePlusToSpace = true
 
     /// The settings of `configuration`.
     init(_ configuration: SetteeServer.Configuration) {
@@ -34,6 +36,12 @@ struct ServerSettings: Sendable {
         // CouchDB 3 reads [chttpd_auth] first, then the older [couch_httpd_auth].
         if let value = try integer("couch_httpd_auth", "timeout", minimum: 1) { sessionTimeout = value }
         if let value = try integer("chttpd_auth", "timeout", minimum: 1) { sessionTimeout = value }
+        switch sections["chttpd"]?["decode_plus_to_space"] {
+        case nil: break
+        case "true": decodePlusToSpace = true
+        case "false": decodePlusToSpace = false
+        case let other?: throw CouchError.badRequest("[chttpd] decode_plus_to_space must be true or false, not \(other.prefix(40))")
+        }
         let suffix = sections["uuids"]?["utc_id_suffix"] ?? ""
         switch sections["uuids"]?["algorithm"] {
         case nil: break
@@ -60,6 +68,7 @@ struct ServerSettings: Sendable {
                 "bind_address": configuration.host,
                 "port": String(configuration.port),
                 "max_http_request_size": String(configuration.limits.maximumRequestBytes),
+                "decode_plus_to_space": "true",
             ],
             "chttpd_auth": [
                 "timeout": String(configuration.sessionTimeout),

@@ -57,7 +57,7 @@ extension CouchAPI {
             if let field = HTTPField.Name(name) { head.headerFields[field] = value }
         }
         var rewritten = try CouchRequest(Request(head: head, body: RequestBody(buffer: ByteBuffer(bytes: body))),
-                                         user: request.user, limits: request.limits)
+                                         user: request.user, limits: request.limits, plusIsSpace: request.plusIsSpace)
         rewritten.authenticatedBy = request.authenticatedBy
         rewritten.peer = request.peer
         rewritten.connection = request.connection

@@ -30,7 +30,8 @@ struct CouchAPI: Sendable {
         guard let authentication = context.authentication else {
             throw CouchError(.internalServerError, "no_authentication", "the CouchDB API answers behind its authentication middleware")
         }
-        var couch = try CouchRequest(request, user: authentication.user, limits: config.settings.limits)
+        let settings = config.settings
+        var couch = try CouchRequest(request, user: authentication.user, limits: settings.limits, plusIsSpace: settings.decodePlusToSpace)
         if mountDepth > 0 { couch.segments.removeFirst(min(mountDepth, couch.segments.count)) }
         couch.authenticatedBy = authentication.handler
         couch.peer = context.peer

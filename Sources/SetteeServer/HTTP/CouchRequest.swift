@@ -28,15 +28,18 @@ struct CouchRequest: Sendable {
     /// Whether the user administers the database requested (or the server, for server requests).
     var isDatabaseAdministrator = false
     let limits: ServerLimits
+    /// Whether a `+` in the path is a space (`[chttpd] decode_plus_to_space`).
+    let plusIsSpace: Bool
 
-    init(_ request: Request, user: UserContext, limits: ServerLimits) throws(CouchError) {
+    init(_ request: Request, user: UserContext, limits: ServerLimits, plusIsSpace: Bool = false) throws(CouchError) {
         self.request = request
         self.user = user
         self.limits = limits
+        self.plusIsSpace = plusIsSpace
         let path = request.uri.path
         var segments: [String] = []
         for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let decoded = PercentDecoding.decode(raw) else {
+            guard let decoded = PercentDecoding.decode(raw, plusIsSpace: plusIsSpace) else {
                 throw CouchError.badRequest("invalid URL encoding in \(path)")
             }
             segments.append(decoded)
