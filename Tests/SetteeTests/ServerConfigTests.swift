@@ -87,19 +87,13 @@ struct ServerConfigTests {
         await server.stop()
     }
 
-    @Test("[chttpd] config_whitelist, when an Erlang list of {section, key} pairs, is all the API may change")
+    @Test("[chttpd] config_whitelist restricts nothing, as in CouchDB 3.5 (which no longer reads it)")
     func whitelist() async throws {
         let server = try await Self.secured()
         let whitelist = "/_node/_local/_config/chttpd/config_whitelist"
-        #expect(try await server.request("PUT", whitelist, body: Self.string(#"[{chttpd,config_whitelist}, these, {are}, {nOt, 2, tuples}, {"test",<<"foo">>}]"#), user: Self.admin).status == 200)
-        #expect(try await server.request("PUT", "/_node/_local/_config/test/foo", body: Self.string("x"), user: Self.admin).status == 200)
-        let refused = try await server.request("PUT", "/_node/_local/_config/test/bar", body: Self.string("x"), user: Self.admin)
-        #expect(refused.status == 400)
-        #expect(refused.json == ["error": "modification_not_allowed", "reason": "This config variable is read-only"])
+        #expect(try await server.request("PUT", whitelist, body: Self.string("[{chttpd,config_whitelist}, {test,foo}]"), user: Self.admin).status == 200)
+        #expect(try await server.request("PUT", "/_node/_local/_config/test/bar", body: Self.string("x"), user: Self.admin).json == "")
         #expect(try await server.request("DELETE", whitelist, user: Self.admin).status == 200)
-        // A value that is not such a list restricts nothing.
-        #expect(try await server.request("PUT", whitelist, body: Self.string("!This is an invalid Erlang term!"), user: Self.admin).status == 200)
-        #expect(try await server.request("PUT", "/_node/_local/_config/test/bar", body: Self.string("x"), user: Self.admin).status == 200)
         await server.stop()
     }
 
@@ -142,6 +136,7 @@ struct ServerConfigTests {
         #expect(try await server.request("PUT", "/_node/_local/_config/uuids/algorithm", body: Self.string("frog"), user: Self.admin).status == 400)
         let uuids = try await server.request("GET", "/_uuids")
         #expect(uuids.header("Pragma") == "no-cache")
+        #expect(uuids.header("Cache-Control") == "no-cache")
         #expect(uuids.header("ETag")?.isEmpty == false)
         await server.stop()
     }

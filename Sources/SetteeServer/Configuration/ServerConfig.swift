@@ -96,9 +96,9 @@ final class ServerConfig: Sendable {
 
     /// Sets `section`/`key` to `value` (kept in the file when `persist`);
     /// returns the value it had, or nil.
-    /// - Throws: `CouchError`: 403 for a locked section or a key outside
-    ///   `[chttpd] config_whitelist`, 400 for a name or value that cannot be
-    ///   kept or a value a setting cannot take (nothing changes then).
+    /// - Throws: `CouchError`: 403 for a locked section, 400 for a name or
+    ///   value that cannot be kept or a value a setting cannot take (nothing
+    ///   changes then).
     @discardableResult
     func set(_ section: String, _ key: String, to value: String, persist: Bool) throws(CouchError) -> String? {
         try checkWritable(section, key)
@@ -137,7 +137,8 @@ final class ServerConfig: Sendable {
         }
     }
 
-    /// Refuses a locked section, a key outside the whitelist, or names the file cannot hold.
+    /// Refuses a locked section, or names the file cannot hold. (`[chttpd]
+    /// config_whitelist` restricts nothing, as in CouchDB 3, which no longer reads it.)
     private func checkWritable(_ section: String, _ key: String) throws(CouchError) {
         if Self.lockedSections.contains(section) {
             throw CouchError(.forbidden, "forbidden", "Config section blacklisted for modification over HTTP API.")
@@ -146,36 +147,5 @@ final class ServerConfig: Sendable {
               !key.contains(where: { $0.isNewline || $0 == "=" }), !key.hasPrefix(";"), !key.hasPrefix("[") else {
             throw CouchError.badRequest("Invalid configuration key: \(section)/\(key)")
         }
-        if let whitelist = value("chttpd", "config_whitelist").flatMap(Self.whitelist), !whitelist.contains(Pair(section, key)) {
-            throw CouchError(.badRequest, "modification_not_allowed", "This config variable is read-only")
-        }
-    }
-
-    private struct Pair: Hashable {
-        var section: String, key: String
-        init(_ section: String, _ key: String) { (self.section, self.key) = (section, key) }
-    }
-
-    /// The `{section, key}` pairs of `[chttpd] config_whitelist`, an Erlang
-    /// list whose 2-tuples name them as atoms, strings or binaries; other
-    /// elements are ignored. Nil when the value is not such a list (then it
-    /// restricts nothing, as in CouchDB).
-    private static func whitelist(_ text: String) -> Set<Pair>? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard trimmed.hasPrefix("["), trimmed.hasSuffix("]") else { return nil }
-        let name = #"\s*(?:([A-Za-z_][A-Za-z0-9_@]*)|"([^"]*)"|<<"([^"]*)">>)\s*"#
-        guard let tuple = try? NSRegularExpression(pattern: #"\{"# + name + "," + name + #"\}"#) else { return nil }
-        var pairs: Set<Pair> = []
-        let source = trimmed as NSString
-        for match in tuple.matches(in: trimmed, range: NSRange(location: 0, length: source.length)) {
-            func part(_ first: Int) -> String? {
-                for group in first..<(first + 3) where match.range(at: group).location != NSNotFound {
-                    return source.substring(with: match.range(at: group))
-                }
-                return nil
-            }
-            if let section = part(1), let key = part(4) { pairs.insert(Pair(section, key)) }
-        }
-        return pairs
     }
 }

@@ -54,8 +54,8 @@ extension CouchAPI {
             let ids = uuids.next(count, by: config.settings.uuidAlgorithm)
             // Never cached: every answer is new ids (CouchDB's headers, with an ETag of its own).
             return CouchResponse.json(["uuids": .array(ids.map(JSONValue.string))],
-                                      headers: [.cacheControl: "must-revalidate, no-cache", HTTPField.Name("Pragma")!: "no-cache",
-                                                .eTag: "\"\(PasswordHash.randomHex(16))\"", .expires: "Fri, 01 Jan 1990 00:00:00 GMT"])
+                                      headers: [.cacheControl: "no-cache", HTTPField.Name("Pragma")!: "no-cache",
+                                                .eTag: "\"\(PasswordHash.randomHex(16))\"", .expires: "Mon, 01 Jan 1990 00:00:00 GMT"])
         case "_session":
             return try await sessionEndpoint(&request)
         case "_membership":

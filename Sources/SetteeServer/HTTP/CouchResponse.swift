@@ -31,7 +31,7 @@ enum CouchResponse {
     static func json(_ status: HTTPResponse.Status = .ok, buffer: ByteBuffer, headers: HTTPFields = [:]) -> Response {
         var fields = headers
         fields[.contentType] = "application/json"
-        fields[.cacheControl] = "must-revalidate"
+        if fields[.cacheControl] == nil { fields[.cacheControl] = "must-revalidate" }
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: buffer))
     }
 
