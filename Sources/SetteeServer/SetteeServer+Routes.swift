@@ -30,7 +30,7 @@ extension SetteeServer {
         let collection = RouteCollection(context: Context.self)
         collection.add(middleware: RequestLogMiddleware<Context>(logger: logger))
         collection.add(middleware: JSONPMiddleware<Context>(config: config))
-        collection.add(middleware: CouchErrorMiddleware<Context>(logger: logger))
+        collection.add(middleware: CouchErrorMiddleware<Context>(logger: logger, config: nil))
         collection.add(middleware: AuthenticationMiddleware<Context>(api: api))
         let responder = CouchAPIResponder<Context>(api: api, isMounted: true)
         for method in Self.routedMethods {
@@ -46,7 +46,7 @@ extension SetteeServer {
     /// What serves requests: the API behind its middlewares (request
     /// logging, JSONP, CouchDB's error bodies, authentication), every method on every path.
     func responder<Context: CouchRequestContext>(context: Context.Type) -> MiddlewareStack<Context> {
-        MiddlewareStack(log: RequestLogMiddleware(logger: logger), jsonp: JSONPMiddleware(config: config), errors: CouchErrorMiddleware(logger: logger),
+        MiddlewareStack(log: RequestLogMiddleware(logger: logger), jsonp: JSONPMiddleware(config: config), errors: CouchErrorMiddleware(logger: logger, config: config),
                         authentication: AuthenticationMiddleware(api: api), responder: CouchAPIResponder(api: api, isMounted: false))
     }
 

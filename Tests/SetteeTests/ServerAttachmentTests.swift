@@ -26,7 +26,7 @@ struct ServerAttachmentTests {
         let rev2 = try #require(put.json["rev"]?.stringValue)
         #expect(put.json == ["ok": true, "id": "doc", "rev": .string(rev2)])
         #expect(rev2.hasPrefix("2-"))
-        #expect(put.header("Location") == "/db/doc/photos%2Fa%20b.png")
+        #expect(put.header("Location") == "\(server.base)/db/doc/photos%2Fa%20b.png", "an absolute URL, as CouchDB's")
 
         let read = try await server.request("GET", "/db/doc/photos/a%20b.png")
         #expect(read.status == 200)

@@ -228,4 +228,21 @@ struct ServerConfigTests {
         #expect(try await server.request("GET", "/plus+db", user: Self.admin).json["db_name"] == "plus+db")
         await server.stop()
     }
+
+    @Test("Location is an absolute URL: from Host, X-Forwarded-Host or the header [chttpd] x_forwarded_host names, https by X-Forwarded-Proto")
+    func absoluteLocation() async throws {
+        let server = try await Self.secured()
+        #expect(try await server.request("PUT", "/db", user: Self.admin).header("Location") == server.base + "/db")
+        #expect(try await server.request("PUT", "/db/a", json: [:], user: Self.admin).header("Location") == server.base + "/db/a")
+        let forwarded = try await server.request("PUT", "/db/b", json: [:], headers: ["X-Forwarded-Host": "mysite.com"], user: Self.admin)
+        #expect(forwarded.header("Location") == "http://mysite.com/db/b")
+        let secure = try await server.request("PUT", "/db/c", json: [:], headers: ["X-Forwarded-Host": "mysite.com", "X-Forwarded-Proto": "https"], user: Self.admin)
+        #expect(secure.header("Location") == "https://mysite.com/db/c")
+        #expect(try await server.request("PUT", "/_node/_local/_config/chttpd/x_forwarded_host", body: Self.string("X-Host"), user: Self.admin).status == 200)
+        let custom = try await server.request("PUT", "/db/d", json: [:], headers: ["X-Host": "mysite2.com"], user: Self.admin)
+        #expect(custom.header("Location") == "http://mysite2.com/db/d")
+        let newline = try await server.request("PUT", "/db/docid%0A/attachment.txt", body: Data("x".utf8), headers: ["Content-Type": "text/plain"], user: Self.admin)
+        #expect(newline.header("Location") == server.base + "/db/docid%0A/attachment.txt")
+        await server.stop()
+    }
 }

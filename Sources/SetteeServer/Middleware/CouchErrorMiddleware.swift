@@ -6,10 +6,14 @@ import SetteeCore
 /// Turns every error of the routes within into CouchDB's error body
 /// (`{"error":…,"reason":…}` with its status; an unexpected one is a 500,
 /// logged), and gives every answer what CouchDB's has: the `Server` and
-/// `X-Couch-Request-ID` headers, no body for `HEAD`, and a closed
-/// connection after `CONNECT`.
+/// `X-Couch-Request-ID` headers, no body for `HEAD`, a closed connection
+/// after `CONNECT`, and, served at the root, a `Location` that is an
+/// absolute URL (``absoluteURL(_:for:config:)``).
 struct CouchErrorMiddleware<Context: CouchRequestContext>: RouterMiddleware {
     let logger: Logger
+    /// The configuration, for an API served at the root (its `Location`s are
+    /// made absolute); nil when mounted, whose paths are the API's own.
+    let config: ServerConfig?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response: Response
@@ -22,7 +26,26 @@ struct CouchErrorMiddleware<Context: CouchRequestContext>: RouterMiddleware {
             }
             response = CouchResponse.error(couchError)
         }
+        if let config, let location = response.headers[.location], location.hasPrefix("/") {
+            response.headers[.location] = Self.absoluteURL(location, for: request, config: config)
+        }
         return Self.finish(response, for: request, context: context)
+    }
+
+    /// `path` as an absolute URL, as `couch_httpd:absolute_uri/2` makes it:
+    /// the host from the header `[chttpd] x_forwarded_host` names
+    /// (`X-Forwarded-Host`), else the request's `Host`; `https` when `X-Forwarded-Ssl` is
+    /// `on` or `X-Forwarded-Proto` says so (the headers `[chttpd]
+    /// x_forwarded_ssl` and `x_forwarded_proto` name).
+    static func absoluteURL(_ path: String, for request: Request, config: ServerConfig) -> String {
+        func header(_ key: String, _ standard: String) -> String? {
+            HTTPField.Name(config.value("chttpd", key) ?? standard).flatMap { request.headers[$0] }
+        }
+        guard let host = header("x_forwarded_host", "X-Forwarded-Host") ?? request.head.authority,
+              !host.isEmpty, !host.contains(where: { $0 == "/" || $0 == "\\" || $0 == "@" || $0.isWhitespace }) else { return path }
+        let secure = header("x_forwarded_ssl", "X-Forwarded-Ssl") == "on"
+        let scheme = secure ? "https" : (header("x_forwarded_proto", "X-Forwarded-Proto").flatMap { $0 == "https" || $0 == "http" ? $0 : nil } ?? "http")
+        return "\(scheme)://\(host)\(path)"
     }
 
     /// `response` with what every answer has: the `Server` and
