@@ -139,6 +139,9 @@ public struct SetteeServer: Sendable {
         options.maximumDocumentBytes = min(options.maximumDocumentBytes, config.settings.limits.maximumDocumentBytes)
         self.databases = try DatabaseFolder(url: configuration.dataDirectory, options: options, logger: logger,
                                             maximumPasswordIterations: credentials.maximumIterations)
+        let users = config.settings.authenticationDatabase
+        databases.setAuthenticationDatabase(users)
+        if databases.exists(users) { try AuthDesignDocument.ensure(in: databases.database(users)) }
         self.replications = try ServerReplications(dataDirectory: configuration.dataDirectory, databases: databases,
                                                    credentials: credentials, logger: logger)
         let removed = UploadFolder.removeLeftovers(in: configuration.dataDirectory)

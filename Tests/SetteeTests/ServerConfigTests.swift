@@ -245,4 +245,51 @@ struct ServerConfigTests {
         #expect(newline.header("Location") == server.base + "/db/docid%0A/attachment.txt")
         await server.stop()
     }
+
+    @Test("A users database gets CouchDB's _design/_auth; [chttpd_auth] authentication_db moves logins and the users rules to another database; iterations and password_regexp apply to new passwords")
+    func authenticationDatabase() async throws {
+        let server = try await Self.secured()
+        #expect(try await server.request("PUT", "/_users", user: Self.admin).status == 201)
+        let auth = try await server.request("GET", "/_users/_design/_auth", user: Self.admin).json
+        #expect(auth["validate_doc_update"]?.stringValue?.contains("Only admins may delete other user docs.") == true)
+        #expect(auth["language"] == "javascript")
+
+        // Another database becomes the users database: its users log in, their passwords are hashed on write.
+        #expect(try await server.request("PUT", "/people", user: Self.admin).status == 201)
+        #expect(try await server.request("PUT", "/_node/_local/_config/chttpd_auth/iterations", body: Self.string("3"), user: Self.admin).status == 200)
+        #expect(try await server.request("PUT", "/_node/_local/_config/chttpd_auth/authentication_db", body: Self.string("people"), user: Self.admin).json == "_users")
+        #expect(try await server.request("GET", "/people/_design/_auth", user: Self.admin).status == 200)
+        let tom: JSONValue = ["_id": "org.couchdb.user:tom", "name": "tom", "roles": [], "type": "user", "password": "cat"]
+        #expect(try await server.request("POST", "/people", json: tom, user: Self.admin).status == 201)
+        let stored = try await server.request("GET", "/people/org.couchdb.user:tom", user: Self.admin).json
+        #expect(stored["password"] == nil)
+        #expect(stored["iterations"] == 3)
+        #expect(try await server.request("GET", "/_session", user: ("tom", "cat")).json["userCtx"]?["name"] == "tom")
+        let wrongType: JSONValue = ["_id": "org.couchdb.user:ann", "name": "ann", "roles": [], "type": "cat", "password": "x"]
+        #expect(try await server.request("POST", "/people", json: wrongType, user: Self.admin).json["reason"] == "doc.type must be user")
+
+        // password_regexp: rules in order, the first unmatched one's reason; an unreadable value refuses every password.
+        let rules = #"[{".{10,}"}, {"[A-Z]+", "Requirement 2."}, {"[a-z]+", ""}, {"\\d+", "Req 4."}, "[!.,()]+"]"#
+        #expect(try await server.request("PUT", "/_node/_local/_config/couch_httpd_auth/password_regexp", body: Self.string(rules), user: Self.admin).status == 200)
+        func signUp(_ password: String) async throws -> RunningServer.Reply {
+            let jan: JSONValue = ["_id": "org.couchdb.user:jan", "name": "jan", "roles": [], "type": "user", "password": .string(password)]
+            return try await server.request("PUT", "/people/org.couchdb.user:jan", json: jan, user: Self.admin)
+        }
+        for (password, reason) in [("funnybone", "Password does not conform to requirements."),
+                                   ("funnnnnybone", "Password does not conform to requirements. Requirement 2."),
+                                   ("FUNNNNNYBONE", "Password does not conform to requirements."),
+                                   ("funnnnnyBONE", "Password does not conform to requirements. Req 4."),
+                                   ("funnnnnyB0N3", "Password does not conform to requirements.")] {
+            let refused = try await signUp(password)
+            #expect(refused.status == 400, "\(password)")
+            #expect(refused.json == ["error": "bad_request", "reason": .string(reason)], "\(password)")
+        }
+        #expect(try await signUp("funnnnnyB0N3!").status == 201)
+        #expect(try await server.request("PUT", "/_node/_local/_config/couch_httpd_auth/password_regexp", body: Self.string(#"[{".{10,}"]"#), user: Self.admin).status == 200)
+        let unreadable = try await server.request("PUT", "/people/org.couchdb.user:joe", json: ["name": "joe", "roles": [], "type": "user", "password": "querty"],
+                                                 user: Self.admin)
+        #expect(unreadable.status == 403)
+        #expect(unreadable.json == ["error": "forbidden", "reason": "Server cannot hash passwords at this time."])
+        await server.stop()
+    }
 }

@@ -12,12 +12,22 @@ struct ServerSettings: Sendable {
     var uuidAlgorithm: UUIDGenerator.Algorithm
     /// `[chttpd] decode_plus_to_space`: whether a `+` in a path is a space (CouchDB's default).
     var decodePlusToSpace = true
+    /// `[chttpd_auth] authentication_db` (or `[couch_httpd_auth]`): where users log in from.
+    var authenticationDatabase = "_users"
+    /// `[chttpd_auth] iterations`: PBKDF2 iterations for new password hashes.
+    var passwordIterations: Int
+    /// The most iterations a hash may ask (``SetteeServer/Configuration/maximumPasswordIterations``).
+    let maximumPasswordIterations: Int
+    /// `[couch_httpd_auth] password_regexp` (or `[chttpd_auth]`).
+    var passwordRules = PasswordRules.none
 
     /// The settings of `configuration`.
     init(_ configuration: SetteeServer.Configuration) {
         limits = configuration.limits
         sessionTimeout = configuration.sessionTimeout
         uuidAlgorithm = .sequential
+        passwordIterations = configuration.passwordIterations
+        maximumPasswordIterations = max(configuration.maximumPasswordIterations, configuration.passwordIterations)
     }
 
     /// `defaults` with the values of `sections` applied.
@@ -36,6 +46,20 @@ struct ServerSettings: Sendable {
         // CouchDB 3 reads [chttpd_auth] first, then the older [couch_httpd_auth].
         if let value = try integer("couch_httpd_auth", "timeout", minimum: 1) { sessionTimeout = value }
         if let value = try integer("chttpd_auth", "timeout", minimum: 1) { sessionTimeout = value }
+        if let value = try integer("chttpd_auth", "iterations", minimum: 1) {
+            guard value <= maximumPasswordIterations else {
+                throw CouchError.badRequest("[chttpd_auth] iterations must be at most \(maximumPasswordIterations), the most a login may cost")
+            }
+            passwordIterations = value
+        }
+        for section in ["chttpd_auth", "couch_httpd_auth"] {
+            if let name = sections[section]?["authentication_db"] {
+                guard DatabaseFolder.isValidName(name) else { throw DatabaseFolder.illegalName(name) }
+                authenticationDatabase = name
+                break
+            }
+        }
+        passwordRules = PasswordRules(sections["couch_httpd_auth"]?["password_regexp"] ?? sections["chttpd_auth"]?["password_regexp"])
         switch sections["chttpd"]?["decode_plus_to_space"] {
         case nil: break
         case "true": decodePlusToSpace = true
@@ -74,8 +98,8 @@ struct ServerSettings: Sendable {
                 "timeout": String(configuration.sessionTimeout),
                 "iterations": String(configuration.passwordIterations),
                 "allow_persistent_cookies": "true",
+                "authentication_db": "_users",
             ],
-            "couch_httpd_auth": ["authentication_db": "_users"],
             "uuids": ["algorithm": "sequential"],
             "vendor": ["name": "Settee", "version": SetteeServer.version],
         ]

@@ -21,6 +21,27 @@ public final class DatabaseFolder: Sendable {
 
     /// The most PBKDF2 iterations a `_users` document may ask of a login.
     let maximumPasswordIterations: Int
+    /// `[chttpd_auth] authentication_db`: a users database besides `_users` and `…/_users`.
+    private let authenticationDatabase = Mutex("_users")
+
+    /// The system database `name` is, if any (``SystemDatabase``).
+    func systemDatabase(_ name: String) -> SystemDatabase? {
+        SystemDatabase(name: name, authenticationDatabase: authenticationDatabase.withLock { $0 })
+    }
+
+    /// Makes `name` the authentication database: it and the one before are
+    /// closed, to be opened again with the rules they now have.
+    func setAuthenticationDatabase(_ name: String) {
+        let previous = authenticationDatabase.withLock { current in
+            defer { current = name }
+            return current
+        }
+        guard previous != name else { return }
+        for changed in [previous, name] {
+            let database = open.withLock { $0.removeValue(forKey: changed) }
+            database?.close()
+        }
+    }
 
     /// Serves the databases in `url`, creating the folder when missing.
     public convenience init(url: URL, options: Database.Options = Database.Options(), logger: Logger = Database.quietLogger) throws {
@@ -99,7 +120,7 @@ public final class DatabaseFolder: Sendable {
         var options = options
         options.createIfMissing = creating
         // `_users` and `_replicator` check every write, whatever endpoint made it.
-        if let system = SystemDatabase(name: name) { options.writeRule = system.writeRule(maximumIterations: maximumPasswordIterations) }
+        if let system = systemDatabase(name) { options.writeRule = system.writeRule(maximumIterations: maximumPasswordIterations) }
         // Opening outside the lock: two first requests may both open; the first kept wins.
         let database = try Database(at: directory, options: options, logger: logger)
         if !options.readOnly { try DatabaseLimits(directory: directory).moveRevisionsLimit(into: database) }

@@ -8,7 +8,8 @@ extension CouchAPI {
     func databaseEndpoint(_ name: String, _ request: inout CouchRequest) async throws -> Response {
         switch request.method {
         case .put:
-            try databases.create(name, partitioned: try Self.partitionedParameter(request))
+            let database = try databases.create(name, partitioned: try Self.partitionedParameter(request))
+            if case .users? = databases.systemDatabase(name) { try AuthDesignDocument.ensure(in: database) }
             return CouchResponse.json(.created, ["ok": true], headers: [.location: "/\(Self.escapePath(name))"])
         case .get, .head:
             return CouchResponse.json(try await databaseInfo(name))

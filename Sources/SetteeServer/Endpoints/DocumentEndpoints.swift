@@ -13,7 +13,7 @@ extension CouchAPI {
             let attachments = try request.flag("attachments")
             let since = try Self.attachmentsSince(request)
             // A system database's documents go out to its non-administrators through its read rule, as JSON.
-            let readRule = request.isDatabaseAdministrator ? nil : SystemDatabase(name: name)
+            let readRule = request.isDatabaseAdministrator ? nil : databases.systemDatabase(name)
             if readRule == nil, let multipart = try await multipartDocumentGet(db, id: id, request, since: since) { return multipart }
             guard let document = try await db.document(id, attachments: attachments || since != nil, since: since) else {
                 let deleted = try await db.documentIncludingDeleted(id)
@@ -49,7 +49,7 @@ extension CouchAPI {
             guard let text = request.parameter("rev") ?? Self.unquoted(request.header(.ifMatch)) else {
                 // Without a revision: a conflict with a live document, as CouchDB answers; none to delete otherwise.
                 // Whether it is there is a read, through the system databases' read gate.
-                if !request.isDatabaseAdministrator, let system = SystemDatabase(name: name) {
+                if !request.isDatabaseAdministrator, let system = databases.systemDatabase(name) {
                     try system.authorizeRead(of: id, parameters: [], user: request.user)
                 }
                 if !id.hasPrefix("_local/") {

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import Settee
 import SetteeCore
 
@@ -63,6 +64,8 @@ extension CouchAPI {
             let (section, key) = (path[0], path[1])
             try allow(request, "GET,HEAD,PUT,DELETE")
             let persist = request.header(HTTPField.Name("X-Couch-Persist")!)?.lowercased() != "false"
+            let before = config.settings
+            defer { settingsChanged(from: before) }
             switch request.method {
             case .put:
                 guard case .string(let text) = try await request.jsonBody() else { throw CouchError.badRequest("a JSON string expected") }
@@ -87,6 +90,21 @@ extension CouchAPI {
         }
     }
 
+    /// What a change of settings does beyond them: a new authentication
+    /// database gets the users database's rules and `_design/_auth`.
+    private func settingsChanged(from before: ServerSettings) {
+        let users = config.settings.authenticationDatabase
+        guard users != before.authenticationDatabase else { return }
+        databases.setAuthenticationDatabase(users)
+        if databases.exists(users), let database = try? databases.database(users) {
+            do {
+                try AuthDesignDocument.ensure(in: database)
+            } catch {
+                logger.warning("could not write _design/_auth into the authentication database", metadata: ["database": "\(users)", "error": "\(error)"])
+            }
+        }
+    }
+
     private static let unknownConfigValue = CouchError(.notFound, "not_found", "unknown_config_value")
 
     private static func json(_ values: [String: String]) -> JSONValue {
@@ -104,7 +122,8 @@ extension CouchAPI {
             }
             hash = stored
         } else {
-            hash = BlockingWork.run { PasswordHash(hashing: value, iterations: credentials.iterations) }
+            let iterations = config.settings.passwordIterations
+            hash = BlockingWork.run { PasswordHash(hashing: value, iterations: iterations) }
         }
         return try credentials.setAdministrator(name, hash, persist: persist)?.administratorForm
     }

@@ -49,10 +49,12 @@ extension CouchAPI {
     }
 
     /// The user `name` and their password's hash: a server administrator,
-    /// or the `org.couchdb.user:NAME` document of `_users` (with its roles).
+    /// or the `org.couchdb.user:NAME` document of the authentication database
+    /// (`[chttpd_auth] authentication_db`, `_users`), with its roles.
     func credentials(_ name: String) async throws -> (UserContext, PasswordHash)? {
         if let hash = credentials.administrator(name) { return (UserContext(name: name, roles: ["_admin"]), hash) }
-        guard databases.exists("_users"), let document = try await databases.database("_users").document("org.couchdb.user:" + name) else {
+        let users = config.settings.authenticationDatabase
+        guard databases.exists(users), let document = try await databases.database(users).document("org.couchdb.user:" + name) else {
             return nil
         }
         let body = try document.value

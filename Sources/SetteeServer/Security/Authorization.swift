@@ -26,7 +26,7 @@ extension CouchAPI {
         case "_all_dbs", "_dbs_info":
             try requireServerAdministrator()   // `admin_only_all_dbs = true`
             return nil
-        case "_users", "_replicator":
+        case _ where databases.systemDatabase(first) != nil:
             if segments.count == 1 && (method == .put || method == .delete) { try requireServerAdministrator() }
             if second == "_all_docs" || second == "_changes" || second == "_purge" || second == "_purged_infos_limit" {
                 try requireServerAdministrator()
@@ -51,7 +51,7 @@ extension CouchAPI {
             throw SecurityObject.notAdministrator(user)
         }
         // The system databases' read gate: routes closed to non-administrators unless opened there.
-        if let system = SystemDatabase(name: first), !security.isAdministrator(user) {
+        if let system = databases.systemDatabase(first), !security.isAdministrator(user) {
             try system.authorize(segments, method: method, parameters: request.parameters, user: user)
         }
         return security

@@ -20,9 +20,10 @@ enum SystemDatabase: Sendable {
     case users
     case replicator
 
-    /// The system database `name` is, if any.
-    init?(name: String) {
-        if name == "_users" || name.hasSuffix("/_users") {
+    /// The system database `name` is, if any: `authenticationDatabase`
+    /// (`[chttpd_auth] authentication_db`) is a users database too.
+    init?(name: String, authenticationDatabase: String = "_users") {
+        if name == "_users" || name.hasSuffix("/_users") || name == authenticationDatabase {
             self = .users
         } else if name == "_replicator" || name.hasSuffix("/_replicator") {
             self = .replicator

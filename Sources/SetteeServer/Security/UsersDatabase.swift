@@ -48,7 +48,7 @@ extension CouchAPI {
     /// as they are. Every write path of the server calls this; the rules
     /// themselves are checked again inside the write (``SystemDatabase``).
     func preparedForWrite(_ document: JSONValue, database: String, request: CouchRequest) async throws -> JSONValue {
-        guard let system = SystemDatabase(name: database), case .object = document,
+        guard let system = databases.systemDatabase(database), case .object = document,
               let id = document["_id"]?.stringValue, !id.hasPrefix("_design/"), !id.hasPrefix("_local/") else { return document }
         let user = request.user
         switch system {
@@ -58,7 +58,9 @@ extension CouchAPI {
             let old = try await databases.database(database).document(id).map { try $0.value }
             try UsersWriteRule.checkWriter(of: id, user: user, isAdministrator: request.isDatabaseAdministrator)
             try Self.checkUserDocument(document, old: old, user: user, isAdministrator: request.isDatabaseAdministrator)
-            return Self.hashingPassword(in: document, iterations: credentials.iterations)
+            let settings = config.settings
+            if let password = document["password"]?.stringValue { try settings.passwordRules.check(password) }
+            return Self.hashingPassword(in: document, iterations: settings.passwordIterations)
         }
     }
 
@@ -67,7 +69,7 @@ extension CouchAPI {
     /// (`{"id", "error", "reason"}`, as CouchDB answers them): the others are written.
     func preparedForWrite(_ documents: [JSONValue], database: String,
                           request: CouchRequest) async throws -> (documents: [JSONValue], refused: [Int: JSONValue]) {
-        guard SystemDatabase(name: database) != nil else { return (documents, [:]) }
+        guard databases.systemDatabase(database) != nil else { return (documents, [:]) }
         var prepared: [JSONValue] = []
         var refused: [Int: JSONValue] = [:]
         for (index, var document) in documents.enumerated() {
