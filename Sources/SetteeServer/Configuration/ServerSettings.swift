@@ -98,7 +98,6 @@ struct ServerSettings: Sendable {
                 "timeout": String(configuration.sessionTimeout),
                 "iterations": String(configuration.passwordIterations),
                 "allow_persistent_cookies": "true",
-                "authentication_db": "_users",
             ],
             "uuids": ["algorithm": "sequential"],
             "vendor": ["name": "Settee", "version": SetteeServer.version],

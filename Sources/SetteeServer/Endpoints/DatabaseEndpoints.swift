@@ -9,7 +9,12 @@ extension CouchAPI {
         switch request.method {
         case .put:
             let database = try databases.create(name, partitioned: try Self.partitionedParameter(request))
-            if case .users? = databases.systemDatabase(name) { try AuthDesignDocument.ensure(in: database) }
+            if case .users? = databases.systemDatabase(name) {
+                // `_design/_auth` in it, and in the authentication database (CouchDB's auth cache does so when a users database appears).
+                try AuthDesignDocument.ensure(in: database)
+                let users = config.settings.authenticationDatabase
+                if users != name, databases.exists(users) { try AuthDesignDocument.ensure(in: databases.database(users)) }
+            }
             return CouchResponse.json(.created, ["ok": true], headers: [.location: "/\(Self.escapePath(name))"])
         case .get, .head:
             return CouchResponse.json(try await databaseInfo(name))

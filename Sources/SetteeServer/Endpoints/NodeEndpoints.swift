@@ -91,18 +91,12 @@ extension CouchAPI {
     }
 
     /// What a change of settings does beyond them: a new authentication
-    /// database gets the users database's rules and `_design/_auth`.
+    /// database gets the users databases' rules at once, and `_design/_auth`
+    /// when a users database is next created or the server starts (CouchDB
+    /// writes it a moment later too: a client may write first).
     private func settingsChanged(from before: ServerSettings) {
         let users = config.settings.authenticationDatabase
-        guard users != before.authenticationDatabase else { return }
-        databases.setAuthenticationDatabase(users)
-        if databases.exists(users), let database = try? databases.database(users) {
-            do {
-                try AuthDesignDocument.ensure(in: database)
-            } catch {
-                logger.warning("could not write _design/_auth into the authentication database", metadata: ["database": "\(users)", "error": "\(error)"])
-            }
-        }
+        if users != before.authenticationDatabase { databases.setAuthenticationDatabase(users) }
     }
 
     private static let unknownConfigValue = CouchError(.notFound, "not_found", "unknown_config_value")

@@ -30,6 +30,8 @@ extension CouchAPI {
             }
             var info: [(key: String, value: JSONValue)] = [("authentication_handlers", ["cookie", "default"])]
             if let handler = request.authenticatedBy { info.append(("authenticated", .string(handler))) }
+            // As CouchDB: named when the configuration names it.
+            if let users = config.value("chttpd_auth", "authentication_db") { info.append(("authentication_db", .string(users))) }
             return CouchResponse.json(.object([
                 ("ok", true),
                 ("userCtx", .object([("name", request.user.name.map(JSONValue.string) ?? .null),
