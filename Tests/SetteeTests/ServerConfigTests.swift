@@ -300,4 +300,37 @@ struct ServerConfigTests {
         #expect(unreadable.json == ["error": "forbidden", "reason": "Server cannot hash passwords at this time."])
         await server.stop()
     }
+
+    @Test("upgrade_hash_on_auth rehashes a password at the configured iterations after a login; a user document in conflict does not log in")
+    func userHashesAndConflicts() async throws {
+        let server = try await Self.secured()
+        #expect(try await server.request("PUT", "/_users", user: Self.admin).status == 201)
+        let tom: JSONValue = ["name": "tom", "roles": [], "type": "user", "password": "cat"]
+        #expect(try await server.request("PUT", "/_users/org.couchdb.user:tom", json: tom).status == 201)
+        #expect(try await server.request("GET", "/_users/org.couchdb.user:tom", user: Self.admin).json["iterations"] == 10)
+        #expect(try await server.request("PUT", "/_node/_local/_config/chttpd_auth/iterations", body: Self.string("4"), user: Self.admin).status == 200)
+        #expect(try await server.request("GET", "/_session", user: ("tom", "cat")).json["userCtx"]?["name"] == "tom")
+        #expect(try await server.request("GET", "/_users/org.couchdb.user:tom", user: Self.admin).json["iterations"] == 10, "not asked to upgrade")
+        #expect(try await server.request("PUT", "/_node/_local/_config/chttpd_auth/upgrade_hash_on_auth", body: Self.string("true"), user: Self.admin).status == 200)
+        #expect(try await server.request("GET", "/_session", user: ("tom", "cat")).json["userCtx"]?["name"] == "tom")
+        var upgraded: JSONValue = .null
+        for _ in 0..<100 {
+            upgraded = try await server.request("GET", "/_users/org.couchdb.user:tom", user: Self.admin).json
+            if upgraded["iterations"] == 4 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(upgraded["iterations"] == 4)
+        #expect(upgraded["password"] == nil)
+        #expect(try await server.request("GET", "/_session", user: ("tom", "cat")).json["userCtx"]?["name"] == "tom", "the new hash is the password's")
+
+        // A conflicting revision (as a replication brings): no login until it is resolved.
+        let rival: JSONValue = ["_id": "org.couchdb.user:tom", "_rev": "1-00000000000000000000000000000001", "name": "tom", "roles": [], "type": "user",
+                                "password_scheme": "pbkdf2", "iterations": 4, "derived_key": "00", "salt": "00", "pbkdf2_prf": "sha256"]
+        let written = try await server.request("POST", "/_users/_bulk_docs", json: ["docs": [rival], "new_edits": false], user: Self.admin)
+        #expect(written.status == 201)
+        let refused = try await server.request("GET", "/_session", user: ("tom", "cat"))
+        #expect(refused.status == 401)
+        #expect(refused.json["reason"]?.stringValue?.contains("conflicts must be resolved") == true)
+        await server.stop()
+    }
 }

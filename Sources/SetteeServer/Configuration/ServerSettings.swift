@@ -20,6 +20,8 @@ struct ServerSettings: Sendable {
     let maximumPasswordIterations: Int
     /// `[couch_httpd_auth] password_regexp` (or `[chttpd_auth]`).
     var passwordRules = PasswordRules.none
+    /// `[chttpd_auth] upgrade_hash_on_auth`: a login rehashes a password stored with other iterations.
+    var upgradeHashOnAuth = false
 
     /// The settings of `configuration`.
     init(_ configuration: SetteeServer.Configuration) {
@@ -58,6 +60,11 @@ struct ServerSettings: Sendable {
                 authenticationDatabase = name
                 break
             }
+        }
+        switch sections["chttpd_auth"]?["upgrade_hash_on_auth"] {
+        case nil, "false": upgradeHashOnAuth = false
+        case "true": upgradeHashOnAuth = true
+        case let other?: throw CouchError.badRequest("[chttpd_auth] upgrade_hash_on_auth must be true or false, not \(other.prefix(40))")
         }
         passwordRules = PasswordRules(sections["couch_httpd_auth"]?["password_regexp"] ?? sections["chttpd_auth"]?["password_regexp"])
         switch sections["chttpd"]?["decode_plus_to_space"] {

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import Settee
 import SetteeCore
 
@@ -45,7 +46,35 @@ extension CouchAPI {
             return nil
         }
         credentials.recordLogin(name: name, peer: peer, succeeded: true)
+        if credentials.administrator(name) == nil { upgradeHashIfAsked(name, password, hash) }
         return user
+    }
+
+    /// `[chttpd_auth] upgrade_hash_on_auth`: after a login whose stored hash
+    /// has other iterations than `[chttpd_auth] iterations`, the user's
+    /// document is written again with a hash of the password at those
+    /// iterations, in the background (CouchDB's "async password hasher"). A
+    /// write that meets a newer revision leaves it: the next login tries again.
+    private func upgradeHashIfAsked(_ name: String, _ password: String, _ hash: PasswordHash) {
+        let settings = config.settings
+        guard settings.upgradeHashOnAuth, hash.iterations != settings.passwordIterations else { return }
+        let databases = databases, users = settings.authenticationDatabase, logger = logger
+        Task.detached {
+            do {
+                let database = try databases.database(users)
+                guard let stored = try await database.document(UsersWriteRule.prefix + name), !stored.isDeleted else { return }
+                var document = try stored.value
+                guard case .object(var members) = document else { return }
+                members.removeAll { $0.key == "password" }
+                members.append(("password", .string(password)))
+                document = CouchAPI.hashingPassword(in: .object(members), iterations: settings.passwordIterations)
+                try await Database.$validationContext.withValue(Database.ValidationContext(userContext: .administrator, securityObject: [:])) {
+                    _ = try await database.put(document)
+                }
+            } catch {
+                logger.debug("password hash not upgraded", metadata: ["user": "\(name)", "error": "\(error)"])
+            }
+        }
     }
 
     /// The user `name` and their password's hash: a server administrator,
@@ -54,10 +83,17 @@ extension CouchAPI {
     func credentials(_ name: String) async throws -> (UserContext, PasswordHash)? {
         if let hash = credentials.administrator(name) { return (UserContext(name: name, roles: ["_admin"]), hash) }
         let users = config.settings.authenticationDatabase
-        guard databases.exists(users), let document = try await databases.database(users).document("org.couchdb.user:" + name) else {
+        guard databases.exists(users),
+              let document = try await databases.database(users).documentIncludingDeletedWithConflicts("org.couchdb.user:" + name),
+              !document.isDeleted else {
             return nil
         }
         let body = try document.value
+        // As chttpd_auth_cache: which revision's password counts is not for the server to choose.
+        if body["_conflicts"] != nil, config.value("chttpd_auth", "allow_conflicted_user_docs") != "true" {
+            throw CouchError(.unauthorized, "unauthorized",
+                             "User document conflicts must be resolved before the document is used for authentication purposes.")
+        }
         guard let hash = try PasswordHash(userDocument: body, maximumIterations: credentials.maximumIterations) else { return nil }
         let roles = body["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
         return (UserContext(name: name, roles: roles), hash)
