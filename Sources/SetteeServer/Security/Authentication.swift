@@ -67,7 +67,8 @@ extension CouchAPI {
                 guard case .object(var members) = document else { return }
                 members.removeAll { $0.key == "password" }
                 members.append(("password", .string(password)))
-                document = CouchAPI.hashingPassword(in: .object(members), iterations: settings.passwordIterations)
+                // The salt kept (CouchDB's `preserve_salt`): the user's session cookies, signed with it, stay valid.
+                document = CouchAPI.hashingPassword(in: .object(members), iterations: settings.passwordIterations, salt: hash.salt)
                 try await Database.$validationContext.withValue(Database.ValidationContext(userContext: .administrator, securityObject: [:])) {
                     _ = try await database.put(document)
                 }

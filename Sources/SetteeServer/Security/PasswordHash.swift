@@ -21,9 +21,9 @@ struct PasswordHash: Sendable, Equatable {
     /// CouchDB 3.5's iteration count (`[chttpd_auth] iterations`).
     static let defaultIterations = 600_000
 
-    /// `password` hashed with a new random salt.
-    init(hashing password: String, iterations: Int) {
-        salt = Self.randomHex(16)
+    /// `password` hashed with `salt`, a new random one by default.
+    init(hashing password: String, iterations: Int, salt: String = Self.randomHex(16)) {
+        self.salt = salt
         self.iterations = iterations
         derivedKey = PBKDF2SHA256.derive(password: Array(password.utf8), salt: Array(salt.utf8), iterations: iterations).hexString
     }

@@ -123,11 +123,11 @@ extension CouchAPI {
 
     /// The document with its `password` replaced by a PBKDF2 hash
     /// (`couch_users_db:save_doc/1`); unchanged without a `password`.
-    static func hashingPassword(in document: JSONValue, iterations: Int) -> JSONValue {
+    static func hashingPassword(in document: JSONValue, iterations: Int, salt: String? = nil) -> JSONValue {
         guard case .object(let members) = document, let password = document["password"]?.stringValue else { return document }
         let passwordFields: Set<String> = ["derived_key", "iterations", "password", "password_scheme", "password_sha",
                                            "preserve_salt", "pbkdf2_prf", "salt"]
-        let hash = BlockingWork.run { PasswordHash(hashing: password, iterations: iterations) }
+        let hash = BlockingWork.run { salt.map { PasswordHash(hashing: password, iterations: iterations, salt: $0) } ?? PasswordHash(hashing: password, iterations: iterations) }
         let special = members.filter { $0.key == "_id" || $0.key == "_rev" }
         let rest = members.filter { !passwordFields.contains($0.key) && $0.key != "_id" && $0.key != "_rev" }
         return .object(special + hash.userDocumentMembers + rest)
