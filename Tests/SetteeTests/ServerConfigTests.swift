@@ -170,9 +170,9 @@ struct ServerConfigTests {
         #expect(try await server.request("PUT", "/_node/_local/_config/test/kept", body: Self.string("yes"), user: Self.admin).status == 200)
         #expect(try await server.request("PUT", "/_node/_local/_config/test/gone", body: Self.string("no"),
                                          headers: ["X-Couch-Persist": "false"], user: Self.admin).status == 200)
-        let (directory, port) = (server.directory, server.port)
+        let directory = server.directory
         await server.stopKeepingFolder()
-        let again = try await RunningServer(directory: directory, port: port) { $0.host = "0.0.0.0" }
+        let again = try await RunningServer(directory: directory) { $0.host = "0.0.0.0" }
         #expect(try await again.request("GET", "/_node/_local/_config/test", user: Self.admin).json == ["kept": "yes"])
         #expect(try await again.request("GET", "/_all_dbs", user: ("third", "pw3")).status == 401)
         #expect(try await again.request("POST", "/_node/_local/_config/_reload", user: Self.admin).json == ["ok": true])

@@ -136,7 +136,9 @@ extension CouchAPI {
         guard case .object(let members) = body else { throw CouchError.badRequest("Request body must be a JSON object") }
         guard members.count <= 100 else { throw CouchError.badRequest("Exceeded maximum number of documents.") }
         var requests: [(id: String, revisions: [Revision])] = []
+        let partitioned = try await db.isPartitioned()
         for (id, value) in members {
+            if partitioned { try Partition.validateDocumentID(id) }
             guard case .array(let values) = value else { throw CouchError.badRequest("Invalid revision list") }
             let revisions = try values.map { value throws(CouchError) in
                 guard case .string(let text) = value, let revision = Revision(text) else {

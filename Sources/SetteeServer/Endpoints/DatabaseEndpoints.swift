@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Settee
+import SetteeStorage
 
 /// `/{db}` and the database's `_` endpoints.
 extension CouchAPI {
@@ -108,6 +109,7 @@ extension CouchAPI {
         guard case .array(let documents)? = body["docs"] else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
+        try Self.checkDocumentIDs(documents, partitioned: try await db.isPartitioned())
         if body["new_edits"] == .bool(false) { return try await bulkReplicatedDocuments(name, db, documents, &request) }
         let (prepared, refused) = try await preparedForWrite(documents, database: name, request: request)
         let texts = try prepared.map { document throws(CouchError) -> (id: String?, text: String) in
@@ -129,6 +131,23 @@ extension CouchAPI {
             }
         }
         return CouchResponse.json(.created, .array(results))
+    }
+
+    /// Refuses a whole `_bulk_docs` request (400, nothing written) when a
+    /// document's `_id` is not one CouchDB accepts, or in a partitioned
+    /// database is not `partition:id`, as `couch_doc:from_json_obj_validate`
+    /// refuses it before any write.
+    static func checkDocumentIDs(_ documents: [JSONValue], partitioned: Bool) throws {
+        for document in documents {
+            guard let value = document["_id"] else { continue }
+            guard case .string(let id) = value else { throw CouchError(.badRequest, "illegal_docid", "Document id must be a string") }
+            do {
+                try DocumentEdit.validate(id: id)
+            } catch {
+                throw CouchError(.badRequest, "illegal_docid", error.reason)
+            }
+            if partitioned { try Partition.validateDocumentID(id) }
+        }
     }
 
     /// `{"ok": true, "id": …, "rev": …}`.

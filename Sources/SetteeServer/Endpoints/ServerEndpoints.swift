@@ -58,6 +58,8 @@ extension CouchAPI {
                                                 .eTag: "\"\(PasswordHash.randomHex(16))\"", .expires: "Mon, 01 Jan 1990 00:00:00 GMT"])
         case "_session":
             return try await sessionEndpoint(&request)
+        case "_active_tasks":
+            return try activeTasksEndpoint(request)
         case "_membership":
             return try membershipEndpoint(request)
         case "_node":

@@ -81,6 +81,29 @@ extension CouchAPI {
         }
     }
 
+    /// `GET /_active_tasks`: the replications under way, as CouchDB lists
+    /// its replication tasks (their counts, and `through_seq`, the source
+    /// sequence the replication has read up to).
+    func activeTasksEndpoint(_ request: CouchRequest) throws -> Response {
+        try allow(request, "GET,HEAD")
+        try requireAdministrator(request)
+        let now = Date().timeIntervalSince1970.rounded(.down)
+        let tasks: [JSONValue] = replications.all.map { job in
+            let status = job.status
+            return [
+                "node": .string(ServerConfig.nodeName), "pid": nil, "type": "replication", "replication_id": .string(job.id),
+                "doc_id": nil, "user": job.user.map(JSONValue.string) ?? nil, "source": .string(job.source), "target": .string(job.target),
+                "continuous": .bool(job.continuous), "docs_read": .number(Double(status.docsRead)),
+                "docs_written": .number(Double(status.docsWritten)), "doc_write_failures": .number(Double(status.docWriteFailures)),
+                "missing_revisions_found": .number(Double(status.missingFound)), "revisions_checked": .number(Double(status.missingChecked)),
+                "source_seq": status.sequence ?? nil, "checkpointed_source_seq": status.checkpointedSequence ?? nil,
+                "through_seq": status.sequence ?? status.checkpointedSequence ?? nil,
+                "started_on": .number(job.started.timeIntervalSince1970.rounded(.down)), "updated_on": .number(now),
+            ]
+        }
+        return CouchResponse.json(.array(tasks))
+    }
+
     /// A `_replicator` document's state, as `/_scheduler/docs` shows it.
     static func schedulerDocument(_ entry: ReplicatorDatabase.Entry) -> JSONValue {
         let time = ISO8601DateFormatter()
