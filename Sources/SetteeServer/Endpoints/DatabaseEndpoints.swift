@@ -64,7 +64,7 @@ extension CouchAPI {
         let db = try databases.database(name)
         if let response = try await feedAndBulkReadOperation(name, db, operation, &request) { return response }
         switch operation {
-        case "_all_docs":
+        case "_all_docs", "_design_docs":
             try allow(request, "GET,HEAD,POST")
             let body = request.method == .post ? try await request.jsonObjectBody() : nil
             // chttpd_db: a POST's `keys` member is checked before the query's options.
@@ -72,6 +72,7 @@ extension CouchAPI {
                 throw CouchError.badRequest("`keys` body member must be an array.")
             }
             let options = try Self.viewOptions(request.parameters, body: body)
+            if operation == "_design_docs" { return CouchResponse.json(text: try await designDocuments(db, options).json) }
             return CouchResponse.json(text: try await db.allDocuments(options: options).json)
         case "_bulk_docs":
             try allow(request, "POST")
@@ -131,6 +132,40 @@ extension CouchAPI {
             }
         }
         return CouchResponse.json(.created, .array(results))
+    }
+
+    /// `GET /{db}/_design_docs`: `_all_docs` within the design documents'
+    /// ids (`_design/` up to `_design0`), the range asked for kept inside
+    /// them, `keys` that are not design documents' left out; `total_rows`
+    /// counts the design documents, as CouchDB's.
+    func designDocuments(_ db: Database, _ asked: ViewQueryOptions) async throws -> ViewResult {
+        let low = "_design/", high = "_design0"
+        func bytes(_ value: JSONValue?) -> [UInt8]? { value?.stringValue.map { Array($0.utf8) } }
+        var options = asked
+        if let keys = options.keys {
+            options.keys = keys.filter { $0.stringValue?.hasPrefix(low) == true }
+        } else if let key = options.key {
+            if key.stringValue?.hasPrefix(low) != true { options.keys = [] }
+        } else if options.descending {
+            if !(bytes(options.startKey).map { $0.lexicographicallyPrecedes(Array(high.utf8)) } ?? false) { options.startKey = .string(high) }
+            if !(bytes(options.endKey).map { Array(low.utf8).lexicographicallyPrecedes($0) } ?? false) {
+                options.endKey = .string(low)
+                options.inclusiveEnd = true
+            }
+        } else {
+            if !(bytes(options.startKey).map { Array(low.utf8).lexicographicallyPrecedes($0) } ?? false) { options.startKey = .string(low) }
+            if !(bytes(options.endKey).map { $0.lexicographicallyPrecedes(Array(high.utf8)) } ?? false) {
+                options.endKey = .string(high)
+                options.inclusiveEnd = false
+            }
+        }
+        var result = try await db.allDocuments(options: options)
+        var all = ViewQueryOptions()
+        all.startKey = .string(low)
+        all.endKey = .string(high)
+        all.inclusiveEnd = false
+        result.totalRows = try await db.allDocuments(options: all).rows.count
+        return result
     }
 
     /// Refuses a whole `_bulk_docs` request (400, nothing written) when a
