@@ -113,6 +113,11 @@ extension Database {
         try await background { try self.document(id) }
     }
 
+    /// Every `_local/` document (see `localDocuments()`).
+    public func localDocuments() async throws -> [Document] {
+        try await background { try self.localDocuments() }
+    }
+
     /// The document's current revision, deleted or not (see `documentIncludingDeleted(_:)`).
     public func documentIncludingDeleted(_ id: String) async throws -> Document? {
         try await background { try self.documentIncludingDeleted(id) }

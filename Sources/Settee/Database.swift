@@ -310,6 +310,13 @@ public final class Database: Sendable {
         try store.document(id)
     }
 
+    /// Every `_local/` document (replication checkpoints among them), in the
+    /// order of their ids' bytes, as `GET /{db}/_local_docs` lists them.
+    @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")
+    public func localDocuments() throws -> [Document] {
+        try store.localDocuments()
+    }
+
     /// The document's current revision, deleted or not (a tombstone has
     /// ``Document/isDeleted`` set), or nil when the id was never written.
     @available(*, noasync, message: "use the async form (await it) so that the work leaves the cooperative thread pool")

@@ -4,8 +4,8 @@ import Settee
 import SetteeServer
 import SetteeCore
 
-/// `/{db}/_design_docs`, as CouchDB 3.5.0 answers it.
-@Suite("settee serve: _design_docs")
+/// `/{db}/_design_docs` and `/{db}/_local_docs`, as CouchDB 3.5.0 answers them.
+@Suite("settee serve: _design_docs and _local_docs")
 struct ServerDesignDocsTests {
     @Test("_design_docs is _all_docs within the design documents: ranges kept inside, other keys left out, total_rows their count")
     func designDocs() async throws {
@@ -36,5 +36,31 @@ struct ServerDesignDocsTests {
         #expect(posted.total == 3)
         let update = try await server.request("GET", "/db/_design_docs?update_seq=true")
         #expect(update.json["update_seq"] != nil)
+    }
+
+    @Test("_local_docs lists the local documents as _all_docs lists documents, total_rows and offset null; numbers as written")
+    func localDocs() async throws {
+        let server = try await RunningServer()
+        defer { Task { await server.stop() } }
+        #expect(try await server.request("PUT", "/db").status == 201)
+        #expect(try await server.request("PUT", "/db/plain", json: [:]).status == 201)
+        for id in ["l2", "l1", "l3"] {
+            #expect(try await server.request("PUT", "/db/_local/\(id)", body: Data(#"{"big":9007199254740993}"#.utf8)).status == 201)
+        }
+        func ids(_ query: String) async throws -> [String] {
+            try await server.request("GET", "/db/_local_docs" + query).json["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+        }
+        let all = try await server.request("GET", "/db/_local_docs")
+        #expect(all.json["total_rows"] == .null && all.json["offset"] == .null)
+        #expect(all.json["rows"]?[0] == ["id": "_local/l1", "key": "_local/l1", "value": ["rev": "0-1"]])
+        #expect(try await ids("") == ["_local/l1", "_local/l2", "_local/l3"])
+        #expect(try await ids("?descending=true&limit=2") == ["_local/l3", "_local/l2"])
+        #expect(try await ids("?startkey=%22_local/l2%22") == ["_local/l2", "_local/l3"])
+        #expect(try await ids("?endkey=%22_local/l2%22&inclusive_end=false") == ["_local/l1"])
+        #expect(try await ids("?skip=1") == ["_local/l2", "_local/l3"])
+        let withDocs = try await server.request("GET", "/db/_local_docs?include_docs=true&limit=1")
+        #expect(String(decoding: withDocs.body, as: UTF8.self).contains(#""doc":{"_id":"_local/l1","_rev":"0-1","big":9007199254740993}"#))
+        let keyed = try await server.request("POST", "/db/_local_docs", json: ["keys": ["_local/l3", "_local/nope"]])
+        #expect(keyed.json["rows"] == [["id": "_local/l3", "key": "_local/l3", "value": ["rev": "0-1"]], ["key": "_local/nope", "error": "not_found"]])
     }
 }

@@ -64,7 +64,7 @@ extension CouchAPI {
         let db = try databases.database(name)
         if let response = try await feedAndBulkReadOperation(name, db, operation, &request) { return response }
         switch operation {
-        case "_all_docs", "_design_docs":
+        case "_all_docs", "_design_docs", "_local_docs":
             try allow(request, "GET,HEAD,POST")
             let body = request.method == .post ? try await request.jsonObjectBody() : nil
             // chttpd_db: a POST's `keys` member is checked before the query's options.
@@ -73,6 +73,7 @@ extension CouchAPI {
             }
             let options = try Self.viewOptions(request.parameters, body: body)
             if operation == "_design_docs" { return CouchResponse.json(text: try await designDocuments(db, options).json) }
+            if operation == "_local_docs" { return CouchResponse.json(text: try await localDocuments(db, options).exactJSONText) }
             return CouchResponse.json(text: try await db.allDocuments(options: options).json)
         case "_bulk_docs":
             try allow(request, "POST")
@@ -166,6 +167,44 @@ extension CouchAPI {
         all.inclusiveEnd = false
         result.totalRows = try await db.allDocuments(options: all).rows.count
         return result
+    }
+
+    /// `GET /{db}/_local_docs`: the local documents as `_all_docs` lists
+    /// documents (ids in byte order, `startkey`/`endkey`, `inclusive_end`,
+    /// `descending`, `skip`, `limit`, `keys`, `include_docs`), with
+    /// `total_rows` and `offset` null, as CouchDB's.
+    func localDocuments(_ db: Database, _ options: ViewQueryOptions) async throws -> JSONValue {
+        let documents = try await db.localDocuments()
+        func row(_ document: Document) throws -> JSONValue {
+            var members: [(key: String, value: JSONValue)] = [("id", .string(document.id)), ("key", .string(document.id)),
+                                                               ("value", ["rev": .string(document.revision.description)])]
+            if options.includeDocs { members.append(("doc", try document.value)) }
+            return .object(members)
+        }
+        var rows: [JSONValue] = []
+        if let keys = options.keys ?? options.key.map({ [$0] }) {
+            let byID = Dictionary(documents.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            for key in keys {
+                if let id = key.stringValue, let document = byID[id] { rows.append(try row(document)) } else { rows.append(["key": key, "error": "not_found"]) }
+            }
+        } else {
+            func bytes(_ value: JSONValue?) -> [UInt8]? { value?.stringValue.map { Array($0.utf8) } }
+            var listed = options.descending ? documents.reversed() : documents
+            let start = bytes(options.startKey), end = bytes(options.endKey)
+            listed = listed.filter { document in
+                let id = Array(document.id.utf8)
+                // In the listing's direction: at or after the start, before (or at, when inclusive) the end.
+                func before(_ a: [UInt8], _ b: [UInt8]) -> Bool { options.descending ? b.lexicographicallyPrecedes(a) : a.lexicographicallyPrecedes(b) }
+                if let start, before(id, start) { return false }
+                if let end, before(end, id) || (!options.inclusiveEnd && id == end) { return false }
+                return true
+            }
+            rows = try listed.dropFirst(max(0, options.skip)).prefix(max(0, options.limit ?? Int.max)).map(row)
+        }
+        var result: [(key: String, value: JSONValue)] = [("total_rows", .null), ("offset", .null)]
+        if options.updateSeq { result.append(("update_seq", .null)) }
+        result.append(("rows", .array(rows)))
+        return .object(result)
     }
 
     /// Refuses a whole `_bulk_docs` request (400, nothing written) when a

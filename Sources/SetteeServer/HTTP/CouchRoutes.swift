@@ -4,7 +4,7 @@
 enum CouchRoutes {
     /// `/{db}/{operation}`: the database's own endpoints.
     static let databaseOperations: Set<String> = [
-        "_all_docs", "_design_docs", "_bulk_docs", "_bulk_get", "_changes", "_purge", "_compact", "_revs_limit", "_purged_infos_limit",
+        "_all_docs", "_design_docs", "_local_docs", "_bulk_docs", "_bulk_get", "_changes", "_purge", "_compact", "_revs_limit", "_purged_infos_limit",
         "_find", "_explain", "_index", "_ensure_full_commit", "_view_cleanup", "_revs_diff", "_missing_revs",
     ]
     /// `/{db}/{operation}/…`, each with its own router.

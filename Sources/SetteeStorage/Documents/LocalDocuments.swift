@@ -39,6 +39,23 @@ extension DocumentStore {
         }
     }
 
+    /// Every local document, in the order of their ids' bytes.
+    package func localDocuments() throws -> [Document] {
+        guard let local else { return [] }
+        return try environment.read { transaction in
+            try transaction.withCursor(local) { cursor in
+                var documents: [Document] = []
+                var entry = try cursor.first()
+                while let (key, value) = entry {
+                    let id = String(decoding: key, as: UTF8.self)
+                    documents.append(try DocumentRecord(bytes: value, id: key, path: environment.path).document(id: id))
+                    entry = try cursor.next()
+                }
+                return documents
+            }
+        }
+    }
+
     /// Writes or deletes a local document: `_rev` must name its current
     /// revision (none for a new one); the write takes no sequence number
     /// (its result's is 0) and changes no count. A `replicated` write
