@@ -62,5 +62,7 @@ struct ServerDesignDocsTests {
         #expect(String(decoding: withDocs.body, as: UTF8.self).contains(#""doc":{"_id":"_local/l1","_rev":"0-1","big":9007199254740993}"#))
         let keyed = try await server.request("POST", "/db/_local_docs", json: ["keys": ["_local/l3", "_local/nope"]])
         #expect(keyed.json["rows"] == [["id": "_local/l3", "key": "_local/l3", "value": ["rev": "0-1"]], ["key": "_local/nope", "error": "not_found"]])
+        let limited = try await server.request("POST", "/db/_local_docs", json: ["keys": ["_local/l3", "_local/l1"], "limit": 1])
+        #expect(limited.json["rows"]?.arrayValue?.count == 1, "limit applies to keys too")
     }
 }

@@ -199,8 +199,9 @@ extension CouchAPI {
                 if let end, before(end, id) || (!options.inclusiveEnd && id == end) { return false }
                 return true
             }
-            rows = try listed.dropFirst(max(0, options.skip)).prefix(max(0, options.limit ?? Int.max)).map(row)
+            rows = try listed.map(row)
         }
+        rows = Array(rows.dropFirst(max(0, options.skip)).prefix(max(0, options.limit ?? Int.max)))
         var result: [(key: String, value: JSONValue)] = [("total_rows", .null), ("offset", .null)]
         if options.updateSeq { result.append(("update_seq", .null)) }
         result.append(("rows", .array(rows)))
