@@ -65,4 +65,23 @@ struct ServerDesignDocsTests {
         let limited = try await server.request("POST", "/db/_local_docs", json: ["keys": ["_local/l3", "_local/l1"], "limit": 1])
         #expect(limited.json["rows"]?.arrayValue?.count == 1, "limit applies to keys too")
     }
+
+    @Test("A POST query's query-string parameters win over its body's: _all_docs, _design_docs, _local_docs and views")
+    func queryStringWins() async throws {
+        let server = try await RunningServer()
+        defer { Task { await server.stop() } }
+        #expect(try await server.request("PUT", "/db").status == 201)
+        for id in ["a", "b", "_design/x", "_design/y", "_local/l1", "_local/l2"] {
+            #expect(try await server.request("PUT", "/db/\(id)", json: ["views": ["v": ["map": "function(doc) { emit(doc._id, 1); }"]]]).status == 201)
+        }
+        for (path, keys) in [("_all_docs", ["a", "b"]), ("_design_docs", ["_design/x", "_design/y"]), ("_local_docs", ["_local/l1", "_local/l2"]),
+                             ("_design/x/_view/v", ["a", "b"])] {
+            let one = try await server.request("POST", "/db/\(path)?limit=1", json: ["keys": .array(keys.map(JSONValue.string)), "limit": 2])
+            #expect(one.json["rows"]?.arrayValue?.count == 1, "\(path)")
+            let none = try await server.request("POST", "/db/\(path)?limit=0", json: ["keys": .array(keys.map(JSONValue.string)), "limit": 2])
+            #expect(none.json["rows"] == [], "\(path)")
+            let body = try await server.request("POST", "/db/\(path)", json: ["keys": .array(keys.map(JSONValue.string)), "limit": 1])
+            #expect(body.json["rows"]?.arrayValue?.count == 1, "\(path): the body's own limit")
+        }
+    }
 }

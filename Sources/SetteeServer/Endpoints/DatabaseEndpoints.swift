@@ -241,11 +241,13 @@ extension CouchAPI {
         return .object(members)
     }
 
-    /// A view query's options given in a POST body (`{"keys": […], "limit": 2, …}`),
-    /// applied after the query string's, as `couch_mrview_http` merges them.
+    /// A view query's options given in a POST body (`{"keys": […], "limit": 2, …}`)
+    /// with the query string's applied over them (`?limit=1` wins over a
+    /// body's `"limit": 2`), as `couch_mrview_http` merges them.
     static func viewOptions(_ query: [(name: String, value: String)], body: JSONValue?) throws -> ViewQueryOptions {
         guard case .object(let members)? = body else { return try ViewQueryOptions(parameters: query) }
-        var parameters = query
+        // The body's members first, then the query string's, which win (couch_mrview_http:parse_body_and_query/3).
+        var parameters: [(name: String, value: String)] = []
         for (name, value) in members {
             switch (name, value) {
             case ("startkey_docid", .string(let text)), ("start_key_doc_id", .string(let text)),
@@ -256,7 +258,7 @@ extension CouchAPI {
                 parameters.append((name, value.jsonText))
             }
         }
-        return try ViewQueryOptions(parameters: parameters)
+        return try ViewQueryOptions(parameters: parameters + query)
     }
 
     /// A path segment with `/` and other reserved characters percent-encoded.
