@@ -128,6 +128,8 @@ struct JavaScriptIsolationTests {
     func emitBound() throws {
         var configuration = JavaScriptConfiguration()
         configuration.emitLimitBytes = 1 << 20
+        // The bound is on bytes, not time: a busy machine may take past the default 5 s over 100,000 refused emits.
+        configuration.timeout = .seconds(120)
         let bounded = try JavaScriptWorker(configuration: configuration)
         let source = "function (doc) { var s = 'x'.repeat(1000); for (var i = 0; i < doc.n; i++) { try { emit(i, s); } catch (e) {} } }"
         let result = try bounded.run { context in
