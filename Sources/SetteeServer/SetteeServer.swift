@@ -141,7 +141,7 @@ public struct SetteeServer: Sendable {
                                             maximumPasswordIterations: credentials.maximumIterations)
         let users = config.settings.authenticationDatabase
         databases.setAuthenticationDatabase(users)
-        if databases.exists(users) { try AuthDesignDocument.ensure(in: databases.database(users)) }
+        AuthDesignDocument.ensure(in: users, of: databases, logger: logger)
         self.replications = try ServerReplications(dataDirectory: configuration.dataDirectory, databases: databases,
                                                    credentials: credentials, logger: logger)
         let removed = UploadFolder.removeLeftovers(in: configuration.dataDirectory)

@@ -17,7 +17,8 @@ package enum NumberOrder {
             if x.isNaN && y.isNaN { return 0 }
             return x.isNaN ? 1 : -1
         }
-        guard x.magnitude >= 9_007_199_254_740_992, xLiteral != nil || yLiteral != nil else { return 0 }
+        // Only finite doubles (JSON has no other; a Swift-made infinity has no digits to compare).
+        guard x.magnitude >= 9_007_199_254_740_992, x.isFinite, xLiteral != nil || yLiteral != nil else { return 0 }
         let left = Magnitude(integerLiteral: xLiteral) ?? Magnitude(integral: x.magnitude)
         let right = Magnitude(integerLiteral: yLiteral) ?? Magnitude(integral: y.magnitude)
         let order = left.compare(right)

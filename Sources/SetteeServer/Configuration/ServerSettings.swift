@@ -83,7 +83,6 @@ struct ServerSettings: Sendable {
         case let other?:
             throw CouchError.badRequest("[uuids] algorithm must be random, sequential, utc_random or utc_id, not \(other.prefix(40))")
         }
-        if case .utcID = uuidAlgorithm { uuidAlgorithm = .utcID(suffix: suffix) }
     }
 
     /// The sections and keys of `configuration`, as `_config` shows them.

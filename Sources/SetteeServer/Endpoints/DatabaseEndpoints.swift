@@ -9,12 +9,10 @@ extension CouchAPI {
     func databaseEndpoint(_ name: String, _ request: inout CouchRequest) async throws -> Response {
         switch request.method {
         case .put:
-            let database = try databases.create(name, partitioned: try Self.partitionedParameter(request))
+            try databases.create(name, partitioned: try Self.partitionedParameter(request))
             if case .users? = databases.systemDatabase(name) {
                 // `_design/_auth` in it, and in the authentication database (CouchDB's auth cache does so when a users database appears).
-                try AuthDesignDocument.ensure(in: database)
-                let users = config.settings.authenticationDatabase
-                if users != name, databases.exists(users) { try AuthDesignDocument.ensure(in: databases.database(users)) }
+                for users in Set([name, config.settings.authenticationDatabase]) { AuthDesignDocument.ensure(in: users, of: databases, logger: logger) }
             }
             return CouchResponse.json(.created, ["ok": true], headers: [.location: "/\(Self.escapePath(name))"])
         case .get, .head:

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Settee
 
 /// `_design/_auth`, the design document CouchDB keeps in every users
@@ -163,10 +164,19 @@ enum AuthDesignDocument {
     }
 """# + "\n"
 
-    /// Writes `_design/_auth` into `database` unless it has one.
-    static func ensure(in database: Database) throws {
-        guard try database.document(id) == nil else { return }
-        let document: JSONValue = ["_id": .string(id), "language": "javascript", "validate_doc_update": .string(validateDocUpdate)]
-        _ = try database.put(document)
+    /// Writes `_design/_auth` into the users database `name` of `databases`
+    /// unless it has one. A failure (a full disk) is logged, not thrown: the
+    /// account rules hold in Swift meanwhile, and the next creation of a
+    /// users database or the next start writes it.
+    static func ensure(in name: String, of databases: DatabaseFolder, logger: Logger) {
+        do {
+            guard databases.exists(name) else { return }
+            let database = try databases.database(name)
+            guard try database.document(id) == nil else { return }
+            let document: JSONValue = ["_id": .string(id), "language": "javascript", "validate_doc_update": .string(validateDocUpdate)]
+            _ = try database.put(document)
+        } catch {
+            logger.warning("could not write _design/_auth", metadata: ["database": "\(name)", "error": "\(error)"])
+        }
     }
 }

@@ -10,20 +10,21 @@ import HTTPTypes
 enum PasswordRules: Sendable {
     /// No rule (the setting is absent).
     case none
-    /// The rules, in order.
-    case rules([(expression: String, reason: String)])
+    /// The rules, in order, compiled.
+    case rules([(expression: NSRegularExpression, reason: String)])
     /// A value that does not read as a list of rules.
     case unreadable
 
     /// The rules `text` writes.
     init(_ text: String?) {
         guard let text else { self = .none; return }
-        guard let rules = Self.parse(Array(text.utf8)),
-              rules.allSatisfy({ (try? NSRegularExpression(pattern: $0.expression)) != nil }) else {
-            self = .unreadable
-            return
+        guard let rules = Self.parse(Array(text.utf8)) else { self = .unreadable; return }
+        var compiled: [(expression: NSRegularExpression, reason: String)] = []
+        for rule in rules {
+            guard let expression = try? NSRegularExpression(pattern: rule.expression) else { self = .unreadable; return }
+            compiled.append((expression, rule.reason))
         }
-        self = .rules(rules)
+        self = .rules(compiled)
     }
 
     /// Refuses `password` as CouchDB does when it does not match the rules.
@@ -35,8 +36,7 @@ enum PasswordRules: Sendable {
             throw CouchError(.forbidden, "forbidden", "Server cannot hash passwords at this time.")
         case .rules(let rules):
             for rule in rules {
-                guard let expression = try? NSRegularExpression(pattern: rule.expression) else { continue }
-                if expression.firstMatch(in: password, range: NSRange(password.startIndex..., in: password)) == nil {
+                if rule.expression.firstMatch(in: password, range: NSRange(password.startIndex..., in: password)) == nil {
                     let reason = rule.reason.isEmpty ? "" : " " + rule.reason
                     throw CouchError.badRequest("Password does not conform to requirements." + reason)
                 }
